@@ -1,0 +1,287 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// callFlags are the flags of run and call.
+type callFlags struct {
+	input          string
+	timeout        time.Duration
+	idempotencyKey string
+}
+
+func (f *callFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.input, "input", "", `input JSON file, or "-" for standard input (default: {})`)
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "deadline for the whole call, e.g. 30s (default: none)")
+	cmd.Flags().StringVar(&f.idempotencyKey, "idempotency-key", "", "idempotency key carried in the call context")
+}
+
+func (f *callFlags) read(stdin io.Reader) (json.RawMessage, error) {
+	var data []byte
+	var err error
+	switch f.input {
+	case "":
+		return json.RawMessage("{}"), nil
+	case "-":
+		data, err = io.ReadAll(stdin)
+	default:
+		data, err = os.ReadFile(f.input)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read --input: %w", err)
+	}
+	if !json.Valid(data) {
+		return nil, fmt.Errorf("--input %s is not valid JSON", f.input)
+	}
+	return data, nil
+}
+
+func (f *callFlags) options() host.RunOptions {
+	return host.RunOptions{Timeout: f.timeout, IdempotencyKey: f.idempotencyKey}
+}
+
+// printError writes the error envelope to stdout and returns exit code 1.
+func (g *globals) printError(err error) error {
+	we := wop.AsError(err)
+	b, merr := json.MarshalIndent(we, "", "  ")
+	if merr != nil {
+		return merr
+	}
+	fmt.Fprintln(g.stdout, string(b))
+	return &exitError{code: 1}
+}
+
+func (g *globals) printJSON(raw []byte) {
+	var v any
+	if g.json || json.Unmarshal(raw, &v) != nil {
+		fmt.Fprintln(g.stdout, string(raw))
+		return
+	}
+	b, err := json.MarshalIndent(json.RawMessage(raw), "", "  ")
+	if err != nil {
+		fmt.Fprintln(g.stdout, string(raw))
+		return
+	}
+	fmt.Fprintln(g.stdout, string(b))
+}
+
+func runCommand(g *globals) *cobra.Command {
+	var f callFlags
+	cmd := &cobra.Command{
+		Use:   "run TYPEID",
+		Short: "Run one node and print its output JSON",
+		Long: "Run one node of a loaded pack and print its output JSON. On failure the error\n" +
+			"envelope {code, message, capability, retryable, details} is printed and the exit status is 1.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			input, err := f.read(g.stdin)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			h, err := g.startHost(ctx)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			res, err := h.Run(ctx, args[0], input, f.options())
+			if err != nil {
+				return g.printError(err)
+			}
+			g.printJSON(res.Output)
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func callCommand(g *globals) *cobra.Command {
+	var f callFlags
+	cmd := &cobra.Command{
+		Use:   "call FAMILY.METHOD",
+		Short: "Invoke one host service as a node would and print the raw result",
+		Long: "Invoke one host service through the same routing and checks a pack node's ctx call\n" +
+			"takes, and print the raw result. FAMILY may be a vendor family: acme.kv.get.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			i := strings.LastIndexByte(args[0], '.')
+			if i <= 0 || i == len(args[0])-1 {
+				return fmt.Errorf("%q is not FAMILY.METHOD", args[0])
+			}
+			input, err := f.read(g.stdin)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			h, err := g.startHost(ctx)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			out, err := h.Call(ctx, args[0][:i], args[0][i+1:], input, f.options())
+			if err != nil {
+				return g.printError(err)
+			}
+			g.printJSON(out)
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func capabilitiesCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "capabilities",
+		Short: "Print the advertisement: the families and facets this host serves",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signalContext()
+			defer stop()
+			h, err := g.startHost(ctx)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			g.printJSON(h.Registry().Document())
+			return nil
+		},
+	}
+}
+
+func pluginsCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "plugins",
+		Short: "List every declared capability with its state and last error",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signalContext()
+			defer stop()
+			h, err := g.startHost(ctx)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			recs := h.Registry().Records()
+			if g.json {
+				return json.NewEncoder(g.stdout).Encode(recs)
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "CAPABILITY\tSTATE\tPLUGIN\tVERSION\tADVERTISED\tERROR")
+			for _, r := range recs {
+				state := string(r.State)
+				if r.FailedPhase != "" {
+					state += " (" + string(r.FailedPhase) + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, state, orDash(r.PluginName), orDash(r.PluginVersion),
+					orDash(strings.Join(r.Advertised, ",")), orDash(oneLine(r.LastError)))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func packsCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "packs",
+		Short: "List every declared pack with its state and nodes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signalContext()
+			defer stop()
+			h, err := g.startHost(ctx)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			packs := h.Packs()
+			if g.json {
+				return json.NewEncoder(g.stdout).Encode(packs)
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PACK\tVERSION\tSTATE\tNODES\tDEGRADED\tERROR")
+			for _, p := range packs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Version), p.State,
+					orDash(strings.Join(p.Nodes, ",")), orDash(strings.Join(p.Degraded, ",")), orDash(oneLine(p.Error)))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func validateCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate",
+		Short: "Check the config, every plugin and every pack; report all problems",
+		Long: "Load the config, start every plugin and pack to check their schemas and manifests,\n" +
+			"report every problem found in one run, and stop. The exit status is 1 when any is found.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, ldr, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			logger := g.logger(cfg)
+			if g.logLevel == "" {
+				logger.SetLevel(hclog.Off)
+			}
+			h := host.New(cfg, ldr, logger, version)
+			rep := h.Start(ctx)
+			h.Close()
+			diags := rep.All()
+			if g.json {
+				problems := make([]string, 0, len(diags))
+				for _, d := range diags {
+					problems = append(problems, config.FormatDiagnostic(d))
+				}
+				if err := json.NewEncoder(g.stdout).Encode(map[string]any{"valid": !diags.HasErrors(), "problems": problems}); err != nil {
+					return err
+				}
+			} else if len(diags) > 0 {
+				if err := config.WriteDiagnostics(g.stderr, ldr.Files(), diags); err != nil {
+					return err
+				}
+			}
+			if diags.HasErrors() {
+				if !g.json {
+					fmt.Fprintf(g.stderr, "%s: %d problem(s) found\n", g.configPath, len(diags.Errs()))
+				}
+				return &exitError{code: 1}
+			}
+			if !g.json {
+				fmt.Fprintf(g.stdout, "%s is valid: %d capabilities ready, %d packs loaded\n", g.configPath, len(cfg.Capabilities), len(cfg.Packs))
+			}
+			return nil
+		},
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

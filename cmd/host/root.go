@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/host"
+)
+
+// exitError carries an exit code out of a command after its output has
+// been written.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// globals are the flags every command shares.
+type globals struct {
+	configPath string
+	json       bool
+	logLevel   string
+	stdin      io.Reader
+	stdout     io.Writer
+	stderr     io.Writer
+}
+
+func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "host",
+		Short:         "wophost: a host for node packs and out-of-process capability plugins",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&g.configPath, "config", "./host.hcl", "path of the host config file")
+	root.PersistentFlags().BoolVar(&g.json, "json", false, "print machine-readable JSON")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "log level: trace, debug, info, warn, error or off (default: the config's)")
+	root.AddCommand(
+		runCommand(g), callCommand(g), capabilitiesCommand(g), validateCommand(g),
+		pluginsCommand(g), packsCommand(g),
+	)
+	err := root.Execute()
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		fmt.Fprintln(stderr, "Error:", err)
+		return 2
+	}
+}
+
+// loadConfig reads the config and prints every diagnostic of it.
+func (g *globals) loadConfig() (*config.Config, *config.Loader, error) {
+	cfg, ldr, diags := config.Load(g.configPath)
+	if len(diags) > 0 {
+		if err := config.WriteDiagnostics(g.stderr, ldr.Files(), diags); err != nil {
+			return nil, nil, err
+		}
+	}
+	if diags.HasErrors() || cfg == nil {
+		return nil, nil, &exitError{code: 1}
+	}
+	return cfg, ldr, nil
+}
+
+func (g *globals) logger(cfg *config.Config) hclog.Logger {
+	level := cfg.Host.LogLevel
+	if g.logLevel != "" {
+		level = g.logLevel
+	}
+	logger := hclog.New(&hclog.LoggerOptions{
+		Name:       "host",
+		Level:      hclog.LevelFromString(level),
+		Output:     g.stderr,
+		JSONFormat: cfg.Host.LogFormat == "json",
+	})
+	// go-plugin reports some broker events through the standard library
+	// logger; route them into hclog so they obey the level and format.
+	log.SetFlags(0)
+	log.SetOutput(logger.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
+	return logger
+}
+
+// startHost loads the config and starts the host. Capability and pack
+// problems are logged as warnings (they only withdraw what they concern);
+// config problems stop here. The caller must Close the host.
+func (g *globals) startHost(ctx context.Context) (*host.Host, error) {
+	cfg, ldr, err := g.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	logger := g.logger(cfg)
+	h := host.New(cfg, ldr, logger, version)
+	rep := h.Start(ctx)
+	for _, d := range append(rep.Capabilities, rep.Packs...) {
+		logger.Warn(config.FormatDiagnostic(d))
+	}
+	if rep.Fatal() {
+		_ = config.WriteDiagnostics(g.stderr, ldr.Files(), rep.Config)
+		h.Close()
+		return nil, &exitError{code: 1}
+	}
+	return h, nil
+}
+
+// signalContext is cancelled on SIGINT or SIGTERM, so a run in flight is
+// cancelled and the host still stops every process it started.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}

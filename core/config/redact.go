@@ -1,0 +1,80 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strconv"
+)
+
+// Redacted replaces sensitive values in redacted config.
+const Redacted = "(sensitive)"
+
+// Redact returns value with every value at one of paths replaced by the
+// string "(sensitive)". A "*" path element matches any object key or array
+// index. Null values are kept, since they reveal only that nothing was set.
+// Input that is not valid JSON comes back as "(sensitive)" as a whole: the
+// result is meant for logs, where failing open would leak secrets.
+func Redact(value json.RawMessage, paths [][]string) json.RawMessage {
+	if len(paths) == 0 {
+		return value
+	}
+	dec := json.NewDecoder(bytes.NewReader(value))
+	// Numbers stay json.Number so they are written back digit for digit.
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return redactedWhole()
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return redactedWhole()
+	}
+
+	for _, p := range paths {
+		v = redactAt(v, p)
+	}
+
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// Config values are not HTML; escaping would only garble URLs in logs.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return redactedWhole()
+	}
+	return json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+}
+
+func redactedWhole() json.RawMessage {
+	return json.RawMessage(strconv.Quote(Redacted))
+}
+
+// redactAt replaces the values at path inside v, in place where v is an
+// object or array, and returns the (possibly replaced) v.
+func redactAt(v any, path []string) any {
+	if len(path) == 0 {
+		if v == nil {
+			return nil
+		}
+		return Redacted
+	}
+	key, rest := path[0], path[1:]
+	switch t := v.(type) {
+	case map[string]any:
+		if key == "*" {
+			for k, e := range t {
+				t[k] = redactAt(e, rest)
+			}
+		} else if e, ok := t[key]; ok {
+			t[key] = redactAt(e, rest)
+		}
+	case []any:
+		if key == "*" {
+			for i, e := range t {
+				t[i] = redactAt(e, rest)
+			}
+		} else if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < len(t) {
+			t[i] = redactAt(t[i], rest)
+		}
+	}
+	return v
+}

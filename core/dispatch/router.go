@@ -1,0 +1,94 @@
+// Package dispatch routes host-service calls to the plugins that serve
+// them and runs pack nodes, applying the contract's checks on every call:
+// advertisement, least privilege, depth, deadline and size.
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// Caller is who makes a host-service call.
+type Caller struct {
+	// Name is "pack:<name>", "plugin:<name>" or "operator".
+	Name string
+	// Allowed reports whether the caller may call family (and facet).
+	Allowed func(family, facet string) bool
+}
+
+// Router sends host-service calls to the plugin serving each family.
+type Router struct {
+	reg        *registry.Registry
+	depthLimit int
+	maxBytes   int
+}
+
+// NewRouter returns a router over reg. depthLimit bounds how many
+// host-service hops one call may take; maxBytes bounds a payload.
+func NewRouter(reg *registry.Registry, depthLimit, maxBytes int) *Router {
+	return &Router{reg: reg, depthLimit: depthLimit, maxBytes: maxBytes}
+}
+
+// Call routes one call. call must already carry the authoritative run
+// context and the depth of this hop.
+func (r *Router) Call(ctx context.Context, caller Caller, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
+	capability := fmt.Sprintf("host.%s.%s", family, method)
+	if len(payload) > r.maxBytes {
+		return nil, wop.Errorf(wop.CodeValidation, "request of %d bytes is over the %d-byte limit", len(payload), r.maxBytes).WithCapability(capability)
+	}
+	if call.Depth > r.depthLimit {
+		return nil, wop.Errorf(wop.CodeCallDepthExceeded, "call depth %d is over the limit of %d", call.Depth, r.depthLimit).WithCapability(capability)
+	}
+	inv, fam, ok := r.reg.Lookup(family)
+	if !ok {
+		return nil, wop.NotProvided("host." + family)
+	}
+	facet := requiredFacet(family, method)
+	if facet != "" {
+		if _, ok := fam.Facets[facet]; !ok {
+			return nil, wop.NotProvided("host." + family + "." + facet)
+		}
+	}
+	if caller.Allowed != nil && !caller.Allowed(family, facet) {
+		what := family
+		if facet != "" {
+			what += "." + facet
+		}
+		return nil, wop.Errorf(wop.CodeCapabilityNotDeclared, "%s did not declare %s", caller.Name, what).WithCapability(capability)
+	}
+	if !slices.Contains(fam.Methods, method) {
+		return nil, wop.Errorf(wop.CodeNotFound, "family %s has no method %q", family, method).WithCapability(capability)
+	}
+	if !call.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, call.Deadline)
+		defer cancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, contextError(err, capability)
+	}
+	out, err := inv.Invoke(ctx, family, method, payload, call)
+	if err != nil {
+		if ctx.Err() != nil {
+			if we := wop.AsError(err); we.Code == wop.CodeUnavailable || we.Code == wop.CodeInternal {
+				return nil, contextError(ctx.Err(), capability)
+			}
+		}
+		return nil, err
+	}
+	if len(out) > r.maxBytes {
+		return nil, wop.Errorf(wop.CodeUpstreamUnavailable, "result of %d bytes is over the %d-byte limit", len(out), r.maxBytes).WithCapability(capability)
+	}
+	return out, nil
+}
+
+func contextError(err error, capability string) error {
+	if err == context.DeadlineExceeded {
+		return wop.Errorf(wop.CodeDeadlineExceeded, "the call's deadline passed").WithCapability(capability)
+	}
+	return wop.Errorf(wop.CodeCancelled, "the call was cancelled").WithCapability(capability)
+}

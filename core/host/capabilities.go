@@ -1,0 +1,381 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/hostservices"
+	"github.com/wophost/wophost/core/loader"
+	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/schema"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// Restart policy for a crashed plugin: capped exponential backoff, then
+// give up and leave the capability failed.
+const (
+	restartBase     = 500 * time.Millisecond
+	restartCap      = 30 * time.Second
+	restartAttempts = 5
+)
+
+// capability is one declared capability block and its running plugin.
+type capability struct {
+	cfg    *config.Capability
+	sum    []byte
+	desc   *loader.Description
+	schema schema.Block
+	config []byte
+	// families are the families this block serves, after the block's
+	// `families` filter.
+	families []loader.FamilyDescription
+
+	mu   sync.Mutex
+	proc *loader.Capability
+}
+
+func (c *capability) current() *loader.Capability {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proc
+}
+
+func (c *capability) kill() {
+	if p := c.current(); p != nil {
+		p.Kill()
+	}
+}
+
+// startCapabilities runs every declared capability to ready or failed:
+// start and describe in parallel, then the host-side checks that need
+// every plugin's description, then configure in parallel.
+func (h *Host) startCapabilities(ctx context.Context, rep *Report) {
+	caps := make([]*capability, len(h.cfg.Capabilities))
+	for i, cc := range h.cfg.Capabilities {
+		caps[i] = &capability{cfg: cc}
+		h.reg.Declare(cc.Name, cc.PluginPath)
+	}
+	h.mu.Lock()
+	for _, c := range caps {
+		h.caps[c.cfg.Name] = c
+	}
+	h.mu.Unlock()
+
+	diags := make([]hcl.Diagnostics, len(caps))
+	var wg sync.WaitGroup
+	for i, c := range caps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			diags[i] = h.launch(ctx, c)
+		}()
+	}
+	wg.Wait()
+	for _, d := range diags {
+		rep.Capabilities = append(rep.Capabilities, d...)
+	}
+
+	rep.Config = append(rep.Config, h.checkClaims(caps)...)
+	if rep.Config.HasErrors() {
+		return
+	}
+	ectx := h.files.EvalContext(h.cfg.Dir)
+	for i, c := range caps {
+		diags[i] = nil
+		if c.current() == nil {
+			continue
+		}
+		val, d := config.DecodePluginConfig(c.cfg, c.schema, ectx)
+		if d.HasErrors() {
+			h.failCapability(c, registry.StateConfigured, errors.New(config.FormatDiagnostics(d)))
+			diags[i] = d
+			continue
+		}
+		c.config = val
+		h.logger.Debug("plugin config decoded", "capability", c.cfg.Name,
+			"config", string(config.Redact(val, c.schema.SensitivePaths())))
+	}
+	for i, c := range caps {
+		if c.current() == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			diags[i] = append(diags[i], h.configure(ctx, c)...)
+		}()
+	}
+	wg.Wait()
+	for _, d := range diags {
+		rep.Capabilities = append(rep.Capabilities, d...)
+	}
+	for _, c := range caps {
+		if c.cfg.Required && !h.isReady(c.cfg.Name) {
+			rep.Config = append(rep.Config, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Required capability is not ready",
+				Detail:   fmt.Sprintf("Capability %q is marked required but did not become ready; see its error above.", c.cfg.Name),
+				Subject:  c.cfg.DefRange.Ptr(),
+			})
+		}
+	}
+	for _, c := range caps {
+		if p := c.current(); p != nil {
+			h.watch(c, p)
+		}
+	}
+}
+
+func (h *Host) isReady(name string) bool {
+	for _, r := range h.reg.Records() {
+		if r.Name == name {
+			return r.State == registry.StateReady
+		}
+	}
+	return false
+}
+
+// launch verifies, starts and describes one plugin. Failures are recorded
+// in the registry and returned as diagnostics at the attribute concerned.
+func (h *Host) launch(ctx context.Context, c *capability) hcl.Diagnostics {
+	sum, err := loader.Verify(c.cfg.PluginPath, c.cfg.SHA256)
+	if err != nil {
+		h.reg.Fail(c.cfg.Name, registry.StateVerified, err)
+		rng := c.cfg.PluginRange
+		var ce *loader.ChecksumError
+		if errors.As(err, &ce) {
+			rng = c.cfg.SHA256Range
+		}
+		return capabilityDiag(c, "Plugin failed verification", err, rng)
+	}
+	c.sum = sum
+	h.reg.Advance(c.cfg.Name, registry.StateVerified)
+	opts := h.opts
+	opts.StartTimeout = c.cfg.StartTimeout
+	proc, err := loader.StartCapability(c.cfg.Name, c.cfg.PluginPath, sum, opts)
+	if err != nil {
+		return h.phaseFailure(c, err, "Plugin failed to start")
+	}
+	h.reg.Advance(c.cfg.Name, registry.StateNegotiated)
+	desc, err := proc.Describe(ctx)
+	if err == nil {
+		c.schema, err = proc.ConfigSchema(ctx)
+	}
+	if err != nil {
+		proc.Kill()
+		return h.phaseFailure(c, err, "Plugin failed to describe itself")
+	}
+	c.desc = desc
+	families, err := selectFamilies(c.cfg, desc)
+	if err != nil {
+		proc.Kill()
+		h.reg.Fail(c.cfg.Name, registry.StateDescribed, err)
+		return capabilityDiag(c, "Plugin does not serve what the config asks", err, c.cfg.DefRange)
+	}
+	c.families = families
+	names := make([]string, len(families))
+	for i, f := range families {
+		names[i] = f.Name
+	}
+	h.reg.Describe(c.cfg.Name, desc.Name, desc.Version, names)
+	c.mu.Lock()
+	c.proc = proc
+	c.mu.Unlock()
+	return nil
+}
+
+func (h *Host) phaseFailure(c *capability, err error, summary string) hcl.Diagnostics {
+	phase := registry.StateStarted
+	var pe *loader.PhaseError
+	if errors.As(err, &pe) {
+		phase = registry.State(pe.Phase)
+	}
+	h.reg.Fail(c.cfg.Name, phase, err)
+	return capabilityDiag(c, summary, err, c.cfg.PluginRange)
+}
+
+func capabilityDiag(c *capability, summary string, err error, rng hcl.Range) hcl.Diagnostics {
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf("Capability %q (%s): %s", c.cfg.Name, c.cfg.PluginPath, err),
+		Subject:  rng.Ptr(),
+	}}
+}
+
+func (h *Host) failCapability(c *capability, phase registry.State, err error) {
+	c.mu.Lock()
+	proc := c.proc
+	c.proc = nil
+	c.mu.Unlock()
+	if proc != nil {
+		proc.Kill()
+	}
+	h.reg.Fail(c.cfg.Name, phase, err)
+}
+
+// selectFamilies applies the block's `families` filter to what the plugin
+// describes, and checks that every family name is well-formed.
+func selectFamilies(cc *config.Capability, desc *loader.Description) ([]loader.FamilyDescription, error) {
+	var out []loader.FamilyDescription
+	described := map[string]bool{}
+	for _, f := range desc.Families {
+		described[f.Name] = true
+		if !wop.IsCoreFamily(f.Name) {
+			if ok, why := wop.ValidVendorFamily(f.Name); !ok {
+				return nil, fmt.Errorf("plugin %s describes family %q: %s", desc.Name, f.Name, why)
+			}
+		}
+		if len(cc.Families) == 0 || slices.Contains(cc.Families, f.Name) {
+			out = append(out, f)
+		}
+	}
+	var missing []string
+	for _, want := range cc.Families {
+		if !described[want] {
+			missing = append(missing, want)
+		}
+	}
+	if len(missing) > 0 {
+		served := make([]string, 0, len(described))
+		for f := range described {
+			served = append(served, f)
+		}
+		sort.Strings(served)
+		return nil, fmt.Errorf("plugin %s does not serve %s (it serves %s)", desc.Name, strings.Join(missing, ", "), strings.Join(served, ", "))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("plugin %s serves no family", desc.Name)
+	}
+	return out, nil
+}
+
+// checkClaims refuses two capability blocks serving one family, naming
+// both. It is a config error: which one would win is not the operator's
+// intent.
+func (h *Host) checkClaims(caps []*capability) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	owner := map[string]*capability{}
+	for _, c := range caps {
+		for _, f := range c.families {
+			prev, ok := owner[f.Name]
+			if !ok {
+				owner[f.Name] = c
+				continue
+			}
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Two plugins claim one family",
+				Detail: fmt.Sprintf("Family %q is served by capability %q (%s, declared at %s) and by capability %q (%s). Restrict one of them with `families = [...]` or remove it.",
+					f.Name, prev.cfg.Name, prev.cfg.PluginPath, config.FormatRange(prev.cfg.DefRange), c.cfg.Name, c.cfg.PluginPath),
+				Subject: c.cfg.DefRange.Ptr(),
+				Context: prev.cfg.DefRange.Ptr(),
+			})
+		}
+	}
+	return diags
+}
+
+// configure sends the decoded config and, on success, makes the plugin's
+// families ready.
+func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
+	proc := c.current()
+	stateDir := filepath.Join(h.cfg.Host.StateDir, "plugins", c.cfg.Name)
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		err = fmt.Errorf("create state dir: %w", err)
+		h.failCapability(c, registry.StateConfigured, err)
+		return capabilityDiag(c, "Cannot prepare plugin state", err, c.cfg.DefRange)
+	}
+	allowed := map[string]bool{}
+	for _, f := range c.families {
+		for _, n := range append(append([]string(nil), f.Needs...), f.Uses...) {
+			allowed[n] = true
+		}
+	}
+	hs := hostservices.ForPlugin(h.router, h.runs, h.logger, c.cfg.Name, func(family, facet string) bool {
+		return allowed[family] || (facet != "" && allowed[family+"."+facet])
+	})
+	res, err := proc.Configure(ctx, c.config, stateDir, hs)
+	if err != nil {
+		h.failCapability(c, registry.StateConfigured, err)
+		return capabilityDiag(c, "Plugin refused its configuration", err, c.cfg.ConfigRange)
+	}
+	if len(res.Diagnostics) > 0 {
+		pd := make([]config.PluginDiagnostic, len(res.Diagnostics))
+		for i, d := range res.Diagnostics {
+			pd[i] = config.PluginDiagnostic{Summary: d.Summary, Detail: d.Detail, Path: d.Path}
+		}
+		diags := config.PluginDiagnostics(c.cfg, pd)
+		h.failCapability(c, registry.StateConfigured, errors.New(config.FormatDiagnostics(diags)))
+		return diags
+	}
+	families := make([]registry.Family, 0, len(c.families))
+	for _, f := range c.families {
+		families = append(families, registry.Family{
+			Name: f.Name, Status: f.Status, Since: f.Since, Until: f.Until, Witness: f.Witness,
+			Methods: f.Methods, Needs: f.Needs, Uses: f.Uses, Facets: res.Facets[f.Name],
+		})
+	}
+	h.reg.Advance(c.cfg.Name, registry.StateConfigured)
+	h.reg.Ready(c.cfg.Name, families, proc)
+	h.logger.Info("capability ready", "capability", c.cfg.Name, "plugin", c.desc.Name, "version", c.desc.Version)
+	return nil
+}
+
+// watch waits for the plugin process to exit. An exit the host did not
+// ask for withdraws the families and starts the restart loop.
+func (h *Host) watch(c *capability, proc *loader.Capability) {
+	h.watchers.Add(1)
+	go func() {
+		defer h.watchers.Done()
+		<-proc.Exited()
+		if h.isClosing() || c.current() != proc {
+			return
+		}
+		h.logger.Error("plugin exited unexpectedly", "capability", c.cfg.Name)
+		h.reg.Crash(c.cfg.Name, errors.New("plugin process exited unexpectedly"))
+		h.restart(c)
+	}()
+}
+
+// restart brings a crashed plugin back: a new process, described and
+// configured again with the same config, then re-advertised.
+func (h *Host) restart(c *capability) {
+	delay := restartBase
+	for n := 1; n <= restartAttempts; n++ {
+		h.reg.Restarting(c.cfg.Name, n)
+		time.Sleep(delay)
+		if h.isClosing() {
+			return
+		}
+		delay = min(delay*2, restartCap)
+		opts := h.opts
+		opts.StartTimeout = c.cfg.StartTimeout
+		proc, err := loader.StartCapability(c.cfg.Name, c.cfg.PluginPath, c.sum, opts)
+		if err != nil {
+			h.logger.Warn("plugin restart failed", "capability", c.cfg.Name, "attempt", n, "error", err)
+			continue
+		}
+		c.mu.Lock()
+		c.proc = proc
+		c.mu.Unlock()
+		if d := h.configure(context.Background(), c); d.HasErrors() {
+			h.logger.Warn("plugin restart failed", "capability", c.cfg.Name, "attempt", n, "error", config.FormatDiagnostics(d))
+			continue
+		}
+		h.watch(c, proc)
+		return
+	}
+	h.failCapability(c, registry.StateRestarting, fmt.Errorf("gave up after %d restart attempts", restartAttempts))
+}

@@ -1,0 +1,137 @@
+// Package host assembles the core: it loads the capability plugins a
+// config declares, keeps the registry of what is advertised, loads packs
+// and runs their nodes, and serves host-service calls between them.
+package host
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/core/loader"
+	"github.com/wophost/wophost/core/registry"
+)
+
+// Name is the implementation name in the advertisement.
+const Name = "wophost"
+
+// Host is one running host. Start it once, then Close it.
+type Host struct {
+	cfg    *config.Config
+	files  *config.Loader
+	logger hclog.Logger
+	opts   loader.Options
+
+	reg    *registry.Registry
+	router *dispatch.Router
+	runs   *dispatch.Runs
+
+	mu       sync.RWMutex
+	caps     map[string]*capability
+	packs    []*Pack
+	byTypeID map[string]*Pack
+	closing  bool
+	watchers sync.WaitGroup
+}
+
+// New returns a host for cfg. files is the loader that parsed cfg; it
+// evaluates plugin config bodies and renders diagnostics.
+func New(cfg *config.Config, files *config.Loader, logger hclog.Logger, version string) *Host {
+	level := hclog.LevelFromString(cfg.Host.LogLevel)
+	if level == hclog.NoLevel {
+		level = hclog.Info
+	}
+	reg := registry.New(registry.Implementation{Name: Name, Version: version})
+	return &Host{
+		cfg:    cfg,
+		files:  files,
+		logger: logger,
+		opts: loader.Options{
+			Logger:          logger,
+			LogLevel:        level,
+			MaxMessageBytes: cfg.Host.MaxMessageBytes,
+			StartTimeout:    cfg.Host.StartTimeout,
+			HostVersion:     version,
+		},
+		reg:      reg,
+		router:   dispatch.NewRouter(reg, cfg.Host.CallDepthLimit, cfg.Host.MaxMessageBytes),
+		runs:     dispatch.NewRuns(),
+		caps:     map[string]*capability{},
+		byTypeID: map[string]*Pack{},
+	}
+}
+
+// Registry returns the host's registry.
+func (h *Host) Registry() *registry.Registry { return h.reg }
+
+// Report is the outcome of Start. Config problems abort the start;
+// capability and pack problems only withdraw what they concern.
+type Report struct {
+	Config       hcl.Diagnostics
+	Capabilities hcl.Diagnostics
+	Packs        hcl.Diagnostics
+}
+
+// All returns every diagnostic of the report.
+func (r *Report) All() hcl.Diagnostics {
+	out := append(hcl.Diagnostics{}, r.Config...)
+	out = append(out, r.Capabilities...)
+	return append(out, r.Packs...)
+}
+
+// Fatal reports whether the host cannot serve: a config error, or a
+// required capability that is not ready.
+func (r *Report) Fatal() bool { return r.Config.HasErrors() }
+
+// Start loads every declared capability, then every pack. It returns once
+// all have reached ready or failed.
+func (h *Host) Start(ctx context.Context) *Report {
+	rep := &Report{}
+	h.startCapabilities(ctx, rep)
+	if rep.Fatal() {
+		return rep
+	}
+	h.startPacks(ctx, rep)
+	return rep
+}
+
+// Close stops every pack and plugin. No process the host started
+// survives it.
+func (h *Host) Close() {
+	h.mu.Lock()
+	h.closing = true
+	caps := make([]*capability, 0, len(h.caps))
+	for _, c := range h.caps {
+		caps = append(caps, c)
+	}
+	packs := append([]*Pack(nil), h.packs...)
+	h.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, p := range packs {
+		if p.proc != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); p.proc.Kill() }()
+		}
+	}
+	for _, c := range caps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.kill()
+			h.reg.Stop(c.cfg.Name)
+		}()
+	}
+	wg.Wait()
+	h.watchers.Wait()
+}
+
+func (h *Host) isClosing() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.closing
+}

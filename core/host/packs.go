@@ -1,0 +1,206 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/hostservices"
+	"github.com/wophost/wophost/core/loader"
+	"github.com/wophost/wophost/core/manifest"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// PackState is how a pack loaded.
+type PackState string
+
+// Pack states.
+const (
+	PackReady    PackState = "ready"
+	PackDegraded PackState = "degraded"
+	PackRefused  PackState = "refused"
+)
+
+// Pack is one declared pack.
+type Pack struct {
+	Name     string
+	Path     string
+	State    PackState
+	Version  string
+	TypeIDs  []string
+	Degraded []string
+	Err      error
+
+	cfg      *config.Pack
+	manifest *manifest.Manifest
+	proc     *loader.Pack
+}
+
+// PackInfo is what `host packs` shows of a pack.
+type PackInfo struct {
+	Name     string    `json:"name"`
+	Version  string    `json:"version,omitempty"`
+	Path     string    `json:"path"`
+	State    PackState `json:"state"`
+	Nodes    []string  `json:"nodes,omitempty"`
+	Degraded []string  `json:"degraded,omitempty"`
+	Error    string    `json:"error,omitempty"`
+}
+
+// Packs lists every declared pack in declaration order.
+func (h *Host) Packs() []PackInfo {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]PackInfo, 0, len(h.packs))
+	for _, p := range h.packs {
+		info := PackInfo{Name: p.Name, Version: p.Version, Path: p.Path, State: p.State, Nodes: p.TypeIDs, Degraded: p.Degraded}
+		if p.Err != nil {
+			info.Error = p.Err.Error()
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+func (h *Host) startPacks(ctx context.Context, rep *Report) {
+	packs := make([]*Pack, len(h.cfg.Packs))
+	diags := make([]hcl.Diagnostics, len(packs))
+	var wg sync.WaitGroup
+	for i, pc := range h.cfg.Packs {
+		p := &Pack{Name: pc.Name, Path: pc.Path, cfg: pc}
+		packs[i] = p
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := h.loadPack(ctx, p); err != nil {
+				p.State, p.Err = PackRefused, err
+				if p.proc != nil {
+					p.proc.Kill()
+					p.proc = nil
+				}
+				diags[i] = hcl.Diagnostics{{
+					Severity: hcl.DiagError,
+					Summary:  "Pack refused",
+					Detail:   fmt.Sprintf("Pack %q (%s): %s", p.Name, p.Path, err),
+					Subject:  pc.DefRange.Ptr(),
+				}}
+			}
+		}()
+	}
+	wg.Wait()
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, p := range packs {
+		rep.Packs = append(rep.Packs, diags[i]...)
+		if p.State != PackRefused {
+			for _, id := range p.TypeIDs {
+				if other, dup := h.byTypeID[id]; dup {
+					p.State = PackRefused
+					p.Err = wop.Errorf(wop.CodePackValidationFailed, "node %q is also served by pack %s", id, other.Name)
+					rep.Packs = append(rep.Packs, &hcl.Diagnostic{
+						Severity: hcl.DiagError, Summary: "Pack refused",
+						Detail:  fmt.Sprintf("Pack %q: %s", p.Name, p.Err),
+						Subject: p.cfg.DefRange.Ptr(),
+					})
+					break
+				}
+			}
+		}
+		if p.State == PackRefused {
+			if p.proc != nil {
+				p.proc.Kill()
+				p.proc = nil
+			}
+		} else {
+			for _, id := range p.TypeIDs {
+				h.byTypeID[id] = p
+			}
+		}
+		h.packs = append(h.packs, p)
+	}
+}
+
+// loadPack reads and validates pack.json, refuses a pack whose required
+// peer dependencies are not advertised, then starts the binary and checks
+// its embedded manifest against the file.
+func (h *Host) loadPack(ctx context.Context, p *Pack) error {
+	m, raw, err := manifest.Load(p.Path)
+	if err != nil {
+		return err
+	}
+	p.manifest, p.Version = m, m.Version
+	if m.Name != p.Name {
+		return wop.Errorf(wop.CodePackValidationFailed, "pack.json names the pack %q, the config block %q", m.Name, p.Name)
+	}
+	for _, n := range m.Nodes {
+		p.TypeIDs = append(p.TypeIDs, n.TypeID)
+	}
+	var missing, degraded []string
+	for _, r := range m.PeerRequirements() {
+		if h.reg.Has(r.Family, r.Facet) {
+			continue
+		}
+		name := r.Family
+		if r.Facet != "" {
+			name += "." + r.Facet
+		}
+		if r.Optional {
+			degraded = append(degraded, name)
+		} else {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return wop.Errorf(wop.CodePackPeerDependencyMissing, "required peer dependencies are not advertised: %s", strings.Join(missing, ", ")).
+			WithDetails(map[string]any{"missing": missing})
+	}
+	entry := filepath.Join(p.Path, filepath.FromSlash(m.Runtime.Entry))
+	if _, err := loader.Verify(entry, ""); err != nil {
+		return wop.Errorf(wop.CodePackValidationFailed, "runtime.entry: %v", err)
+	}
+	proc, err := loader.StartPack(p.Name, entry, h.opts)
+	if err != nil {
+		return fmt.Errorf("start pack binary: %w", err)
+	}
+	p.proc = proc
+	embedded, err := proc.Manifest(ctx)
+	if err != nil {
+		return fmt.Errorf("read the binary's manifest: %w", err)
+	}
+	if !sameJSON(raw, embedded) {
+		return wop.Errorf(wop.CodePackValidationFailed, "the binary %s was built with a different pack.json than %s; rebuild it", entry, filepath.Join(p.Path, config.PackManifest))
+	}
+	proc.ServeHostServices(hostservices.ForPack(h.router, h.runs, h.logger, p.Name), h.cfg.Host.MaxMessageBytes)
+	p.State = PackReady
+	if len(degraded) > 0 {
+		sort.Strings(degraded)
+		p.State, p.Degraded = PackDegraded, degraded
+		h.logger.Warn("pack loaded degraded", "pack", p.Name, "missing_optional", strings.Join(degraded, ", "))
+	}
+	return nil
+}
+
+// sameJSON reports whether a and b hold equal JSON values, so that
+// formatting differences between the file and the embedded copy (line
+// endings, indentation) do not matter.
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}

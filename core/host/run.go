@@ -1,0 +1,112 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/wophost/wophost/core/dispatch"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// RunOptions are the optional settings of one node run.
+type RunOptions struct {
+	// Timeout bounds the run; zero means the caller's context alone.
+	Timeout        time.Duration
+	IdempotencyKey string
+	Traceparent    string
+}
+
+// RunResult is the outcome of a successful node run.
+type RunResult struct {
+	RunID  string
+	Output json.RawMessage
+}
+
+// Run executes the node typeID with input. Every check that can refuse the
+// node runs before any pack code: the node exists, its pack loaded, every
+// family it requires is advertised now, and input matches its schema.
+func (h *Host) Run(ctx context.Context, typeID string, input json.RawMessage, opts RunOptions) (*RunResult, error) {
+	h.mu.RLock()
+	p, ok := h.byTypeID[typeID]
+	h.mu.RUnlock()
+	if !ok {
+		return nil, wop.Errorf(wop.CodeNotFound, "no loaded pack serves node %q", typeID)
+	}
+	for _, r := range p.manifest.NodeRequirements(typeID) {
+		if !h.reg.Has(r.Family, r.Facet) {
+			name := "host." + r.Family
+			if r.Facet != "" {
+				name += "." + r.Facet
+			}
+			return nil, wop.NotProvided(name).WithDetails(map[string]string{"typeId": typeID})
+		}
+	}
+	node, _ := p.manifest.Node(typeID)
+	if err := node.ValidateInput(input); err != nil {
+		return nil, err
+	}
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	run := &dispatch.Run{
+		ID: dispatch.NewID("run"), NodeID: dispatch.NewID("node"), TypeID: typeID, Pack: p.Name,
+		Allowed:     p.manifest.Declared(typeID),
+		Traceparent: opts.Traceparent, IdempotencyKey: opts.IdempotencyKey,
+	}
+	if d, ok := ctx.Deadline(); ok {
+		run.Deadline = d
+	}
+	remove := h.runs.Add(run)
+	defer remove()
+	advertised := map[string][]byte{}
+	for fam, facets := range h.reg.Advertised() {
+		b, err := json.Marshal(facets)
+		if err != nil {
+			return nil, wop.Errorf(wop.CodeInternal, "encode facets of %s: %v", fam, err)
+		}
+		advertised[fam] = b
+	}
+	cc := run.CallContext("host")
+	cc.Depth = 0
+	out, err := p.proc.Execute(ctx, &wophostv1.ExecuteRequest{
+		TypeId: typeID, Input: input, Call: wire.CallContextToProto(cc), Advertised: advertised,
+	})
+	if err != nil {
+		we := wop.AsError(err)
+		if ctx.Err() != nil && (we.Code == wop.CodeUnavailable || we.Code == wop.CodeInternal) {
+			if ctx.Err() == context.DeadlineExceeded {
+				we = wop.Errorf(wop.CodeDeadlineExceeded, "node %s did not finish before its deadline", typeID)
+			} else {
+				we = wop.Errorf(wop.CodeCancelled, "node %s was cancelled", typeID)
+			}
+		}
+		return &RunResult{RunID: run.ID}, we
+	}
+	return &RunResult{RunID: run.ID, Output: out}, nil
+}
+
+// Call invokes one host service as a node would, through the same routing
+// and checks, on behalf of the operator. The operator may call any
+// advertised family.
+func (h *Host) Call(ctx context.Context, family, method string, payload json.RawMessage, opts RunOptions) (json.RawMessage, error) {
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	run := &dispatch.Run{
+		ID: dispatch.NewID("run"), NodeID: dispatch.NewID("node"), TypeID: "operator.call",
+		Traceparent: opts.Traceparent, IdempotencyKey: opts.IdempotencyKey,
+	}
+	if d, ok := ctx.Deadline(); ok {
+		run.Deadline = d
+	}
+	remove := h.runs.Add(run)
+	defer remove()
+	return h.router.Call(ctx, dispatch.Caller{Name: "operator"}, family, method, payload, run.CallContext("operator"))
+}

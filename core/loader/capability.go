@@ -1,0 +1,167 @@
+package loader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/wophost/wophost/sdk/schema"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// rpcTimeout bounds each start-up RPC (Describe, ConfigSchema, Configure),
+// so a wedged plugin fails its phase instead of hanging the host.
+const rpcTimeout = 30 * time.Second
+
+// Capability is a started capability plugin.
+type Capability struct {
+	proc *process
+	conn *wire.CapabilityConn
+	opts Options
+	desc *wophostv1.DescribeResponse
+}
+
+// Description is what a plugin says about itself.
+type Description struct {
+	Name     string
+	Version  string
+	Families []FamilyDescription
+}
+
+// FamilyDescription is one family a plugin can serve.
+type FamilyDescription struct {
+	Name, Status, Since, Until, Witness string
+	Methods, Needs, Uses                []string
+}
+
+// StartCapability execs the plugin at path, completes the handshake and
+// negotiates the protocol. The error is a *PhaseError naming the phase.
+func StartCapability(name, path string, sum []byte, opts Options) (*Capability, error) {
+	proc, rpc, err := startProcess(name, path, sum, opts)
+	if err != nil {
+		return nil, &PhaseError{Phase: "started", Err: err}
+	}
+	raw, err := rpc.Dispense(wire.KindCapability)
+	if err != nil {
+		proc.kill()
+		return nil, &PhaseError{Phase: "negotiated", Err: err}
+	}
+	conn, ok := raw.(*wire.CapabilityConn)
+	if !ok {
+		proc.kill()
+		return nil, &PhaseError{Phase: "negotiated", Err: fmt.Errorf("unexpected plugin client %T", raw)}
+	}
+	return &Capability{proc: proc, conn: conn, opts: opts}, nil
+}
+
+// Describe asks the plugin what it serves.
+func (c *Capability) Describe(ctx context.Context) (*Description, error) {
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	resp, err := c.conn.Client.Describe(ctx, &wophostv1.DescribeRequest{})
+	if err != nil {
+		return nil, &PhaseError{Phase: "described", Err: wire.FromStatus(err)}
+	}
+	c.desc = resp
+	d := &Description{Name: resp.GetName(), Version: resp.GetVersion()}
+	for _, f := range resp.GetFamilies() {
+		d.Families = append(d.Families, FamilyDescription{
+			Name: f.GetName(), Status: f.GetStatus(), Since: f.GetSince(), Until: f.GetUntil(), Witness: f.GetWitness(),
+			Methods: f.GetMethods(), Needs: f.GetNeeds(), Uses: f.GetUses(),
+		})
+	}
+	return d, nil
+}
+
+// ConfigSchema fetches the schema of the plugin's config block.
+func (c *Capability) ConfigSchema(ctx context.Context) (schema.Block, error) {
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	resp, err := c.conn.Client.ConfigSchema(ctx, &wophostv1.ConfigSchemaRequest{})
+	if err != nil {
+		return schema.Block{}, &PhaseError{Phase: "described", Err: fmt.Errorf("config schema: %w", wire.FromStatus(err))}
+	}
+	var s schema.Block
+	if len(resp.GetSchema()) > 0 {
+		if err := json.Unmarshal(resp.GetSchema(), &s); err != nil {
+			return schema.Block{}, &PhaseError{Phase: "described", Err: fmt.Errorf("config schema is not valid JSON: %w", err)}
+		}
+	}
+	return s, nil
+}
+
+// ConfigDiagnostic is a problem the plugin found in its decoded config.
+type ConfigDiagnostic struct {
+	Summary, Detail string
+	Path            []string
+}
+
+// ConfigureResult is the outcome of Configure.
+type ConfigureResult struct {
+	// Facets maps each family to its facets under this configuration.
+	Facets map[string]map[string]json.RawMessage
+	// Diagnostics, when not empty, mean the plugin refused the config.
+	Diagnostics []ConfigDiagnostic
+}
+
+// Configure sends the decoded config and serves hostServices to the plugin
+// on the broker.
+func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stateDir string, hostServices wophostv1.HostServicesServer) (*ConfigureResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	var brokerID uint32
+	if hostServices != nil {
+		brokerID = wire.ServeHostServices(c.conn.Broker, hostServices, c.opts.MaxMessageBytes)
+	}
+	resp, err := c.conn.Client.Configure(ctx, &wophostv1.ConfigureRequest{
+		Config: config, HostServicesBrokerId: brokerID, StateDir: stateDir, HostVersion: c.opts.HostVersion,
+	})
+	if err != nil {
+		return nil, &PhaseError{Phase: "configured", Err: wire.FromStatus(err)}
+	}
+	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}}
+	for _, d := range resp.GetDiagnostics() {
+		out.Diagnostics = append(out.Diagnostics, ConfigDiagnostic{Summary: d.GetSummary(), Detail: d.GetDetail(), Path: d.GetPath()})
+	}
+	for fam, raw := range resp.GetFacets() {
+		facets := map[string]json.RawMessage{}
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &facets); err != nil {
+				return nil, &PhaseError{Phase: "configured", Err: fmt.Errorf("facets of %s are not a JSON object: %w", fam, err)}
+			}
+		}
+		out.Facets[fam] = facets
+	}
+	return out, nil
+}
+
+// Invoke sends one call to the plugin.
+func (c *Capability) Invoke(ctx context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
+	if c.proc.exited() {
+		return nil, wop.Errorf(wop.CodeUnavailable, "plugin %s has exited", c.proc.name).
+			WithCapability("host." + family + "." + method).WithRetryable(true)
+	}
+	resp, err := c.conn.Client.Invoke(ctx, &wophostv1.InvokeRequest{
+		Family: family, Method: method, Payload: payload, Call: wire.CallContextToProto(call),
+	})
+	if err != nil {
+		we := wire.FromStatus(err)
+		if we.Capability == "" {
+			we = we.WithCapability("host." + family + "." + method)
+		}
+		if we.Code == wop.CodeUnavailable && c.proc.exited() {
+			we.Message = fmt.Sprintf("plugin %s exited during the call: %s", c.proc.name, we.Message)
+		}
+		return nil, we
+	}
+	return resp.GetResult(), nil
+}
+
+// Exited is closed when the plugin process exits.
+func (c *Capability) Exited() <-chan struct{} { return c.conn.Exited.Done() }
+
+// Kill stops the plugin process and its process group.
+func (c *Capability) Kill() { c.proc.kill() }

@@ -1,0 +1,68 @@
+package loader
+
+import (
+	"context"
+	"fmt"
+
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wire"
+)
+
+// Pack is a started pack process.
+type Pack struct {
+	proc   *process
+	conn   *wire.PackConn
+	broker uint32
+}
+
+// StartPack execs the pack binary and completes the handshake.
+func StartPack(name, path string, opts Options) (*Pack, error) {
+	proc, rpc, err := startProcess(name, path, nil, opts)
+	if err != nil {
+		return nil, &PhaseError{Phase: "started", Err: err}
+	}
+	raw, err := rpc.Dispense(wire.KindPack)
+	if err != nil {
+		proc.kill()
+		return nil, &PhaseError{Phase: "negotiated", Err: err}
+	}
+	conn, ok := raw.(*wire.PackConn)
+	if !ok {
+		proc.kill()
+		return nil, &PhaseError{Phase: "negotiated", Err: fmt.Errorf("unexpected pack client %T", raw)}
+	}
+	return &Pack{proc: proc, conn: conn}, nil
+}
+
+// Manifest returns the pack.json bytes the binary was built with.
+func (p *Pack) Manifest(ctx context.Context) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	resp, err := p.conn.Client.Manifest(ctx, &wophostv1.ManifestRequest{})
+	if err != nil {
+		return nil, wire.FromStatus(err)
+	}
+	return resp.GetPackJson(), nil
+}
+
+// ServeHostServices serves impl to the pack on the broker. Call it once;
+// every Execute carries the same broker id.
+func (p *Pack) ServeHostServices(impl wophostv1.HostServicesServer, maxBytes int) {
+	p.broker = wire.ServeHostServices(p.conn.Broker, impl, maxBytes)
+}
+
+// Execute runs one node.
+func (p *Pack) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) ([]byte, error) {
+	req.HostServicesBrokerId = p.broker
+	resp, err := p.conn.Client.Execute(ctx, req)
+	if err != nil {
+		return nil, wire.FromStatus(err)
+	}
+	return resp.GetOutput(), nil
+}
+
+// Exited is closed when the pack process exits.
+func (p *Pack) Exited() <-chan struct{} { return p.conn.Exited.Done() }
+
+// Kill stops the pack process and its process group.
+func (p *Pack) Kill() { p.proc.kill() }

@@ -1,0 +1,155 @@
+// Package loader starts plugin and pack processes through go-plugin and
+// walks a capability through its start-up phases: verify, start,
+// negotiate, describe, configure.
+package loader
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/wophost/wophost/sdk/wire"
+)
+
+// Options are the settings every process the host starts shares.
+type Options struct {
+	Logger          hclog.Logger
+	LogLevel        hclog.Level
+	MaxMessageBytes int
+	StartTimeout    time.Duration
+	HostVersion     string
+}
+
+// PhaseError is a start-up failure in a named lifecycle phase.
+type PhaseError struct {
+	Phase string
+	Err   error
+}
+
+// Error implements error.
+func (e *PhaseError) Error() string { return e.Phase + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *PhaseError) Unwrap() error { return e.Err }
+
+// ChecksumError is a sha256 pin that does not match the binary.
+type ChecksumError struct {
+	Path     string
+	Expected string
+	Actual   string
+}
+
+// Error implements error.
+func (e *ChecksumError) Error() string {
+	return fmt.Sprintf("sha256 of %s does not match the pin: expected %s, actual %s", e.Path, e.Expected, e.Actual)
+}
+
+// Verify checks that path is an executable regular file and, when pin is
+// set, that its sha256 is pin. It returns the sum it computed, which the
+// host also hands to go-plugin so the check is repeated just before exec.
+func Verify(path, pin string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("plugin binary %s does not exist", path)
+		}
+		return nil, fmt.Errorf("plugin binary %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("plugin binary %s is not a regular file", path)
+	}
+	if fi.Mode().Perm()&0o111 == 0 {
+		return nil, fmt.Errorf("plugin binary %s is not executable (mode %s)", path, fi.Mode().Perm())
+	}
+	if pin == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open plugin binary %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, fmt.Errorf("hash plugin binary %s: %w", path, err)
+	}
+	sum := h.Sum(nil)
+	if actual := hex.EncodeToString(sum); actual != pin {
+		return nil, &ChecksumError{Path: path, Expected: pin, Actual: actual}
+	}
+	return sum, nil
+}
+
+// process is one running plugin or pack binary.
+type process struct {
+	name   string
+	client *goplugin.Client
+	logger hclog.Logger
+}
+
+// startProcess execs path and completes the go-plugin handshake.
+func startProcess(name, path string, sum []byte, opts Options) (*process, goplugin.ClientProtocol, error) {
+	logger := opts.Logger.Named(name)
+	cmd := exec.Command(path)
+	cmd.Dir = filepath.Dir(path)
+	cmd.Env = append(os.Environ(),
+		wire.EnvLogLevel+"="+opts.LogLevel.String(),
+		wire.EnvMaxMessageBytes+"="+strconv.Itoa(opts.MaxMessageBytes),
+		wire.EnvPluginName+"="+name,
+	)
+	// A process group of its own keeps a terminal's Ctrl-C away from the
+	// plugin (the host decides when it stops) and lets the host kill the
+	// plugin's children with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cfg := &goplugin.ClientConfig{
+		HandshakeConfig:     wire.Handshake,
+		VersionedPlugins:    wire.HostPluginSet(),
+		Cmd:                 cmd,
+		AllowedProtocols:    []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:            true,
+		Logger:              logger,
+		StartTimeout:        opts.StartTimeout,
+		GRPCDialOptions:     wire.DialOptions(opts.MaxMessageBytes),
+		PluginLogBufferSize: 256 << 10,
+		SyncStdout:          logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
+		SyncStderr:          logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
+	}
+	if sum != nil {
+		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+	}
+	client := goplugin.NewClient(cfg)
+	p := &process{name: name, client: client, logger: logger}
+	rpc, err := client.Client()
+	if err != nil {
+		p.kill()
+		return nil, nil, err
+	}
+	return p, rpc, nil
+}
+
+// kill stops the process and anything left in its process group.
+func (p *process) kill() {
+	pid := 0
+	if rc := p.client.ReattachConfig(); rc != nil {
+		pid = rc.Pid
+	}
+	p.client.Kill()
+	if pid > 0 {
+		// The group may already be gone; ESRCH is the common answer.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+// Exited reports whether the process has exited.
+func (p *process) exited() bool { return p.client.Exited() }

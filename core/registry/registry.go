@@ -1,0 +1,383 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// Invoker sends one call to the plugin serving a family.
+type Invoker interface {
+	Invoke(ctx context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error)
+}
+
+// Family is one family a ready capability serves.
+type Family struct {
+	Name    string
+	Status  string
+	Since   string
+	Until   string
+	Witness string
+	Methods []string
+	Needs   []string
+	Uses    []string
+	// Facets maps each facet to its JSON settings ({} when it has none).
+	Facets map[string]json.RawMessage
+}
+
+// Record is what the registry knows of one declared capability.
+type Record struct {
+	Name          string    `json:"name"`
+	Plugin        string    `json:"plugin"`
+	State         State     `json:"state"`
+	FailedPhase   State     `json:"failedPhase,omitempty"`
+	LastError     string    `json:"lastError,omitempty"`
+	PluginName    string    `json:"pluginName,omitempty"`
+	PluginVersion string    `json:"pluginVersion,omitempty"`
+	Families      []string  `json:"families,omitempty"`
+	Advertised    []string  `json:"advertised,omitempty"`
+	Restarts      int       `json:"restarts"`
+	Changed       time.Time `json:"changed"`
+}
+
+type entry struct {
+	rec      Record
+	families []Family
+	invoker  Invoker
+}
+
+// Registry is safe for concurrent use.
+type Registry struct {
+	impl Implementation
+
+	mu      sync.RWMutex
+	order   []string
+	entries map[string]*entry
+	// advertised is recomputed on every change: family name → served.
+	advertised map[string]served
+	doc        []byte
+	now        func() time.Time
+}
+
+type served struct {
+	family     Family
+	capability string
+	invoker    Invoker
+}
+
+// Implementation names the host in the advertisement.
+type Implementation struct {
+	Name    string
+	Version string
+}
+
+// New returns an empty registry.
+func New(impl Implementation) *Registry {
+	r := &Registry{impl: impl, entries: map[string]*entry{}, now: time.Now}
+	r.recompute()
+	return r
+}
+
+// Declare adds a capability in the declared state.
+func (r *Registry) Declare(name, plugin string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.entries[name]; !ok {
+		r.order = append(r.order, name)
+	}
+	r.entries[name] = &entry{rec: Record{Name: name, Plugin: plugin, State: StateDeclared, Changed: r.now()}}
+	r.recompute()
+}
+
+// Advance moves a capability to a non-terminal lifecycle state.
+func (r *Registry) Advance(name string, s State) {
+	r.update(name, func(e *entry) {
+		e.rec.State = s
+		if s != StateReady {
+			e.invoker = nil
+		}
+	})
+}
+
+// Describe records what the plugin said about itself.
+func (r *Registry) Describe(name, pluginName, pluginVersion string, families []string) {
+	r.update(name, func(e *entry) {
+		e.rec.PluginName, e.rec.PluginVersion = pluginName, pluginVersion
+		e.rec.Families = append([]string(nil), families...)
+		e.rec.State = StateDescribed
+	})
+}
+
+// Fail marks a capability failed in phase, withdrawing its families.
+func (r *Registry) Fail(name string, phase State, err error) {
+	r.update(name, func(e *entry) {
+		e.rec.State, e.rec.FailedPhase = StateFailed, phase
+		if err != nil {
+			e.rec.LastError = err.Error()
+		}
+		e.invoker, e.families = nil, nil
+	})
+}
+
+// Crash marks a ready capability crashed, withdrawing its families until
+// it is ready again.
+func (r *Registry) Crash(name string, err error) {
+	r.update(name, func(e *entry) {
+		e.rec.State = StateCrashed
+		if err != nil {
+			e.rec.LastError = err.Error()
+		}
+		e.invoker = nil
+	})
+}
+
+// Restarting records restart attempt n of a crashed capability.
+func (r *Registry) Restarting(name string, n int) {
+	r.update(name, func(e *entry) {
+		e.rec.State, e.rec.Restarts = StateRestarting, n
+	})
+}
+
+// Ready marks a capability ready with the families it serves, routed to inv.
+func (r *Registry) Ready(name string, families []Family, inv Invoker) {
+	r.update(name, func(e *entry) {
+		e.rec.State, e.rec.FailedPhase = StateReady, ""
+		e.families, e.invoker = families, inv
+	})
+}
+
+// Stop marks a capability stopped.
+func (r *Registry) Stop(name string) {
+	r.update(name, func(e *entry) {
+		e.rec.State, e.invoker = StateStopped, nil
+	})
+}
+
+func (r *Registry) update(name string, fn func(*entry)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.entries[name]
+	if !ok {
+		return
+	}
+	fn(e)
+	e.rec.Changed = r.now()
+	r.recompute()
+}
+
+// Records lists every declared capability in declaration order.
+func (r *Registry) Records() []Record {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Record, 0, len(r.order))
+	for _, n := range r.order {
+		out = append(out, r.entries[n].rec)
+	}
+	return out
+}
+
+// Lookup returns the invoker and description of an advertised family.
+func (r *Registry) Lookup(family string) (Invoker, Family, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s, ok := r.advertised[family]
+	if !ok {
+		return nil, Family{}, false
+	}
+	return s.invoker, s.family, true
+}
+
+// Advertised returns the advertised families and their facets.
+func (r *Registry) Advertised() map[string]map[string]json.RawMessage {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make(map[string]map[string]json.RawMessage, len(r.advertised))
+	for name, s := range r.advertised {
+		out[name] = s.family.Facets
+	}
+	return out
+}
+
+// Has reports whether family (and facet, when not empty) is advertised.
+func (r *Registry) Has(family, facet string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return has(r.advertised, family, facet)
+}
+
+// Document returns the advertisement document. Its bytes change only when
+// what is served changes.
+func (r *Registry) Document() []byte {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.doc
+}
+
+func has(adv map[string]served, family, facet string) bool {
+	s, ok := adv[family]
+	if !ok {
+		return false
+	}
+	if facet == "" {
+		return true
+	}
+	_, ok = s.family.Facets[facet]
+	return ok
+}
+
+// implied lists, for each family, what advertising it implies must also be
+// advertised (CONTRACT §2.3).
+var implied = map[string][]string{
+	wop.FamilyAgentRuntime: {wop.FamilyAgents + ".manifestRuntime"},
+}
+
+// recompute derives the advertised set from the ready entries: a family is
+// advertised only while every family it needs or implies is advertised,
+// which may take several passes to settle.
+func (r *Registry) recompute() {
+	adv := map[string]served{}
+	for _, n := range r.order {
+		e := r.entries[n]
+		if e.rec.State != StateReady || e.invoker == nil {
+			continue
+		}
+		for _, f := range e.families {
+			adv[f.Name] = served{family: f, capability: n, invoker: e.invoker}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for name, s := range adv {
+			for _, need := range append(append([]string(nil), s.family.Needs...), implied[name]...) {
+				fam, facet := wop.SplitCapability(need, func(f string) bool { _, ok := adv[f]; return ok })
+				if !has(adv, fam, facet) {
+					delete(adv, name)
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	for _, n := range r.order {
+		e := r.entries[n]
+		e.rec.Advertised = nil
+		for _, f := range e.families {
+			if s, ok := adv[f.Name]; ok && s.capability == n {
+				e.rec.Advertised = append(e.rec.Advertised, f.Name)
+			}
+		}
+	}
+	r.advertised = adv
+	r.doc = r.render(adv)
+}
+
+// render writes the document with a fixed key order: root metadata, the
+// core families in contract order, then extensions sorted by name. Facet
+// objects are re-encoded with sorted keys.
+func (r *Registry) render(adv map[string]served) []byte {
+	var b strings.Builder
+	b.WriteString(`{"protocolVersions":["2.0"],"preferredVersion":"2.0","implementation":`)
+	writeJSON(&b, map[string]string{"name": r.impl.Name, "version": r.impl.Version})
+	for _, name := range wop.CoreFamilies() {
+		if s, ok := adv[name]; ok {
+			b.WriteString(",")
+			writeJSON(&b, name)
+			b.WriteString(":")
+			writeRecord(&b, s.family)
+		}
+	}
+	var ext []string
+	for name := range adv {
+		if !wop.IsCoreFamily(name) {
+			ext = append(ext, name)
+		}
+	}
+	sort.Strings(ext)
+	if len(ext) > 0 {
+		b.WriteString(`,"extensions":{`)
+		for i, name := range ext {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			writeJSON(&b, name)
+			b.WriteString(":")
+			writeRecord(&b, adv[name].family)
+		}
+		b.WriteString("}")
+	}
+	b.WriteString("}")
+	return []byte(b.String())
+}
+
+func writeRecord(b *strings.Builder, f Family) {
+	status := f.Status
+	if status == "" {
+		status = "experimental"
+	}
+	since := f.Since
+	if since == "" {
+		since = "2.0"
+	}
+	b.WriteString(`{"status":`)
+	writeJSON(b, status)
+	b.WriteString(`,"since":`)
+	writeJSON(b, since)
+	if f.Until != "" {
+		b.WriteString(`,"until":`)
+		writeJSON(b, f.Until)
+	}
+	if f.Witness != "" {
+		b.WriteString(`,"witness":`)
+		writeJSON(b, f.Witness)
+	}
+	keys := make([]string, 0, len(f.Facets))
+	for k := range f.Facets {
+		if k == "status" || k == "since" || k == "until" || k == "witness" {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteString(",")
+		writeJSON(b, k)
+		b.WriteString(":")
+		b.Write(canonicalJSON(f.Facets[k]))
+	}
+	b.WriteString("}")
+}
+
+func writeJSON(b *strings.Builder, v any) {
+	out, err := json.Marshal(v)
+	if err != nil {
+		// Only strings and string maps reach here; they always marshal.
+		panic(fmt.Sprintf("registry: marshal %T: %v", v, err))
+	}
+	b.Write(out)
+}
+
+// canonicalJSON re-encodes a JSON value with sorted object keys, keeping
+// numbers as written. Invalid JSON becomes {} so one bad facet cannot
+// corrupt the whole document.
+func canonicalJSON(raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return []byte("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return []byte("{}")
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return []byte("{}")
+	}
+	return out
+}

@@ -1,0 +1,10 @@
+// Package agentruntime holds the request and result types of the
+// agentRuntime host-services family (CONTRACT §4.3) and a Client that calls
+// it through a wop.Caller. Both pack code and agent runtime plugins use
+// these types, so the JSON field names are the contract's.
+//
+// Advertising agentRuntime implies the agents family with its
+// manifestRuntime facet: the host loads, lists and dispatches the agent
+// manifests of installed packs. The zero *Client is usable: every method
+// then reports capability_not_provided.
+package agentruntime

@@ -1,0 +1,113 @@
+// Package pack is what a pack author imports to write a node pack: a binary
+// that serves node types to the wophost host. Node code reaches host
+// services through Ctx, which exposes a family only while the host
+// advertises it.
+package pack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// Pack is a node pack.
+type Pack struct {
+	// Manifest is the pack.json the binary was built with, usually through
+	// //go:embed. The host refuses the pack when it differs from the file
+	// beside the binary.
+	Manifest []byte
+	// Nodes maps each typeId to its implementation.
+	Nodes map[string]Node
+}
+
+// Node runs one node. input has already been validated against the node's
+// inputSchema by the host. The result is marshalled to JSON; errors should
+// be *wop.Error values (others reach the host as "internal").
+type Node func(ctx *Ctx, input json.RawMessage) (any, error)
+
+// TypedNode adapts a function over a typed input to a Node. Unknown fields
+// are refused with a validation_error naming them.
+func TypedNode[In, Out any](fn func(ctx *Ctx, in *In) (Out, error)) Node {
+	return func(ctx *Ctx, input json.RawMessage) (any, error) {
+		in := new(In)
+		if err := decodeStrict(input, in); err != nil {
+			return nil, err
+		}
+		return fn(ctx, in)
+	}
+}
+
+// Ctx is what a running node sees: a context.Context that ends with the
+// node's deadline, and one field per core family. A family's field is nil
+// unless the host advertises it; its methods are safe on nil and then fail
+// with capability_not_provided.
+type Ctx struct {
+	context.Context
+
+	AIEnvelope    *aienvelope.Client
+	PromptLibrary *promptlibrary.Client
+	AgentRuntime  *agentruntime.Client
+	MCP           *mcp.Client
+
+	// Run identifies this node run.
+	Run wop.CallContext
+	// Logger writes to the host's log with the run and node ids attached.
+	Logger hclog.Logger
+
+	host       wop.Caller
+	advertised map[string]map[string]json.RawMessage
+}
+
+// Call makes a host-service call to any family, vendor families included:
+// req is marshalled to JSON and the result unmarshalled into res (a
+// pointer, *json.RawMessage for the raw bytes, or nil).
+func (c *Ctx) Call(family, method string, req, res any) error {
+	if _, ok := c.advertised[family]; !ok {
+		return wop.NotProvided(fmt.Sprintf("host.%s.%s", family, method))
+	}
+	return c.host.Call(c, family, method, req, res)
+}
+
+// Advertised reports whether the host advertises family right now.
+func (c *Ctx) Advertised(family string) bool {
+	_, ok := c.advertised[family]
+	return ok
+}
+
+// Facet returns the advertised settings of family.facet and whether the
+// facet is advertised.
+func (c *Ctx) Facet(family, facet string) (json.RawMessage, bool) {
+	v, ok := c.advertised[family][facet]
+	return v, ok
+}
+
+func newCtx(ctx context.Context, host wop.Caller, call wop.CallContext, advertised map[string]map[string]json.RawMessage, logger hclog.Logger) *Ctx {
+	c := &Ctx{
+		Context:    wop.WithCallContext(ctx, call),
+		Run:        call,
+		Logger:     logger,
+		host:       host,
+		advertised: advertised,
+	}
+	if f, ok := advertised[aienvelope.Family]; ok {
+		c.AIEnvelope = aienvelope.NewClient(host, f)
+	}
+	if f, ok := advertised[promptlibrary.Family]; ok {
+		c.PromptLibrary = promptlibrary.NewClient(host, f)
+	}
+	if f, ok := advertised[agentruntime.Family]; ok {
+		c.AgentRuntime = agentruntime.NewClient(host, f)
+	}
+	if f, ok := advertised[mcp.Family]; ok {
+		c.MCP = mcp.NewClient(host, f)
+	}
+	return c
+}

@@ -1,0 +1,70 @@
+package pack
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/wophost/wophost/sdk/internal/procutil"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wire"
+)
+
+// Serve serves p to the host and returns when the host stops the pack. It
+// is the whole of a pack's main.
+func Serve(p *Pack) {
+	name, err := p.validate()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "invalid pack definition: %v\n", err)
+		os.Exit(1)
+	}
+	logger := procutil.Logger(name)
+	maxBytes := wire.MaxMessageBytesFromEnv()
+	procutil.WatchParent(logger, nil)
+	goplugin.Serve(&goplugin.ServeConfig{
+		HandshakeConfig: wire.Handshake,
+		VersionedPlugins: map[int]goplugin.PluginSet{
+			wire.ProtocolVersion: {
+				wire.KindPack: &wire.PackPlugin{
+					NewServer: func(broker *goplugin.GRPCBroker) wophostv1.PackServer {
+						return &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, hosts: map[uint32]*wire.HostCaller{}}
+					},
+				},
+			},
+		},
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, wire.ServerOptions(maxBytes)...)...)
+		},
+		Logger: logger,
+	})
+}
+
+// validate checks that the embedded manifest names every node the binary
+// serves, so a mismatch fails at build-and-run time rather than at dispatch.
+func (p *Pack) validate() (string, error) {
+	var m struct {
+		Name  string `json:"name"`
+		Nodes []struct {
+			TypeID string `json:"typeId"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(p.Manifest, &m); err != nil {
+		return "", fmt.Errorf("manifest is not valid JSON: %w", err)
+	}
+	if m.Name == "" {
+		return "", fmt.Errorf("manifest has no name")
+	}
+	declared := map[string]bool{}
+	for _, n := range m.Nodes {
+		declared[n.TypeID] = true
+	}
+	for id := range p.Nodes {
+		if !declared[id] {
+			return "", fmt.Errorf("node %q is not in the manifest", id)
+		}
+	}
+	return m.Name, nil
+}

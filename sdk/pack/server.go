@@ -1,0 +1,118 @@
+package pack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// server adapts a Pack to the Pack gRPC service.
+type server struct {
+	p        *Pack
+	broker   *goplugin.GRPCBroker
+	logger   hclog.Logger
+	maxBytes int
+
+	mu    sync.Mutex
+	hosts map[uint32]*wire.HostCaller
+}
+
+var _ wophostv1.PackServer = (*server)(nil)
+
+func (s *server) Manifest(context.Context, *wophostv1.ManifestRequest) (*wophostv1.ManifestResponse, error) {
+	return &wophostv1.ManifestResponse{PackJson: s.p.Manifest}, nil
+}
+
+func (s *server) hostCaller(id uint32) wop.Caller {
+	if id == 0 {
+		return wire.NoHost{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.hosts[id]
+	if !ok {
+		h = wire.NewHostCaller(s.broker, id, s.maxBytes)
+		s.hosts[id] = h
+	}
+	return h
+}
+
+func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (*wophostv1.ExecuteResponse, error) {
+	node, ok := s.p.Nodes[req.GetTypeId()]
+	if !ok {
+		return nil, wire.ToStatus(wop.Errorf(wop.CodeNotFound, "this pack has no node %q", req.GetTypeId()))
+	}
+	advertised := make(map[string]map[string]json.RawMessage, len(req.GetAdvertised()))
+	for fam, raw := range req.GetAdvertised() {
+		facets := map[string]json.RawMessage{}
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &facets); err != nil {
+				return nil, wire.ToStatus(wop.Errorf(wop.CodeInternal, "host sent malformed facets for %s: %v", fam, err))
+			}
+		}
+		advertised[fam] = facets
+	}
+	call := wire.CallContextFromProto(req.GetCall())
+	ctx, cancel := wire.WithCallDeadline(ctx, call)
+	defer cancel()
+	logger := s.logger.With("run_id", call.RunID, "node_id", call.NodeID, "type_id", call.TypeID)
+	c := newCtx(ctx, s.hostCaller(req.GetHostServicesBrokerId()), call, advertised, logger)
+	out, err := s.run(c, node, req.GetInput(), logger)
+	if err != nil {
+		we := wire.FromContextError(err)
+		if ctx.Err() != nil && we.Code == wop.CodeInternal {
+			we = wire.FromContextError(ctx.Err())
+		}
+		return nil, wire.ToStatus(we)
+	}
+	b, err := json.Marshal(out)
+	if raw, ok := out.(json.RawMessage); ok {
+		b, err = raw, nil
+		if !json.Valid(raw) {
+			err = errors.New("node returned invalid JSON")
+		}
+	}
+	if err != nil {
+		return nil, wire.ToStatus(wop.Errorf(wop.CodeInternal, "marshal output of %s: %v", req.GetTypeId(), err))
+	}
+	return &wophostv1.ExecuteResponse{Output: b}, nil
+}
+
+func (s *server) run(c *Ctx, node Node, input []byte, logger hclog.Logger) (out any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			logger.Error("node panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = wop.Errorf(wop.CodeInternal, "node panicked: %v", r)
+		}
+	}()
+	return node(c, input)
+}
+
+func decodeStrict(data []byte, v any) error {
+	if len(data) == 0 {
+		data = []byte("null")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		msg := err.Error()
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			msg = fmt.Sprintf("field %q: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+		}
+		return wop.Errorf(wop.CodeValidation, "invalid input: %s", strings.TrimPrefix(msg, "json: "))
+	}
+	return nil
+}

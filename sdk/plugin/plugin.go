@@ -1,0 +1,146 @@
+// Package plugin is what a vendor imports to write a capability plugin: a
+// binary that serves one or more host-service families to the wophost host.
+//
+// A plugin's main only builds a Plugin and calls Serve. Nothing may write to
+// stdout before Serve: the first line there is the handshake.
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wophost/wophost/sdk/schema"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// Plugin describes a capability plugin.
+type Plugin struct {
+	// Name and Version identify the plugin in the host's listings.
+	Name    string
+	Version string
+	// Families are the families the plugin can serve.
+	Families []*Family
+	// ConfigSchema is the shape of the plugin's `config {}` block. The host
+	// decodes the operator's HCL against it and passes the result as JSON.
+	ConfigSchema schema.Block
+	// Configure receives the decoded config before any call. It may be nil
+	// for a plugin without config. Returning a *ConfigError points the
+	// operator at the offending attribute.
+	Configure func(ctx context.Context, req *ConfigureRequest) error
+	// Shutdown, if set, runs once when the host stops the plugin.
+	Shutdown func()
+}
+
+// Family is one family a plugin serves.
+type Family struct {
+	// Name is a core family ("aiEnvelope", ...) or a vendor family
+	// "org.name".
+	Name string
+	// Status is "stable", "experimental" or "deprecated"; Until is required
+	// unless stable. Since is the protocol version the record dates from.
+	Status  string
+	Since   string
+	Until   string
+	Witness string
+	// Methods maps each method name to its handler.
+	Methods map[string]Handler
+	// Facets, if set, returns the facets the family serves under the
+	// current configuration. It is called after Configure; each value is
+	// marshalled to JSON ({} for a facet without settings).
+	Facets func() map[string]any
+	// Needs lists families, or "family.facet", that must be advertised for
+	// this one to be advertised. Uses lists families the plugin may call
+	// back without needing them.
+	Needs []string
+	Uses  []string
+}
+
+// Handler serves one method. Its result is marshalled to JSON (a
+// json.RawMessage is sent as it is). Errors should be *wop.Error values; any
+// other error reaches the caller as "internal".
+type Handler func(ctx context.Context, req *Request) (any, error)
+
+// Request is one invocation of a method.
+type Request struct {
+	Family  string
+	Method  string
+	Payload json.RawMessage
+	// Call identifies the node run the call belongs to. ctx carries it too,
+	// so calls made through Host with ctx stay part of the run.
+	Call wop.CallContext
+	// Host reaches the host's services. Calls are refused unless the family
+	// lists the target in Needs or Uses.
+	Host wop.Caller
+	// Logger is the plugin's logger, with the run and node ids attached.
+	Logger hclog.Logger
+}
+
+// Decode unmarshals the payload into v, refusing unknown fields, and
+// returns a validation_error naming the offending field.
+func (r *Request) Decode(v any) error {
+	return decodeStrict(r.Payload, v, "request")
+}
+
+// Typed adapts a function over typed requests to a Handler.
+func Typed[In, Out any](fn func(ctx context.Context, req *Request, in *In) (Out, error)) Handler {
+	return func(ctx context.Context, req *Request) (any, error) {
+		in := new(In)
+		if err := req.Decode(in); err != nil {
+			return nil, err
+		}
+		return fn(ctx, req, in)
+	}
+}
+
+// ConfigureRequest carries the operator's configuration.
+type ConfigureRequest struct {
+	// Config is the plugin's config block as JSON.
+	Config json.RawMessage
+	// StateDir is a directory the plugin owns for durable state. It exists.
+	StateDir string
+	// Host reaches the host's services.
+	Host   wop.Caller
+	Logger hclog.Logger
+}
+
+// Decode unmarshals the config into v, refusing unknown fields.
+func (r *ConfigureRequest) Decode(v any) error {
+	if len(r.Config) == 0 {
+		r.Config = json.RawMessage("{}")
+	}
+	return decodeStrict(r.Config, v, "config")
+}
+
+// ConfigError is a configuration problem found by the plugin. Path names
+// the attribute (block type names, labels, list indexes and the attribute
+// name) so the host can point at it in the operator's file.
+type ConfigError struct {
+	Path    []string
+	Summary string
+	Detail  string
+}
+
+// Error implements error.
+func (e *ConfigError) Error() string {
+	if e.Detail == "" {
+		return e.Summary
+	}
+	return e.Summary + ": " + e.Detail
+}
+
+// ConfigErrors is several configuration problems reported together.
+type ConfigErrors []*ConfigError
+
+// Error implements error.
+func (es ConfigErrors) Error() string {
+	if len(es) == 0 {
+		return "no config errors"
+	}
+	s := es[0].Error()
+	if len(es) > 1 {
+		s += " (and more)"
+	}
+	return s
+}

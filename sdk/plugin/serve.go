@@ -1,0 +1,68 @@
+package plugin
+
+import (
+	"fmt"
+	"os"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/wophost/wophost/sdk/internal/procutil"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wire"
+)
+
+// Serve serves p to the host and returns when the host stops the plugin.
+// It is the whole of a plugin's main.
+func Serve(p *Plugin) {
+	if err := p.validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "invalid plugin definition: %v\n", err)
+		os.Exit(1)
+	}
+	name := p.Name
+	if n := os.Getenv(wire.EnvPluginName); n != "" {
+		name = n
+	}
+	logger := procutil.Logger(name)
+	maxBytes := wire.MaxMessageBytesFromEnv()
+	procutil.WatchParent(logger, p.Shutdown)
+	goplugin.Serve(&goplugin.ServeConfig{
+		HandshakeConfig: wire.Handshake,
+		VersionedPlugins: map[int]goplugin.PluginSet{
+			wire.ProtocolVersion: {
+				wire.KindCapability: &wire.CapabilityPlugin{
+					NewServer: func(broker *goplugin.GRPCBroker) wophostv1.CapabilityServer {
+						return newServer(p, broker, logger, maxBytes)
+					},
+				},
+			},
+		},
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, wire.ServerOptions(maxBytes)...)...)
+		},
+		Logger: logger,
+	})
+	if p.Shutdown != nil {
+		p.Shutdown()
+	}
+}
+
+func (p *Plugin) validate() error {
+	if p.Name == "" {
+		return fmt.Errorf("plugin name is empty")
+	}
+	seen := map[string]bool{}
+	for i, f := range p.Families {
+		if f == nil || f.Name == "" {
+			return fmt.Errorf("family %d has no name", i)
+		}
+		if seen[f.Name] {
+			return fmt.Errorf("family %q is listed twice", f.Name)
+		}
+		seen[f.Name] = true
+		if len(f.Methods) == 0 {
+			return fmt.Errorf("family %q has no methods", f.Name)
+		}
+	}
+	return nil
+}

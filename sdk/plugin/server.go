@@ -1,0 +1,204 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// server adapts a Plugin to the Capability gRPC service.
+type server struct {
+	p        *Plugin
+	broker   *goplugin.GRPCBroker
+	logger   hclog.Logger
+	maxBytes int
+
+	mu         sync.RWMutex
+	configured bool
+	host       *wire.HostCaller
+	families   map[string]*Family
+}
+
+var _ wophostv1.CapabilityServer = (*server)(nil)
+
+func newServer(p *Plugin, broker *goplugin.GRPCBroker, logger hclog.Logger, maxBytes int) *server {
+	fams := make(map[string]*Family, len(p.Families))
+	for _, f := range p.Families {
+		fams[f.Name] = f
+	}
+	return &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, families: fams}
+}
+
+func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophostv1.DescribeResponse, error) {
+	resp := &wophostv1.DescribeResponse{Name: s.p.Name, Version: s.p.Version}
+	for _, f := range s.p.Families {
+		methods := make([]string, 0, len(f.Methods))
+		for m := range f.Methods {
+			methods = append(methods, m)
+		}
+		sort.Strings(methods)
+		resp.Families = append(resp.Families, &wophostv1.FamilyDescription{
+			Name: f.Name, Status: f.Status, Since: f.Since, Until: f.Until, Witness: f.Witness,
+			Methods: methods, Needs: f.Needs, Uses: f.Uses,
+		})
+	}
+	return resp, nil
+}
+
+func (s *server) ConfigSchema(context.Context, *wophostv1.ConfigSchemaRequest) (*wophostv1.ConfigSchemaResponse, error) {
+	b, err := json.Marshal(s.p.ConfigSchema)
+	if err != nil {
+		return nil, wire.ToStatus(fmt.Errorf("marshal config schema: %w", err))
+	}
+	return &wophostv1.ConfigSchemaResponse{Schema: b}, nil
+}
+
+func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest) (*wophostv1.ConfigureResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.host == nil && req.GetHostServicesBrokerId() != 0 {
+		s.host = wire.NewHostCaller(s.broker, req.GetHostServicesBrokerId(), s.maxBytes)
+	}
+	var host wop.Caller = s.host
+	if s.host == nil {
+		host = wire.NoHost{}
+	}
+	if s.p.Configure != nil {
+		err := s.safeConfigure(ctx, &ConfigureRequest{
+			Config: req.GetConfig(), StateDir: req.GetStateDir(), Host: host, Logger: s.logger,
+		})
+		var ce *ConfigError
+		var ces ConfigErrors
+		switch {
+		case errors.As(err, &ces):
+			return &wophostv1.ConfigureResponse{Diagnostics: toDiagnostics(ces)}, nil
+		case errors.As(err, &ce):
+			return &wophostv1.ConfigureResponse{Diagnostics: toDiagnostics(ConfigErrors{ce})}, nil
+		case err != nil:
+			return nil, wire.ToStatus(err)
+		}
+	}
+	resp := &wophostv1.ConfigureResponse{Facets: map[string][]byte{}}
+	for _, f := range s.p.Families {
+		facets := map[string]any{}
+		if f.Facets != nil {
+			for k, v := range f.Facets() {
+				if v == nil {
+					v = struct{}{}
+				}
+				facets[k] = v
+			}
+		}
+		b, err := json.Marshal(facets)
+		if err != nil {
+			return nil, wire.ToStatus(fmt.Errorf("marshal facets of %s: %w", f.Name, err))
+		}
+		resp.Facets[f.Name] = b
+	}
+	s.configured = true
+	return resp, nil
+}
+
+func (s *server) safeConfigure(ctx context.Context, req *ConfigureRequest) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger.Error("configure panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = wop.Errorf(wop.CodeInternal, "configure panicked: %v", r)
+		}
+	}()
+	return s.p.Configure(ctx, req)
+}
+
+func toDiagnostics(es ConfigErrors) []*wophostv1.ConfigDiagnostic {
+	out := make([]*wophostv1.ConfigDiagnostic, 0, len(es))
+	for _, e := range es {
+		out = append(out, &wophostv1.ConfigDiagnostic{Summary: e.Summary, Detail: e.Detail, Path: e.Path})
+	}
+	return out
+}
+
+func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (*wophostv1.InvokeResponse, error) {
+	s.mu.RLock()
+	configured, host := s.configured, s.host
+	s.mu.RUnlock()
+	capability := "host." + req.GetFamily() + "." + req.GetMethod()
+	if !configured {
+		return nil, wire.ToStatus(wop.Errorf(wop.CodeUnavailable, "plugin %s is not configured yet", s.p.Name).WithCapability(capability).WithRetryable(true))
+	}
+	f, ok := s.families[req.GetFamily()]
+	if !ok {
+		return nil, wire.ToStatus(wop.Errorf(wop.CodeNotFound, "plugin %s does not serve family %q", s.p.Name, req.GetFamily()).WithCapability(capability))
+	}
+	h, ok := f.Methods[req.GetMethod()]
+	if !ok {
+		return nil, wire.ToStatus(wop.Errorf(wop.CodeNotFound, "family %s has no method %q", f.Name, req.GetMethod()).WithCapability(capability))
+	}
+	call := wire.CallContextFromProto(req.GetCall())
+	ctx, cancel := wire.WithCallDeadline(ctx, call)
+	defer cancel()
+	ctx = wop.WithCallContext(ctx, call)
+	var caller wop.Caller = wire.NoHost{}
+	if host != nil {
+		caller = host
+	}
+	r := &Request{
+		Family: req.GetFamily(), Method: req.GetMethod(), Payload: req.GetPayload(), Call: call, Host: caller,
+		Logger: s.logger.With("run_id", call.RunID, "node_id", call.NodeID, "capability", capability),
+	}
+	out, err := s.safeInvoke(ctx, h, r)
+	if err != nil {
+		we := wire.FromContextError(err)
+		if ctx.Err() != nil && we.Code == wop.CodeInternal {
+			we = wire.FromContextError(ctx.Err())
+		}
+		if we.Capability == "" {
+			we = we.WithCapability(capability)
+		}
+		return nil, wire.ToStatus(we)
+	}
+	b, err := marshalResult(out)
+	if err != nil {
+		return nil, wire.ToStatus(wop.Errorf(wop.CodeInternal, "marshal result of %s: %v", capability, err).WithCapability(capability))
+	}
+	if len(b) > s.maxBytes {
+		return nil, wire.ToStatus(wop.Errorf(wop.CodeUpstreamUnavailable, "result of %s is %d bytes, over the %d-byte limit", capability, len(b), s.maxBytes).WithCapability(capability))
+	}
+	return &wophostv1.InvokeResponse{Result: b}, nil
+}
+
+func (s *server) safeInvoke(ctx context.Context, h Handler, r *Request) (out any, err error) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			r.Logger.Error("handler panicked", "panic", fmt.Sprint(rec), "stack", string(debug.Stack()))
+			err = wop.Errorf(wop.CodeInternal, "handler panicked: %v", rec)
+		}
+	}()
+	return h(ctx, r)
+}
+
+func marshalResult(v any) ([]byte, error) {
+	switch r := v.(type) {
+	case json.RawMessage:
+		if len(r) == 0 {
+			return []byte("null"), nil
+		}
+		if !json.Valid(r) {
+			return nil, errors.New("handler returned invalid JSON")
+		}
+		return r, nil
+	case nil:
+		return []byte("null"), nil
+	}
+	return json.Marshal(v)
+}

@@ -1,0 +1,44 @@
+package wire
+
+import (
+	"os"
+	"strconv"
+
+	goplugin "github.com/hashicorp/go-plugin"
+)
+
+// ProtocolVersion is the major version of the wophost plugin protocol.
+const ProtocolVersion = 1
+
+// Plugin kinds in the plugin set. A binary serves one of them.
+const (
+	KindCapability = "capability"
+	KindPack       = "pack"
+)
+
+// Environment variables the host sets for every plugin and pack process.
+const (
+	EnvLogLevel        = "WOPHOST_LOG_LEVEL"
+	EnvMaxMessageBytes = "WOPHOST_MAX_MESSAGE_BYTES"
+	EnvPluginName      = "WOPHOST_PLUGIN_NAME"
+)
+
+// DefaultMaxMessageBytes is the message size limit when the host sets none.
+const DefaultMaxMessageBytes = 16 << 20
+
+// Handshake is the go-plugin handshake every wophost binary shares. The
+// cookie only guards against running a plugin by hand; it is not security.
+var Handshake = goplugin.HandshakeConfig{
+	ProtocolVersion:  ProtocolVersion,
+	MagicCookieKey:   "WOPHOST_PLUGIN_COOKIE",
+	MagicCookieValue: "c0a6f3e2-wophost-plugin-9d51b7",
+}
+
+// MaxMessageBytesFromEnv returns the limit the host passed, or the default.
+func MaxMessageBytesFromEnv() int {
+	n, err := strconv.Atoi(os.Getenv(EnvMaxMessageBytes))
+	if err != nil || n <= 0 {
+		return DefaultMaxMessageBytes
+	}
+	return n
+}

@@ -1,0 +1,106 @@
+package wire
+
+import (
+	"context"
+	"errors"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+)
+
+// CapabilityPlugin is the go-plugin side of a capability plugin. On the
+// plugin side NewServer builds the service; on the host side GRPCClient
+// returns a *CapabilityConn.
+type CapabilityPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+	NewServer func(broker *goplugin.GRPCBroker) wophostv1.CapabilityServer
+}
+
+var _ goplugin.GRPCPlugin = (*CapabilityPlugin)(nil)
+
+// GRPCServer registers the Capability service.
+func (p *CapabilityPlugin) GRPCServer(broker *goplugin.GRPCBroker, s *grpc.Server) error {
+	if p.NewServer == nil {
+		return errors.New("capability plugin has no server")
+	}
+	wophostv1.RegisterCapabilityServer(s, p.NewServer(broker))
+	return nil
+}
+
+// GRPCClient returns a *CapabilityConn.
+func (p *CapabilityPlugin) GRPCClient(ctx context.Context, broker *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &CapabilityConn{Client: wophostv1.NewCapabilityClient(c), Broker: broker, Exited: ctx}, nil
+}
+
+// CapabilityConn is the host's connection to one capability plugin.
+type CapabilityConn struct {
+	Client wophostv1.CapabilityClient
+	Broker *goplugin.GRPCBroker
+	// Exited is cancelled when the plugin process exits.
+	Exited context.Context
+}
+
+// PackPlugin is the go-plugin side of a node pack.
+type PackPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+	NewServer func(broker *goplugin.GRPCBroker) wophostv1.PackServer
+}
+
+var _ goplugin.GRPCPlugin = (*PackPlugin)(nil)
+
+// GRPCServer registers the Pack service.
+func (p *PackPlugin) GRPCServer(broker *goplugin.GRPCBroker, s *grpc.Server) error {
+	if p.NewServer == nil {
+		return errors.New("pack has no server")
+	}
+	wophostv1.RegisterPackServer(s, p.NewServer(broker))
+	return nil
+}
+
+// GRPCClient returns a *PackConn.
+func (p *PackPlugin) GRPCClient(ctx context.Context, broker *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &PackConn{Client: wophostv1.NewPackClient(c), Broker: broker, Exited: ctx}, nil
+}
+
+// PackConn is the host's connection to one pack process.
+type PackConn struct {
+	Client wophostv1.PackClient
+	Broker *goplugin.GRPCBroker
+	// Exited is cancelled when the pack process exits.
+	Exited context.Context
+}
+
+// HostPluginSet is the plugin set the host offers, keyed by protocol version.
+func HostPluginSet() map[int]goplugin.PluginSet {
+	return map[int]goplugin.PluginSet{
+		ProtocolVersion: {
+			KindCapability: &CapabilityPlugin{},
+			KindPack:       &PackPlugin{},
+		},
+	}
+}
+
+// ServerOptions are the gRPC server options both sides use: message size
+// limits raised to maxBytes (the gRPC server default is 4 MiB).
+func ServerOptions(maxBytes int) []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(maxBytes), grpc.MaxSendMsgSize(maxBytes)}
+}
+
+// DialOptions are the gRPC dial options both sides use for the same limit.
+func DialOptions(maxBytes int) []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxBytes), grpc.MaxCallSendMsgSize(maxBytes))}
+}
+
+// ServeHostServices serves impl on a new broker id and returns the id to
+// pass to the other side. The listener lives as long as the broker.
+func ServeHostServices(broker *goplugin.GRPCBroker, impl wophostv1.HostServicesServer, maxBytes int) uint32 {
+	id := broker.NextId()
+	go broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
+		s := grpc.NewServer(append(opts, ServerOptions(maxBytes)...)...)
+		wophostv1.RegisterHostServicesServer(s, impl)
+		return s
+	})
+	return id
+}

@@ -1,0 +1,83 @@
+package wop
+
+import (
+	"regexp"
+	"strings"
+	"time"
+)
+
+// CallContext identifies the node run a call belongs to. It travels with
+// every call across every hop.
+type CallContext struct {
+	RunID          string    `json:"runId,omitempty"`
+	NodeID         string    `json:"nodeId,omitempty"`
+	TypeID         string    `json:"typeId,omitempty"`
+	Pack           string    `json:"pack,omitempty"`
+	Caller         string    `json:"caller,omitempty"`
+	Depth          int       `json:"depth,omitempty"`
+	Deadline       time.Time `json:"deadline,omitzero"`
+	Traceparent    string    `json:"traceparent,omitempty"`
+	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
+}
+
+// The core families of the host-services contract, and the family that
+// agentRuntime implies.
+const (
+	FamilyAIEnvelope    = "aiEnvelope"
+	FamilyPromptLibrary = "promptLibrary"
+	FamilyAgentRuntime  = "agentRuntime"
+	FamilyAgents        = "agents"
+	FamilyMCP           = "mcp"
+)
+
+// CoreFamilies lists the families that sit at the root of the
+// advertisement, in the order they appear there.
+func CoreFamilies() []string {
+	return []string{FamilyAIEnvelope, FamilyPromptLibrary, FamilyAgentRuntime, FamilyAgents, FamilyMCP}
+}
+
+// IsCoreFamily reports whether name is one of CoreFamilies.
+func IsCoreFamily(name string) bool {
+	for _, f := range CoreFamilies() {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+var vendorFamilyPattern = regexp.MustCompile(`^[a-z][a-z0-9-]*\.[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*$`)
+
+// reservedOrgs may not be used by vendor families.
+var reservedOrgs = map[string]bool{"openwop": true, "vendor": true, "effect-seams": true, "events": true}
+
+// ValidVendorFamily reports whether name is a well-formed vendor family
+// ("org.name", lowercase, org not reserved), with the reason when it is not.
+func ValidVendorFamily(name string) (bool, string) {
+	if !vendorFamilyPattern.MatchString(name) {
+		return false, `a vendor family is "org.name": lowercase letters, digits and dashes, dot-separated`
+	}
+	org := name[:strings.IndexByte(name, '.')]
+	if reservedOrgs[org] {
+		return false, "the org " + org + " is reserved"
+	}
+	return true, ""
+}
+
+// SplitCapability splits "family.facet" into its parts. A core family name
+// never contains a dot, so a vendor family "org.name" followed by a facet is
+// "org.name.facet" only when known is given the set of families; without
+// it, dotted vendor names are returned whole.
+func SplitCapability(s string, known func(string) bool) (family, facet string) {
+	if known != nil && known(s) {
+		return s, ""
+	}
+	i := strings.LastIndexByte(s, '.')
+	if i < 0 {
+		return s, ""
+	}
+	if IsCoreFamily(s[:i]) || (known != nil && known(s[:i])) {
+		return s[:i], s[i+1:]
+	}
+	return s, ""
+}

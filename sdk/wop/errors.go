@@ -1,0 +1,130 @@
+// Package wop holds the plain Go types every side of the host-services
+// contract shares: the error envelope, its codes and the call context.
+package wop
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Error codes of the host-services contract. A vendor family uses codes
+// prefixed with its own "org.name".
+const (
+	CodeCapabilityNotProvided     = "capability_not_provided"
+	CodeHostCapabilityMissing     = "host_capability_missing" // accepted alias of CodeCapabilityNotProvided
+	CodePackPeerDependencyMissing = "pack_peer_dependency_missing"
+	CodeCapabilityNotDeclared     = "capability_not_declared"
+	CodePackValidationFailed      = "pack_validation_failed"
+	CodeValidation                = "validation_error"
+	CodeNotFound                  = "not_found"
+	CodeIdempotencyKeyMismatch    = "idempotency_key_mismatch"
+	CodeUnavailable               = "unavailable"
+	CodeDeadlineExceeded          = "deadline_exceeded"
+	CodeCancelled                 = "cancelled"
+	CodeCallDepthExceeded         = "call_depth_exceeded"
+	CodeInternal                  = "internal"
+	CodeMCPError                  = "mcp_error"
+	CodeUpstreamUnavailable       = "upstream_unavailable"
+)
+
+// Error is the error envelope {code, message, capability, retryable,
+// details} that reaches pack code. It survives every process hop intact.
+type Error struct {
+	Code       string          `json:"code"`
+	Message    string          `json:"message"`
+	Capability string          `json:"capability,omitempty"`
+	Retryable  bool            `json:"retryable"`
+	Details    json.RawMessage `json:"details,omitempty"`
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Capability != "" {
+		return fmt.Sprintf("%s: %s (%s)", e.Code, e.Message, e.Capability)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, &wop.Error{Code: wop.CodeNotFound}) works. The alias
+// host_capability_missing matches capability_not_provided.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	if !ok {
+		return false
+	}
+	return canonicalCode(e.Code) == canonicalCode(t.Code)
+}
+
+func canonicalCode(c string) string {
+	if c == CodeHostCapabilityMissing {
+		return CodeCapabilityNotProvided
+	}
+	return c
+}
+
+// Errorf returns an *Error with the code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithCapability returns a copy of e naming the capability it concerns,
+// e.g. "host.aiEnvelope.generate".
+func (e *Error) WithCapability(capability string) *Error {
+	c := *e
+	c.Capability = capability
+	return &c
+}
+
+// WithRetryable returns a copy of e with the retryable flag set to r.
+func (e *Error) WithRetryable(r bool) *Error {
+	c := *e
+	c.Retryable = r
+	return &c
+}
+
+// WithDetails returns a copy of e carrying v, marshalled to JSON, as its
+// details. A value that cannot be marshalled is dropped with a note in the
+// message rather than losing the error.
+func (e *Error) WithDetails(v any) *Error {
+	c := *e
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.Message += fmt.Sprintf(" (details dropped: %v)", err)
+		return &c
+	}
+	c.Details = b
+	return &c
+}
+
+// AsError returns err as an *Error: itself when it already is one (also
+// when wrapped), otherwise an "internal" error carrying its text.
+func AsError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var we *Error
+	if errors.As(err, &we) {
+		return we
+	}
+	return &Error{Code: CodeInternal, Message: err.Error()}
+}
+
+// CodeOf returns the contract code of err, or "" for nil.
+func CodeOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	return AsError(err).Code
+}
+
+// NotProvided is the capability_not_provided error for a surface such as
+// "host.aiEnvelope.await".
+func NotProvided(capability string) *Error {
+	return &Error{
+		Code:       CodeCapabilityNotProvided,
+		Message:    capability + " is not advertised by this host",
+		Capability: capability,
+	}
+}
