@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	hcljson "github.com/hashicorp/hcl/v2/json"
 )
 
 // Defaults applied when the host block or one of its attributes is absent.
@@ -65,13 +67,18 @@ type Host struct {
 
 // Capability is one capability block: a plugin and its opaque config.
 type Capability struct {
-	Name   string
+	// Name is the block's label, unique within the file.
+	Name string
+	// Plugin is the plugin attribute as written.
 	Plugin string
 	// PluginPath is the absolute path of the plugin executable.
 	PluginPath string
 	// SHA256 is the expected lowercase hex digest of the executable, or "".
-	SHA256   string
+	SHA256 string
+	// Families restricts which of the plugin's families this block serves;
+	// nil means all of them.
 	Families []string
+	// Required makes the host fail to start without this capability.
 	Required bool
 	// StartTimeout is the block's start_timeout or the host default.
 	StartTimeout time.Duration
@@ -88,6 +95,7 @@ type Capability struct {
 
 // Pack is one pack block.
 type Pack struct {
+	// Name is the block's label, unique within the file.
 	Name string
 	// Path is the absolute path of the pack directory.
 	Path string
@@ -177,13 +185,13 @@ func isSHA256Hex(s string) bool {
 }
 
 // Loader parses and decodes config files. It keeps every file it parsed so
-// diagnostics can be rendered with source snippets later. A Loader is not
-// safe for concurrent use.
+// diagnostics can be rendered with source snippets later. The zero value is
+// ready to use. A Loader is not safe for concurrent use.
 type Loader struct {
 	parser *hclparse.Parser
 }
 
-// NewLoader returns a Loader with an empty file cache.
+// NewLoader returns a Loader that has not read any file yet.
 func NewLoader() *Loader {
 	return &Loader{parser: hclparse.NewParser()}
 }
@@ -205,8 +213,9 @@ func (l *Loader) Files() map[string]*hcl.File {
 	return l.parser.Files()
 }
 
-// Load reads and decodes the config file at path. All problems found are
-// returned together. The Config is nil only when the file cannot be read;
+// Load reads and decodes the config file at path; each call reads the file
+// afresh, so it also serves to reload. All problems found are returned
+// together. The Config is nil only when the file cannot be read;
 // otherwise it holds whatever could be decoded, with defaults for the rest,
 // and must not be used if the diagnostics contain errors.
 func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
@@ -231,17 +240,20 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 	}
 
 	// The filename is kept as given so diagnostics read the way the
-	// operator typed it.
+	// operator typed it. Parsing here rather than through the parser's
+	// Parse methods, which return a cached file and drop its diagnostics
+	// on a second call, keeps a reload honest.
 	var file *hcl.File
 	var diags hcl.Diagnostics
 	if strings.HasSuffix(path, ".json") {
-		file, diags = l.parser.ParseJSON(src, path)
+		file, diags = hcljson.Parse(src, path)
 	} else {
-		file, diags = l.parser.ParseHCL(src, path)
+		file, diags = hclsyntax.ParseConfig(src, path, hcl.InitialPos)
 	}
 	if file == nil || file.Body == nil {
 		return nil, diags
 	}
+	l.parser.AddFile(path, file)
 
 	cfg := &Config{Path: abs, Dir: filepath.Dir(abs)}
 	d := &decoder{dir: cfg.Dir, ectx: l.EvalContext(cfg.Dir), diags: diags}
@@ -647,7 +659,7 @@ func sortDiagnostics(diags hcl.Diagnostics) {
 	slices.SortStableFunc(diags, func(a, b *hcl.Diagnostic) int {
 		switch {
 		case a.Subject == nil && b.Subject == nil:
-			return 0
+			return strings.Compare(a.Summary, b.Summary)
 		case a.Subject == nil:
 			return -1
 		case b.Subject == nil:
@@ -656,6 +668,11 @@ func sortDiagnostics(diags hcl.Diagnostics) {
 		if c := strings.Compare(a.Subject.Filename, b.Subject.Filename); c != 0 {
 			return c
 		}
-		return a.Subject.Start.Byte - b.Subject.Start.Byte
+		if c := a.Subject.Start.Byte - b.Subject.Start.Byte; c != 0 {
+			return c
+		}
+		// Ties are broken by summary so the order never depends on map
+		// iteration.
+		return strings.Compare(a.Summary, b.Summary)
 	})
 }

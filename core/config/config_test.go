@@ -247,6 +247,33 @@ capability "kv" {
 			line:    3, col: 1,
 		},
 		{
+			name: "null plugin",
+			src: `capability "kv" {
+  plugin = null
+}
+`,
+			summary: "Missing required argument",
+			line:    1, col: 1,
+		},
+		{
+			name: "empty plugin",
+			src: `capability "kv" {
+  plugin = ""
+}
+`,
+			summary: "Empty value",
+			line:    2, col: 12,
+		},
+		{
+			name: "missing pack path",
+			src: `pack "p" {
+}
+`,
+			summary: "Missing required argument",
+			detail:  `"path"`,
+			line:    1, col: 1,
+		},
+		{
 			name: "missing plugin binary",
 			src: `capability "kv" {
   plugin = "nope"
@@ -467,6 +494,38 @@ pack "p" {
 			t.Errorf("diagnostics out of order: %q", summaries(diags))
 			break
 		}
+	}
+}
+
+func TestLoadReloads(t *testing.T) {
+	f := newFixture(t, "host {\n  log_level = \n}\n")
+	l := NewLoader()
+	for i := range 2 {
+		// A cached parse would drop the syntax error the second time.
+		if _, diags := l.Load(f.path); !diags.HasErrors() {
+			t.Fatalf("load %d: syntax error not reported", i)
+		}
+	}
+	writeFile(t, f.path, "host {\n  log_level = \"debug\"\n}\n", 0o644)
+	cfg, diags := l.Load(f.path)
+	if diags.HasErrors() || cfg.Host.LogLevel != "debug" {
+		t.Fatalf("reload: level %q, diags %q", cfg.Host.LogLevel, summaries(diags))
+	}
+	if !strings.Contains(string(l.Files()[f.path].Bytes), "debug") {
+		t.Error("Files() still holds the old source")
+	}
+}
+
+func TestLoadJSON(t *testing.T) {
+	f := newFixture(t, "")
+	path := filepath.Join(f.dir, "host.hcl.json")
+	writeFile(t, path, `{"capability": {"kv": {"plugin": "wophost-kv", "config": {"a": 1}}}}`, 0o644)
+	cfg, diags := NewLoader().Load(path)
+	if diags.HasErrors() {
+		t.Fatalf("unexpected diagnostics: %q", summaries(diags))
+	}
+	if len(cfg.Capabilities) != 1 || cfg.Capabilities[0].PluginPath != filepath.Join(f.dir, "bin", "wophost-kv") {
+		t.Fatalf("capabilities = %+v", cfg.Capabilities)
 	}
 }
 

@@ -229,9 +229,9 @@ capability "kv" {
 				{TypeName: "named", Nesting: schema.NestingMap, Required: true},
 			}},
 			want: []pos{
-				{"Missing one block", 3, 10},
 				{"Insufficient many blocks", 3, 10},
 				{"Missing named block", 3, 10},
+				{"Missing one block", 3, 10},
 			},
 		},
 		{

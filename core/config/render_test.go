@@ -52,6 +52,23 @@ capability "kv" {
 	}
 }
 
+func TestWriteDiagnosticsRelativeName(t *testing.T) {
+	f := newFixture(t, "capability \"kv\" {\n  plugin = \"nope\"\n}\n")
+	t.Chdir(f.dir)
+	for _, path := range []string{"host.hcl", f.path} {
+		l := NewLoader()
+		_, diags := l.Load(path)
+		out := renderString(t, l, diags)
+		want := "  on host.hcl:2:12 (in capability \"kv\"):\n     1 │ capability \"kv\" {\n     2 │   plugin = \"nope\"\n       │            ^^^^^^\n"
+		if !strings.Contains(out, want) {
+			t.Errorf("loading %s rendered\n%s\nwant it to contain\n%s", path, out, want)
+		}
+		if got := FormatDiagnostic(diags[0]); !strings.HasPrefix(got, "host.hcl:2:12: Plugin not found: ") {
+			t.Errorf("FormatDiagnostic = %q", got)
+		}
+	}
+}
+
 func TestWriteDiagnosticsMultiLineSubject(t *testing.T) {
 	const src = "capability \"kv\" {\n  plugin = \"wophost-kv\"\n  families = [\n    \"a\",\n    \"a\",\n  ]\n}\n"
 	f := newFixture(t, src)

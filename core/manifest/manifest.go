@@ -88,11 +88,15 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
-// The top-level keys a manifest may carry; "$schema" is there because
-// editors add it and it carries no meaning for the host.
-var topLevelKeys = []string{
-	"name", "version", "kind", "description", "runtime", "peerDependencies",
-	"peerDependenciesMeta", "nodes", "agents", "prompts", "engines", "$schema",
+// isTopLevelKey reports whether a manifest may carry key; "$schema" is
+// there because editors add it and it means nothing to the host.
+func isTopLevelKey(key string) bool {
+	switch key {
+	case "name", "version", "kind", "description", "runtime", "peerDependencies",
+		"peerDependenciesMeta", "nodes", "agents", "prompts", "engines", "$schema":
+		return true
+	}
+	return false
 }
 
 // vendorHatch matches top-level keys that extensions may add and the host
@@ -159,7 +163,7 @@ func Parse(data []byte) (*Manifest, error) {
 	m.Prompts = decodeMap[string](&ps, "/prompts", top["prompts"])
 	m.Engines = decodeMap[string](&ps, "/engines", top["engines"])
 	for _, k := range sortedKeys(top) {
-		if !slices.Contains(topLevelKeys, k) && !vendorHatch.MatchString(k) {
+		if !isTopLevelKey(k) && !vendorHatch.MatchString(k) {
 			ps.add(pointer(k), "is not a known field (extensions use an \"x-\" prefix)")
 		}
 	}

@@ -76,8 +76,17 @@ func compileSchema(ps *problems, field string, raw json.RawMessage) (json.RawMes
 	var sve *jsonschema.SchemaValidationError
 	var verr *jsonschema.ValidationError
 	if errors.As(err, &sve) && errors.As(sve.Err, &verr) {
-		for _, v := range violations(verr) {
-			ps.add(field+v.Pointer, "is not valid JSON Schema: "+v.Message)
+		// Alternatives of the metaschema (anyOf) fail at one keyword
+		// together; problems allows one entry per field, so join them.
+		vs := violations(verr)
+		for i := 0; i < len(vs); {
+			j := i + 1
+			msgs := []string{vs[i].Message}
+			for ; j < len(vs) && vs[j].Pointer == vs[i].Pointer; j++ {
+				msgs = append(msgs, vs[j].Message)
+			}
+			ps.add(field+vs[i].Pointer, "is not valid JSON Schema: "+strings.Join(msgs, ", or "))
+			i = j
 		}
 		return raw, nil
 	}

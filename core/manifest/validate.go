@@ -12,10 +12,10 @@ import (
 )
 
 var (
-	namePattern    = regexp.MustCompile(`^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$`)
-	typeIDPattern  = regexp.MustCompile(`^[a-z][a-zA-Z0-9-]*(\.[a-zA-Z0-9][a-zA-Z0-9_-]*)+$`)
-	facetPattern   = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]*$`)
-	semverPattern  = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][a-zA-Z0-9-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][a-zA-Z0-9-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+	namePattern   = regexp.MustCompile(`^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$`)
+	typeIDPattern = regexp.MustCompile(`^[a-z][a-zA-Z0-9-]*(\.[a-zA-Z0-9][a-zA-Z0-9_-]*)+$`)
+	facetPattern  = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]*$`)
+	semverPattern = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][a-zA-Z0-9-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][a-zA-Z0-9-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
 )
 
 func coreFamilyList() string { return strings.Join(wop.CoreFamilies(), ", ") }
@@ -92,8 +92,7 @@ func checkEntry(entry string) string {
 		return "is required"
 	case strings.ContainsRune(entry, 0):
 		return "must not contain a NUL byte"
-	case strings.HasPrefix(entry, "/") || strings.HasPrefix(entry, `\`) || filepath.IsAbs(entry) || filepath.VolumeName(entry) != "" ||
-		(len(entry) >= 2 && entry[1] == ':'):
+	case strings.HasPrefix(entry, "/"), strings.HasPrefix(entry, `\`), len(entry) >= 2 && entry[1] == ':', filepath.IsAbs(entry):
 		return "must be a path relative to the pack directory"
 	}
 	for _, seg := range strings.FieldsFunc(entry, func(r rune) bool { return r == '/' || r == '\\' }) {

@@ -1,0 +1,135 @@
+// Command probe is the node pack the integration tests drive: its nodes
+// call host services in every way a pack can, legal and not.
+package main
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/wophost/wophost/sdk/pack"
+)
+
+//go:embed pack.json
+var manifest []byte
+
+type callInput struct {
+	Family  string          `json:"family"`
+	Method  string          `json:"method"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	PIDFile string          `json:"pidfile,omitempty"`
+}
+
+type sleepInput struct {
+	MS     int    `json:"ms"`
+	Marker string `json:"marker,omitempty"`
+	// InPack sleeps in pack code instead of in the plugin.
+	InPack  bool   `json:"inPack,omitempty"`
+	PIDFile string `json:"pidfile,omitempty"`
+}
+
+type markerInput struct {
+	Marker string `json:"marker"`
+}
+
+func main() {
+	pack.Serve(&pack.Pack{
+		Manifest: manifest,
+		Nodes: map[string]pack.Node{
+			"probe.echo": func(ctx *pack.Ctx, input json.RawMessage) (any, error) {
+				var out json.RawMessage
+				err := ctx.Call("test.echo", "echo", input, &out)
+				return out, err
+			},
+			"probe.call": pack.TypedNode(func(ctx *pack.Ctx, in *callInput) (json.RawMessage, error) {
+				if in.PIDFile != "" {
+					if err := writePIDs(ctx, in.PIDFile); err != nil {
+						return nil, err
+					}
+				}
+				payload := in.Payload
+				if payload == nil {
+					payload = json.RawMessage(`{}`)
+				}
+				var out json.RawMessage
+				err := ctx.Call(in.Family, in.Method, payload, &out)
+				return out, err
+			}),
+			"probe.sleep": pack.TypedNode(func(ctx *pack.Ctx, in *sleepInput) (any, error) {
+				if in.PIDFile != "" {
+					if err := writePIDs(ctx, in.PIDFile); err != nil {
+						return nil, err
+					}
+				}
+				if in.InPack {
+					select {
+					case <-time.After(time.Duration(in.MS) * time.Millisecond):
+						return map[string]bool{"slept": true}, nil
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				}
+				var out json.RawMessage
+				err := ctx.Call("test.echo", "sleep", in, &out)
+				return out, err
+			}),
+			"probe.needsai": pack.TypedNode(func(ctx *pack.Ctx, in *markerInput) (any, error) {
+				// Reaching this line means the host let the node run.
+				if err := os.WriteFile(in.Marker, []byte("ran"), 0o600); err != nil {
+					return nil, err
+				}
+				return map[string]bool{"ran": true}, nil
+			}),
+			"probe.ctx": func(ctx *pack.Ctx, _ json.RawMessage) (any, error) {
+				var plugin json.RawMessage
+				if err := ctx.Call("test.echo", "deadline", map[string]any{}, &plugin); err != nil {
+					return nil, err
+				}
+				out := map[string]any{
+					"plugin":        plugin,
+					"runId":         ctx.Run.RunID,
+					"aiEnvelopeNil": ctx.AIEnvelope == nil,
+					"mcpNil":        ctx.MCP == nil,
+				}
+				if d, ok := ctx.Deadline(); ok {
+					out["pack"] = d.UTC().Format(time.RFC3339Nano)
+				}
+				// A nil family field is safe to call and refuses cleanly.
+				_, err := ctx.AIEnvelope.Generate(ctx, nil)
+				out["nilGenerateError"] = err
+				return out, nil
+			},
+			// probe.loop makes n echo calls, so a benchmark can measure one
+			// ctx call with the node's own start-up amortised away.
+			"probe.loop": pack.TypedNode(func(ctx *pack.Ctx, in *struct {
+				N       int             `json:"n"`
+				Payload json.RawMessage `json:"payload"`
+			}) (any, error) {
+				var out json.RawMessage
+				for range in.N {
+					if err := ctx.Call("test.echo", "echo", in.Payload, &out); err != nil {
+						return nil, err
+					}
+				}
+				return map[string]int{"calls": in.N}, nil
+			}),
+			"probe.validated": func(_ *pack.Ctx, input json.RawMessage) (any, error) {
+				return input, nil
+			},
+		},
+	})
+}
+
+// writePIDs records the pack's pid and the test plugin's pid, so a test
+// can check that neither outlives the host.
+func writePIDs(ctx *pack.Ctx, path string) error {
+	var plugin struct {
+		PID int `json:"pid"`
+	}
+	if err := ctx.Call("test.echo", "pid", map[string]any{}, &plugin); err != nil {
+		return err
+	}
+	return os.WriteFile(path, fmt.Appendf(nil, "%d %d\n", os.Getpid(), plugin.PID), 0o600)
+}

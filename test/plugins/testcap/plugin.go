@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"time"
+
+	"github.com/wophost/wophost/sdk/plugin"
+	"github.com/wophost/wophost/sdk/schema"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+type testConfig struct {
+	FailConfigure *bool   `json:"fail_configure"`
+	Greeting      *string `json:"greeting"`
+	Token         *string `json:"token"`
+}
+
+type sleepRequest struct {
+	MS     int    `json:"ms"`
+	Marker string `json:"marker,omitempty"`
+}
+
+type deadlines struct {
+	Context     string `json:"context,omitempty"`
+	CallContext string `json:"callContext,omitempty"`
+	Depth       int    `json:"depth"`
+	RunID       string `json:"runId"`
+	TypeID      string `json:"typeId"`
+}
+
+func newPlugin() *plugin.Plugin {
+	greeting := "hello"
+	configure := func(_ context.Context, req *plugin.ConfigureRequest) error {
+		var c testConfig
+		if err := req.Decode(&c); err != nil {
+			return err
+		}
+		if c.FailConfigure != nil && *c.FailConfigure {
+			return &plugin.ConfigError{Path: []string{"fail_configure"}, Summary: "Configuration refused", Detail: "fail_configure is set"}
+		}
+		if c.Greeting != nil {
+			greeting = *c.Greeting
+		}
+		return nil
+	}
+	methods := func(family string) map[string]plugin.Handler {
+		return map[string]plugin.Handler{
+			"echo": func(_ context.Context, req *plugin.Request) (any, error) {
+				return req.Payload, nil
+			},
+			"greet": func(context.Context, *plugin.Request) (any, error) {
+				return map[string]string{"greeting": greeting, "family": family}, nil
+			},
+			"sleep": plugin.Typed(func(ctx context.Context, _ *plugin.Request, in *sleepRequest) (any, error) {
+				select {
+				case <-time.After(time.Duration(in.MS) * time.Millisecond):
+					return map[string]bool{"slept": true}, nil
+				case <-ctx.Done():
+					if in.Marker != "" {
+						_ = os.WriteFile(in.Marker, []byte(ctx.Err().Error()), 0o600)
+					}
+					return nil, ctx.Err()
+				}
+			}),
+			"deadline": func(ctx context.Context, req *plugin.Request) (any, error) {
+				d := deadlines{Depth: req.Call.Depth, RunID: req.Call.RunID, TypeID: req.Call.TypeID}
+				if t, ok := ctx.Deadline(); ok {
+					d.Context = t.UTC().Format(time.RFC3339Nano)
+				}
+				if !req.Call.Deadline.IsZero() {
+					d.CallContext = req.Call.Deadline.UTC().Format(time.RFC3339Nano)
+				}
+				return d, nil
+			},
+			"fail": func(context.Context, *plugin.Request) (any, error) {
+				return nil, wop.Errorf("test.echo.boom", "the plugin failed on purpose").
+					WithRetryable(true).
+					WithDetails(map[string]any{"n": 42, "nested": map[string]any{"list": []int{1, 2, 3}}, "text": "ünïcode"})
+			},
+			"pid": func(context.Context, *plugin.Request) (any, error) {
+				return map[string]int{"pid": os.Getpid()}, nil
+			},
+			"exit": func(context.Context, *plugin.Request) (any, error) {
+				os.Exit(7)
+				return nil, nil
+			},
+			"panic": func(context.Context, *plugin.Request) (any, error) {
+				panic("the plugin panicked on purpose")
+			},
+			// callback calls the host's test.echo.callback again, so each
+			// hop adds one to the depth until the host refuses.
+			"callback": func(ctx context.Context, req *plugin.Request) (any, error) {
+				var out json.RawMessage
+				if err := req.Host.Call(ctx, "test.echo", "callback", json.RawMessage(`{}`), &out); err != nil {
+					return nil, err
+				}
+				return out, nil
+			},
+			"big": plugin.Typed(func(_ context.Context, _ *plugin.Request, in *struct {
+				Bytes int `json:"bytes"`
+			}) (any, error) {
+				b := make([]byte, in.Bytes)
+				for i := range b {
+					b[i] = 'x'
+				}
+				return map[string]string{"data": string(b)}, nil
+			}),
+		}
+	}
+	return &plugin.Plugin{
+		Name:    "testcap",
+		Version: "1.2.3",
+		ConfigSchema: schema.Block{Attributes: []schema.Attribute{
+			{Name: "fail_configure", Type: schema.Bool},
+			{Name: "greeting", Type: schema.String},
+			{Name: "token", Type: schema.String, Sensitive: true},
+		}},
+		Configure: configure,
+		Families: []*plugin.Family{
+			{
+				Name: "test.echo", Status: "experimental", Since: "2.0", Until: "2027-06-30", Witness: "claims-check",
+				Methods: methods("test.echo"),
+				Facets:  func() map[string]any { return map[string]any{"sleep": map[string]int{"maxMs": 60000}, "echo": nil} },
+				Uses:    []string{"test.echo"},
+			},
+			{
+				Name: "test.other", Status: "experimental", Since: "2.0", Until: "2027-06-30", Witness: "claims-check",
+				Methods: methods("test.other"),
+			},
+		},
+	}
+}
