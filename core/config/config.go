@@ -91,6 +91,9 @@ type Capability struct {
 	SHA256Range hcl.Range
 	// ConfigRange is the config block's header, or DefRange when absent.
 	ConfigRange hcl.Range
+
+	// pluginBare is set when Plugin is a bare name looked up in plugin_dir.
+	pluginBare bool
 }
 
 // Pack is one pack block.
@@ -445,13 +448,10 @@ func (d *decoder) capability(r *rawCapability, host Host, pluginDirOK bool) *Cap
 	nErrs := len(d.diags)
 	if plugin, ok := d.stringAttr(r.Plugin); ok {
 		c.Plugin = plugin
-		var bare bool
-		c.PluginPath, bare = resolvePlugin(d.dir, host.PluginDir, plugin)
-		if !bare || pluginDirOK {
-			if diag := checkPlugin(c.PluginPath, bare, host.PluginDir, c.PluginRange); diag != nil {
-				d.diags = append(d.diags, diag)
-			}
-		}
+		// Whether the executable exists is checked when the host starts the
+		// plugin (CheckPlugin): a missing plugin withdraws only its
+		// families, it does not stop the host.
+		c.PluginPath, c.pluginBare = resolvePlugin(d.dir, host.PluginDir, plugin)
 	} else if len(d.diags) == nErrs {
 		// Absent or null: say so at the block, as nothing else will.
 		d.errorf(r.DefRange, "Missing required argument",
@@ -500,10 +500,9 @@ func (d *decoder) pack(r *rawPack) *Pack {
 	}
 	nErrs := len(d.diags)
 	if path, ok := d.stringAttr(r.Path); ok {
+		// Checked when the host loads the pack (CheckPackDir): a broken
+		// pack is refused alone.
 		p.Path = resolvePath(d.dir, path)
-		if diag := checkPackDir(p.Path, p.PathRange); diag != nil {
-			d.diags = append(d.diags, diag)
-		}
 	} else if len(d.diags) == nErrs {
 		d.errorf(r.DefRange, "Missing required argument",
 			"The argument \"path\" is required in pack %q: it names the pack's directory.", r.Name)
@@ -576,6 +575,12 @@ func resolvePlugin(dir, pluginDir, plugin string) (string, bool) {
 	return resolvePath(dir, plugin), false
 }
 
+// CheckPlugin reports, at the plugin attribute, a plugin executable that
+// is missing, a directory, or not executable; nil when it looks usable.
+func CheckPlugin(c *Capability, pluginDir string) *hcl.Diagnostic {
+	return checkPlugin(c.PluginPath, c.pluginBare, pluginDir, c.PluginRange)
+}
+
 func checkPlugin(path string, bare bool, pluginDir string, rng hcl.Range) *hcl.Diagnostic {
 	where := "Paths are resolved relative to the config file's directory."
 	if bare {
@@ -611,6 +616,12 @@ func checkPlugin(path string, bare bool, pluginDir string, rng hcl.Range) *hcl.D
 		}
 	}
 	return nil
+}
+
+// CheckPackDir reports, at the path attribute, a pack directory that is
+// missing or has no pack.json; nil when it looks usable.
+func CheckPackDir(p *Pack) *hcl.Diagnostic {
+	return checkPackDir(p.Path, p.PathRange)
 }
 
 func checkPackDir(path string, rng hcl.Range) *hcl.Diagnostic {

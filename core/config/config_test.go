@@ -58,6 +58,28 @@ func mustLoad(t *testing.T, f fixture) (*Config, *Loader) {
 	return cfg, l
 }
 
+// loadChecked runs l.Load and then the checks the host makes when it
+// starts each capability's plugin and loads each pack, appending their
+// diagnostics, sorted by position as Load sorts its own.
+func loadChecked(l *Loader, path string) (*Config, hcl.Diagnostics) {
+	cfg, diags := l.Load(path)
+	if cfg == nil {
+		return cfg, diags
+	}
+	for _, c := range cfg.Capabilities {
+		if d := CheckPlugin(c, cfg.Host.PluginDir); d != nil {
+			diags = append(diags, d)
+		}
+	}
+	for _, p := range cfg.Packs {
+		if d := CheckPackDir(p); d != nil {
+			diags = append(diags, d)
+		}
+	}
+	sortDiagnostics(diags)
+	return cfg, diags
+}
+
 func renderString(t *testing.T, l *Loader, diags hcl.Diagnostics) string {
 	t.Helper()
 	var b strings.Builder
@@ -178,6 +200,15 @@ pack "community.demo" {
 		t.Errorf("Packs = %+v", cfg.Packs)
 	}
 	assertPos(t, "pack.PathRange", cfg.Packs[0].PathRange, f.path, 28, 10)
+
+	for _, c := range cfg.Capabilities {
+		if d := CheckPlugin(c, cfg.Host.PluginDir); d != nil {
+			t.Errorf("CheckPlugin(%s) = %q, want nil", c.Name, FormatDiagnostic(d))
+		}
+	}
+	if d := CheckPackDir(cfg.Packs[0]); d != nil {
+		t.Errorf("CheckPackDir = %q, want nil", FormatDiagnostic(d))
+	}
 }
 
 func TestLoadDefaults(t *testing.T) {
@@ -205,6 +236,10 @@ func TestLoadDiagnosticPositions(t *testing.T) {
 		detail  string // substring of the detail, optional
 		line    int
 		col     int
+		// atStart marks diagnostics that come from CheckPlugin or
+		// CheckPackDir, run when the host starts the plugin or pack,
+		// rather than from Load.
+		atStart bool
 	}{
 		{
 			name: "unknown attribute",
@@ -280,6 +315,7 @@ capability "kv" {
 }
 `,
 			summary: "Plugin not found",
+			atStart: true,
 			detail:  filepath.Join("bin", "nope"),
 			line:    2, col: 12,
 		},
@@ -290,6 +326,7 @@ capability "kv" {
 }
 `,
 			summary: "Plugin is not executable",
+			atStart: true,
 			detail:  filepath.Join("bin", "not-exec"),
 			line:    2, col: 12,
 		},
@@ -335,6 +372,7 @@ pack "p" {
 }
 `,
 			summary: "Pack directory not found",
+			atStart: true,
 			detail:  filepath.Join("packs", "nope"),
 			line:    2, col: 10,
 		},
@@ -345,6 +383,7 @@ pack "p" {
 }
 `,
 			summary: "Pack manifest not found",
+			atStart: true,
 			line:    2, col: 10,
 		},
 		{
@@ -423,7 +462,12 @@ host {}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.src)
-			_, diags := NewLoader().Load(f.path)
+			var diags hcl.Diagnostics
+			if tt.atStart {
+				_, diags = loadChecked(NewLoader(), f.path)
+			} else {
+				_, diags = NewLoader().Load(f.path)
+			}
 			d := findDiag(diags, tt.summary)
 			if d == nil {
 				t.Fatalf("no %q diagnostic in %q", tt.summary, summaries(diags))
@@ -442,8 +486,9 @@ host {}
 	}
 }
 
-func TestLoadCollectsAllProblems(t *testing.T) {
-	const src = `host {
+// collectSrc has one problem of each kind: some found by Load, a missing
+// plugin and a missing pack dir found only when the host starts them.
+const collectSrc = `host {
   log_level = "loud"
   colour    = "red"
 }
@@ -461,8 +506,10 @@ pack "p" {
   path = "./missing"
 }
 `
-	f := newFixture(t, src)
-	cfg, diags := NewLoader().Load(f.path)
+
+func TestLoadCollectsAllProblems(t *testing.T) {
+	f := newFixture(t, collectSrc)
+	cfg, diags := loadChecked(NewLoader(), f.path)
 	if cfg == nil {
 		t.Fatal("a config that parses must come back even with errors")
 	}
@@ -494,6 +541,80 @@ pack "p" {
 			t.Errorf("diagnostics out of order: %q", summaries(diags))
 			break
 		}
+	}
+}
+
+// TestLoadLeavesPluginAndPackChecks checks that Load alone does not
+// report a missing plugin or pack dir: those are the host's to check when
+// it starts each one, so one missing plugin withdraws only its families.
+func TestLoadLeavesPluginAndPackChecks(t *testing.T) {
+	f := newFixture(t, collectSrc)
+	cfg, diags := NewLoader().Load(f.path)
+	if cfg == nil {
+		t.Fatal("a config that parses must come back even with errors")
+	}
+	want := []string{"Invalid log_level", "Unsupported argument", "Invalid sha256", "Duplicate capability"}
+	if len(diags) != len(want) {
+		t.Errorf("got %d diagnostics, want %d: %q", len(diags), len(want), summaries(diags))
+	}
+	for _, w := range want {
+		if findDiag(diags, w) == nil {
+			t.Errorf("missing %q in %q", w, summaries(diags))
+		}
+	}
+	for i := 1; i < len(diags); i++ {
+		if diags[i-1].Subject.Start.Byte > diags[i].Subject.Start.Byte {
+			t.Errorf("diagnostics out of order: %q", summaries(diags))
+			break
+		}
+	}
+
+	// Nothing but missing files, so Load itself is clean.
+	f = newFixture(t, `capability "kv" {
+  plugin = "nope"
+}
+
+capability "ne" {
+  plugin = "./bin/not-exec"
+}
+
+pack "p" {
+  path = "./packs/nope"
+}
+
+pack "e" {
+  path = "./packs/empty"
+}
+`)
+	cfg, diags = NewLoader().Load(f.path)
+	if len(diags) != 0 {
+		t.Fatalf("Load reported %q, want nothing", summaries(diags))
+	}
+	if len(cfg.Capabilities) != 2 || len(cfg.Packs) != 2 {
+		t.Fatalf("got %d capabilities and %d packs, want 2 and 2", len(cfg.Capabilities), len(cfg.Packs))
+	}
+	for _, s := range []string{"Plugin not found", "Plugin is not executable", "Pack directory not found", "Pack manifest not found"} {
+		if findDiag(diags, s) != nil {
+			t.Errorf("Load reported %q", s)
+		}
+	}
+	// The checks still find them, at the attribute concerned.
+	_, checked := loadChecked(NewLoader(), f.path)
+	for _, w := range []struct {
+		summary   string
+		line, col int
+	}{
+		{"Plugin not found", 2, 12},
+		{"Plugin is not executable", 6, 12},
+		{"Pack directory not found", 10, 10},
+		{"Pack manifest not found", 14, 10},
+	} {
+		d := findDiag(checked, w.summary)
+		if d == nil {
+			t.Errorf("missing %q in %q", w.summary, summaries(checked))
+			continue
+		}
+		assertPos(t, w.summary, *d.Subject, f.path, w.line, w.col)
 	}
 }
 

@@ -20,7 +20,7 @@ capability "kv" {
 `
 	f := newFixture(t, src)
 	l := NewLoader()
-	_, diags := l.Load(f.path)
+	_, diags := loadChecked(l, f.path)
 	diags = append(diags,
 		&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Something odd", Detail: "No location."},
 		&hcl.Diagnostic{
@@ -57,7 +57,7 @@ func TestWriteDiagnosticsRelativeName(t *testing.T) {
 	t.Chdir(f.dir)
 	for _, path := range []string{"host.hcl", f.path} {
 		l := NewLoader()
-		_, diags := l.Load(path)
+		_, diags := loadChecked(l, path)
 		out := renderString(t, l, diags)
 		want := "  on host.hcl:2:12 (in capability \"kv\"):\n     1 │ capability \"kv\" {\n     2 │   plugin = \"nope\"\n       │            ^^^^^^\n"
 		if !strings.Contains(out, want) {

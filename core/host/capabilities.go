@@ -149,6 +149,10 @@ func (h *Host) isReady(name string) bool {
 // launch verifies, starts and describes one plugin. Failures are recorded
 // in the registry and returned as diagnostics at the attribute concerned.
 func (h *Host) launch(ctx context.Context, c *capability) hcl.Diagnostics {
+	if d := config.CheckPlugin(c.cfg, h.cfg.Host.PluginDir); d != nil {
+		h.reg.Fail(c.cfg.Name, registry.StateVerified, errors.New(d.Summary+": "+d.Detail))
+		return hcl.Diagnostics{d}
+	}
 	sum, err := loader.Verify(c.cfg.PluginPath, c.cfg.SHA256)
 	if err != nil {
 		h.reg.Fail(c.cfg.Name, registry.StateVerified, err)

@@ -134,6 +134,9 @@ func (h *Host) startPacks(ctx context.Context, rep *Report) {
 // peer dependencies are not advertised, then starts the binary and checks
 // its embedded manifest against the file.
 func (h *Host) loadPack(ctx context.Context, p *Pack) error {
+	if d := config.CheckPackDir(p.cfg); d != nil {
+		return wop.Errorf(wop.CodePackValidationFailed, "%s: %s", d.Summary, d.Detail)
+	}
 	m, raw, err := manifest.Load(p.Path)
 	if err != nil {
 		return err

@@ -1,0 +1,146 @@
+// Package integration drives the real host, plugin and pack binaries
+// through the real host: nothing of go-plugin is mocked.
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// bins holds the binaries TestMain builds once for every test.
+type bins struct {
+	dir     string
+	host    string
+	testcap string
+	kv      string
+	probe   string
+}
+
+func buildBinaries(dir string) (*bins, error) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	b := &bins{
+		dir:     dir,
+		host:    filepath.Join(dir, "host"),
+		testcap: filepath.Join(dir, "testcap"),
+		kv:      filepath.Join(dir, "wophost-kv"),
+		probe:   filepath.Join(dir, "probe"),
+	}
+	for out, pkg := range map[string]string{
+		b.host: "./cmd/host", b.testcap: "./test/plugins/testcap", b.kv: "./examples/plugins/kv", b.probe: "./test/packs/probe",
+	} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
+		}
+	}
+	return b, nil
+}
+
+var bin *bins
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "wophost-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	bin, err = buildBinaries(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// sourceDir returns a directory of the repository.
+func sourceDir(rel string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", rel)
+}
+
+// probePack lays out the probe pack (pack.json and binary) in a fresh
+// directory and returns it.
+func probePack(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "probe")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join(sourceDir("test/packs/probe"), "pack.json"), filepath.Join(dir, "pack.json"), 0o644)
+	copyFile(t, bin.probe, filepath.Join(dir, "probe"), 0o755)
+	return dir
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeConfig writes host.hcl in a fresh directory. The text is a format
+// string; %[1]s is the directory holding the test binaries.
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "host.hcl")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(text, "BIN", bin.dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// result is one run of the host binary.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runHost runs the host binary with args and waits for it.
+func runHost(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin.host, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Stdin = strings.NewReader(stdin)
+	err := cmd.Run()
+	res := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		res.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run host %v: %v", args, err)
+	}
+	return res
+}
+
+// writeJunkPlugin writes an executable that prints junk where the
+// handshake should be.
+func writeJunkPlugin(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "junk")
+	script := "#!/bin/sh\necho 'this is not a handshake'\nsleep 1\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
