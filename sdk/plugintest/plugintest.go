@@ -1,0 +1,382 @@
+// Package plugintest is a conformance kit for capability plugins. A vendor
+// calls Run from a Go test with the path of their plugin binary, whatever
+// language it is written in, and gets one subtest per protocol check. Start
+// gives a handle on a running plugin for family-specific tests.
+//
+// The kit starts the binary the way the wophost host does: through
+// go-plugin, gRPC only, with automatic mTLS and the wophost handshake.
+package plugintest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/schema"
+	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+const (
+	defaultStartTimeout = 15 * time.Second
+	// rpcTimeout bounds each call the kit makes, so that a wedged plugin
+	// fails its check instead of hanging the test binary.
+	rpcTimeout = 30 * time.Second
+	// logLimit bounds the plugin log kept for a failing test; the tail is
+	// what explains a failure.
+	logLimit = 256 << 10
+)
+
+// HostServicesFunc answers one callback a plugin makes to the host. An
+// error should be a *wop.Error; any other error reaches the plugin as
+// "internal".
+type HostServicesFunc func(ctx context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error)
+
+// Config says how to run the kit against one plugin binary.
+type Config struct {
+	// Binary is the path of the plugin executable.
+	Binary string
+	// Config is the decoded config block sent to Configure, as JSON. Nil
+	// sends {}.
+	Config json.RawMessage
+	// Calls are sample invocations that must succeed once the plugin is
+	// configured. Run needs at least one and makes the first one several
+	// times, so it should be safe to repeat.
+	Calls []Call
+	// HostServices answers the plugin's callbacks to the host. Nil refuses
+	// every callback with capability_not_provided, as a host that
+	// advertises nothing would.
+	HostServices HostServicesFunc
+	// Env holds extra "KEY=VALUE" environment variables for the plugin
+	// process, on top of the test's own environment.
+	Env []string
+	// StartTimeout bounds the handshake. Zero means 15s.
+	StartTimeout time.Duration
+}
+
+// Call is one sample invocation.
+type Call struct {
+	Family, Method string
+	// Payload is the request, as JSON. Nil sends {}.
+	Payload json.RawMessage
+	// Check, if set, examines the result of the call.
+	Check func(t testing.TB, result json.RawMessage)
+}
+
+// Description is what a plugin says about itself in Describe.
+type Description struct {
+	Name     string
+	Version  string
+	Families []FamilyDescription
+}
+
+// FamilyDescription is one family a plugin says it can serve.
+type FamilyDescription struct {
+	Name, Status, Since, Until, Witness string
+	Methods, Needs, Uses                []string
+}
+
+// ConfigureResult is the plugin's answer to Configure.
+type ConfigureResult struct {
+	// Facets maps each family to its facets under this configuration.
+	Facets map[string]map[string]json.RawMessage
+	// Diagnostics, when not empty, mean the plugin refused the config.
+	Diagnostics []Diagnostic
+}
+
+// Diagnostic is a configuration problem the plugin reported.
+type Diagnostic struct {
+	Summary, Detail string
+	// Path names the offending attribute.
+	Path []string
+}
+
+// String formats d the way a test failure should show it.
+func (d Diagnostic) String() string {
+	s := d.Summary
+	if d.Detail != "" {
+		s += ": " + d.Detail
+	}
+	if len(d.Path) > 0 {
+		s += fmt.Sprintf(" (at %q)", d.Path)
+	}
+	return s
+}
+
+// Plugin is a running plugin process. It is killed when the test that
+// started it ends.
+type Plugin struct {
+	client   *goplugin.Client
+	conn     *wire.CapabilityConn
+	host     wophostv1.HostServicesServer
+	stateDir string
+}
+
+// Start launches cfg.Binary through go-plugin as the host does and returns
+// a handle on it, not yet configured. It fails t if the plugin does not
+// complete the handshake within cfg.StartTimeout.
+func Start(t testing.TB, cfg Config) *Plugin {
+	t.Helper()
+	if cfg.Binary == "" {
+		t.Fatal("plugintest: Config.Binary is empty")
+	}
+	// An absolute path keeps exec from searching PATH for a bare name and
+	// survives the change of working directory below.
+	bin, err := filepath.Abs(cfg.Binary)
+	if err != nil {
+		t.Fatalf("plugintest: %v", err)
+	}
+	if fi, err := os.Stat(bin); err != nil {
+		t.Fatalf("plugintest: plugin binary: %v", err)
+	} else if !fi.Mode().IsRegular() {
+		t.Fatalf("plugintest: plugin binary %s is not a regular file", bin)
+	}
+	timeout := cfg.StartTimeout
+	if timeout <= 0 {
+		timeout = defaultStartTimeout
+	}
+	hostFn := cfg.HostServices
+	if hostFn == nil {
+		hostFn = refuseHostServices
+	}
+
+	cmd := exec.Command(bin)
+	cmd.Dir = filepath.Dir(bin)
+	cmd.Env = append(os.Environ(),
+		wire.EnvLogLevel+"=debug",
+		wire.EnvMaxMessageBytes+"="+strconv.Itoa(wire.DefaultMaxMessageBytes),
+		wire.EnvPluginName+"="+filepath.Base(bin),
+	)
+	cmd.Env = append(cmd.Env, cfg.Env...)
+
+	// The plugin log is kept rather than streamed to t.Log: go-plugin writes
+	// it from its own goroutines, and it only matters when a check fails.
+	logs := &logBuffer{}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Debug, Output: logs})
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: wire.HostPluginSet(),
+		Cmd:              cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           logger,
+		StartTimeout:     timeout,
+		GRPCDialOptions:  wire.DialOptions(wire.DefaultMaxMessageBytes),
+		SyncStdout:       logs,
+		SyncStderr:       logs,
+	})
+	t.Cleanup(func() {
+		// Kill waits for go-plugin's log goroutines, so the buffer is
+		// complete once it returns.
+		client.Kill()
+		if t.Failed() {
+			t.Logf("plugintest: log of %s:\n%s", filepath.Base(bin), logs.String())
+		}
+	})
+
+	rpc, err := client.Client()
+	if err != nil {
+		t.Fatalf("plugintest: start %s: %v", bin, err)
+	}
+	raw, err := rpc.Dispense(wire.KindCapability)
+	if err != nil {
+		t.Fatalf("plugintest: %s does not serve a capability plugin: %v", bin, err)
+	}
+	conn, ok := raw.(*wire.CapabilityConn)
+	if !ok {
+		t.Fatalf("plugintest: unexpected plugin client %T", raw)
+	}
+	return &Plugin{
+		client:   client,
+		conn:     conn,
+		host:     hostServices{fn: hostFn},
+		stateDir: t.TempDir(),
+	}
+}
+
+// Describe asks the plugin what it serves, failing t if the call fails.
+func (p *Plugin) Describe(t testing.TB) *Description {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+	defer cancel()
+	resp, err := p.conn.Client.Describe(ctx, &wophostv1.DescribeRequest{})
+	if err != nil {
+		t.Fatalf("Describe failed: %v", wire.FromStatus(err))
+	}
+	d := &Description{Name: resp.GetName(), Version: resp.GetVersion()}
+	for _, f := range resp.GetFamilies() {
+		d.Families = append(d.Families, FamilyDescription{
+			Name: f.GetName(), Status: f.GetStatus(), Since: f.GetSince(), Until: f.GetUntil(), Witness: f.GetWitness(),
+			Methods: f.GetMethods(), Needs: f.GetNeeds(), Uses: f.GetUses(),
+		})
+	}
+	return d
+}
+
+// ConfigSchema fetches the schema of the plugin's config block, failing t
+// if the call fails or the schema does not decode into a schema.Block.
+// Unknown fields are refused: the host would silently drop them.
+func (p *Plugin) ConfigSchema(t testing.TB) schema.Block {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+	defer cancel()
+	resp, err := p.conn.Client.ConfigSchema(ctx, &wophostv1.ConfigSchemaRequest{})
+	if err != nil {
+		t.Fatalf("ConfigSchema failed: %v", wire.FromStatus(err))
+	}
+	var b schema.Block
+	if len(resp.GetSchema()) == 0 {
+		// The host reads an empty schema as a plugin without config.
+		return b
+	}
+	dec := json.NewDecoder(bytes.NewReader(resp.GetSchema()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		t.Fatalf("config schema does not decode into a schema.Block: %v\nschema: %s", err, resp.GetSchema())
+	}
+	if dec.More() {
+		t.Fatalf("config schema has data after the JSON value\nschema: %s", resp.GetSchema())
+	}
+	return b
+}
+
+// Configure sends config (nil sends {}) and returns the facets of each
+// family. It fails t if the call fails or the plugin reports diagnostics.
+func (p *Plugin) Configure(t testing.TB, config json.RawMessage) map[string]map[string]json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+	defer cancel()
+	res, err := p.ConfigureErr(ctx, config)
+	if err != nil {
+		t.Fatalf("Configure failed: %v", err)
+	}
+	if len(res.Diagnostics) > 0 {
+		t.Fatalf("Configure refused the config %s: %s", orEmptyObject(config), joinDiagnostics(res.Diagnostics))
+	}
+	return res.Facets
+}
+
+// ConfigureErr sends config (nil sends {}) with a HostServices connection
+// for the plugin's callbacks, and returns the plugin's answer. Diagnostics
+// are not an error; a failed call or a facets value that is not a JSON
+// object is.
+func (p *Plugin) ConfigureErr(ctx context.Context, config json.RawMessage) (*ConfigureResult, error) {
+	// A fresh broker id per Configure, as the host does on a restart.
+	brokerID := wire.ServeHostServices(p.conn.Broker, p.host, wire.DefaultMaxMessageBytes)
+	resp, err := p.conn.Client.Configure(ctx, &wophostv1.ConfigureRequest{
+		Config:               orEmptyObject(config),
+		HostServicesBrokerId: brokerID,
+		StateDir:             p.stateDir,
+		HostVersion:          "plugintest",
+	})
+	if err != nil {
+		return nil, wire.FromStatus(err)
+	}
+	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}}
+	for _, d := range resp.GetDiagnostics() {
+		out.Diagnostics = append(out.Diagnostics, Diagnostic{Summary: d.GetSummary(), Detail: d.GetDetail(), Path: d.GetPath()})
+	}
+	for fam, raw := range resp.GetFacets() {
+		facets := map[string]json.RawMessage{}
+		// The host reads empty bytes as no facets; anything else must be an
+		// object, which rules out null and arrays that Unmarshal would take.
+		if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 {
+			if trimmed[0] != '{' {
+				return nil, fmt.Errorf("facets of %s are not a JSON object: %s", fam, raw)
+			}
+			if err := json.Unmarshal(trimmed, &facets); err != nil {
+				return nil, fmt.Errorf("facets of %s are not a JSON object: %w", fam, err)
+			}
+		}
+		out.Facets[fam] = facets
+	}
+	return out, nil
+}
+
+// Invoke sends one call to the plugin as the host would. A non-nil error is
+// always a *wop.Error, exactly as the plugin sent it: unlike the host, the
+// kit fills in no capability.
+func (p *Plugin) Invoke(ctx context.Context, family, method string, payload json.RawMessage, call wop.CallContext) (json.RawMessage, error) {
+	resp, err := p.conn.Client.Invoke(ctx, &wophostv1.InvokeRequest{
+		Family: family, Method: method, Payload: payload, Call: wire.CallContextToProto(call),
+	})
+	if err != nil {
+		return nil, wire.FromStatus(err)
+	}
+	return resp.GetResult(), nil
+}
+
+// Exited reports whether the plugin process has exited.
+func (p *Plugin) Exited() bool { return p.client.Exited() }
+
+// hostServices serves a HostServicesFunc as the HostServices gRPC service.
+type hostServices struct {
+	wophostv1.UnimplementedHostServicesServer
+	fn HostServicesFunc
+}
+
+func (h hostServices) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophostv1.CallResponse, error) {
+	out, err := h.fn(ctx, req.GetFamily(), req.GetMethod(), req.GetPayload(), wire.CallContextFromProto(req.GetCall()))
+	if err != nil {
+		return nil, wire.ToStatus(err)
+	}
+	return &wophostv1.CallResponse{Result: out}, nil
+}
+
+func refuseHostServices(_ context.Context, family, method string, _ []byte, _ wop.CallContext) ([]byte, error) {
+	return nil, wop.NotProvided("host." + family + "." + method)
+}
+
+func orEmptyObject(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("{}")
+	}
+	return b
+}
+
+func joinDiagnostics(ds []Diagnostic) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = d.String()
+	}
+	return strings.Join(s, "; ")
+}
+
+// logBuffer keeps the last logLimit bytes written to it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	if over := len(l.buf) - logLimit; over > 0 {
+		l.buf = l.buf[over:]
+		// Drop the partial line left at the front.
+		if i := bytes.IndexByte(l.buf, '\n'); i >= 0 {
+			l.buf = l.buf[i+1:]
+		}
+	}
+	return len(p), nil
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
+}

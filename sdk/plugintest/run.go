@@ -1,0 +1,349 @@
+package plugintest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wophost/wophost/sdk/schema"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// Names the error checks use; unlikely enough to be served by accident.
+const (
+	unknownMethod = "plugintest-no-such-method"
+	unknownFamily = "plugintest.no-such-family"
+)
+
+// Run starts a fresh process of cfg.Binary and runs the protocol checks
+// against it, each as a subtest, in this order:
+//
+//   - Describe: name, version and well-formed families.
+//   - ConfigSchema: a well-formed schema.Block.
+//   - InvokeBeforeConfigure: refused with code unavailable.
+//   - Configure: cfg.Config accepted, facets for every family.
+//   - Invoke: every cfg.Calls entry succeeds with JSON (and passes Check).
+//   - Errors: not_found for an unknown method or family, validation_error
+//     for a malformed payload.
+//   - Deadline: an expired deadline gives deadline_exceeded, a generous one
+//     succeeds.
+//   - KeepsServing: a call still succeeds after the errors.
+//
+// The checks after Configure are skipped if Configure fails.
+func Run(t *testing.T, cfg Config) {
+	t.Helper()
+	if len(cfg.Calls) == 0 {
+		t.Fatal("plugintest: Config.Calls is empty; give at least one sample call that succeeds")
+	}
+	first := cfg.Calls[0]
+	p := Start(t, cfg)
+
+	var desc *Description
+	t.Run("Describe", func(t *testing.T) {
+		desc = p.Describe(t)
+		for _, pr := range descriptionProblems(desc) {
+			t.Error(pr)
+		}
+	})
+
+	t.Run("ConfigSchema", func(t *testing.T) {
+		for _, pr := range schemaProblems(p.ConfigSchema(t), "") {
+			t.Error(pr)
+		}
+	})
+
+	t.Run("InvokeBeforeConfigure", func(t *testing.T) {
+		_, err := invokeSample(t, p, first)
+		if err == nil {
+			t.Fatalf("%s.%s succeeded before Configure; a plugin must refuse every call with code %s until it is configured",
+				first.Family, first.Method, wop.CodeUnavailable)
+		}
+		if code := wop.CodeOf(err); code != wop.CodeUnavailable {
+			t.Errorf("%s.%s before Configure: got %v; want code %s: a plugin must not serve before it is configured",
+				first.Family, first.Method, err, wop.CodeUnavailable)
+		}
+	})
+
+	configured := false
+	t.Run("Configure", func(t *testing.T) {
+		facets := p.Configure(t, cfg.Config)
+		configured = true
+		if desc == nil {
+			return
+		}
+		for _, pr := range facetProblems(desc, facets) {
+			t.Error(pr)
+		}
+	})
+	needConfigured := func(t *testing.T) {
+		t.Helper()
+		if !configured {
+			t.Skip("skipped: Configure failed")
+		}
+	}
+
+	t.Run("Invoke", func(t *testing.T) {
+		needConfigured(t)
+		for _, c := range cfg.Calls {
+			t.Run(c.Family+"."+c.Method, func(t *testing.T) {
+				if desc != nil && !describes(desc, c.Family, c.Method) {
+					t.Errorf("Describe does not list method %s of family %s", c.Method, c.Family)
+				}
+				res, err := invokeSample(t, p, c)
+				if err != nil {
+					t.Fatalf("%s.%s with payload %s failed: %s", c.Family, c.Method, orEmptyObject(c.Payload), formatError(err))
+				}
+				if !json.Valid(res) {
+					t.Fatalf("%s.%s returned a result that is not valid JSON: %q", c.Family, c.Method, res)
+				}
+				if c.Check != nil {
+					c.Check(t, res)
+				}
+			})
+		}
+	})
+
+	t.Run("Errors", func(t *testing.T) {
+		needConfigured(t)
+		families := []string{first.Family}
+		if desc != nil && len(desc.Families) > 0 {
+			families = families[:0]
+			for _, f := range desc.Families {
+				families = append(families, f.Name)
+			}
+		}
+		for _, fam := range families {
+			t.Run("UnknownMethod/"+fam, func(t *testing.T) {
+				_, err := invoke(t, p, fam, unknownMethod, nil, time.Now().Add(rpcTimeout))
+				we := expectCode(t, err, wop.CodeNotFound, "an unknown method of family "+fam)
+				if we != nil && we.Capability == "" {
+					t.Errorf("not_found for an unknown method names no capability; set it to %q", "host."+fam+"."+unknownMethod)
+				}
+			})
+		}
+		t.Run("UnknownFamily", func(t *testing.T) {
+			_, err := invoke(t, p, unknownFamily, first.Method, nil, time.Now().Add(rpcTimeout))
+			expectCode(t, err, wop.CodeNotFound, "an unknown family")
+		})
+		t.Run("MalformedPayload", func(t *testing.T) {
+			_, err := invoke(t, p, first.Family, first.Method, json.RawMessage("{"), time.Now().Add(rpcTimeout))
+			expectCode(t, err, wop.CodeValidation, fmt.Sprintf("%s.%s with the malformed payload %q", first.Family, first.Method, "{"))
+		})
+	})
+
+	t.Run("Deadline", func(t *testing.T) {
+		needConfigured(t)
+		t.Run("Expired", func(t *testing.T) {
+			past := time.Now().Add(-time.Second)
+			_, err := invoke(t, p, first.Family, first.Method, first.Payload, past)
+			if err == nil {
+				t.Fatalf("%s.%s succeeded although its deadline had passed; want code %s", first.Family, first.Method, wop.CodeDeadlineExceeded)
+			}
+			if code := wop.CodeOf(err); code != wop.CodeDeadlineExceeded {
+				t.Errorf("%s.%s with a passed deadline: got %s; want code %s", first.Family, first.Method, formatError(err), wop.CodeDeadlineExceeded)
+			}
+		})
+		t.Run("Generous", func(t *testing.T) {
+			res, err := invoke(t, p, first.Family, first.Method, first.Payload, time.Now().Add(rpcTimeout))
+			if err != nil {
+				t.Fatalf("%s.%s with a deadline %s away failed: %s", first.Family, first.Method, rpcTimeout, formatError(err))
+			}
+			if !json.Valid(res) {
+				t.Errorf("%s.%s returned a result that is not valid JSON: %q", first.Family, first.Method, res)
+			}
+		})
+	})
+
+	t.Run("KeepsServing", func(t *testing.T) {
+		needConfigured(t)
+		if p.Exited() {
+			t.Fatal("the plugin process exited during the checks")
+		}
+		if _, err := invokeSample(t, p, first); err != nil {
+			t.Fatalf("%s.%s failed after the error checks: %s; a plugin must keep serving after a failed call", first.Family, first.Method, formatError(err))
+		}
+	})
+}
+
+// invokeSample makes c with a deadline far enough away not to matter.
+func invokeSample(t testing.TB, p *Plugin, c Call) (json.RawMessage, error) {
+	return invoke(t, p, c.Family, c.Method, c.Payload, time.Now().Add(rpcTimeout))
+}
+
+// invoke calls the plugin with a call context like the host's, with the
+// same deadline on the gRPC context and in the call context.
+func invoke(t testing.TB, p *Plugin, family, method string, payload json.RawMessage, deadline time.Time) (json.RawMessage, error) {
+	ctx, cancel := context.WithDeadline(t.Context(), deadline)
+	defer cancel()
+	call := wop.CallContext{
+		RunID:    "plugintest-run",
+		NodeID:   "plugintest-node",
+		TypeID:   "plugintest.node",
+		Pack:     "plugintest",
+		Caller:   "pack:plugintest",
+		Depth:    1,
+		Deadline: deadline,
+	}
+	return p.Invoke(ctx, family, method, orEmptyObject(payload), call)
+}
+
+// expectCode fails t unless err is a *wop.Error with code and a message,
+// and returns it when it is one.
+func expectCode(t testing.TB, err error, code, what string) *wop.Error {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s succeeded; want code %s", what, code)
+		return nil
+	}
+	we := wop.AsError(err)
+	if we.Code != code {
+		t.Errorf("%s: got %s; want code %s", what, formatError(err), code)
+		return nil
+	}
+	if strings.TrimSpace(we.Message) == "" {
+		t.Errorf("%s: the %s error has an empty message", what, code)
+	}
+	return we
+}
+
+// formatError shows every field of the error envelope, since the failing
+// field is often not the code.
+func formatError(err error) string {
+	we := wop.AsError(err)
+	s := fmt.Sprintf("code=%q message=%q capability=%q retryable=%t", we.Code, we.Message, we.Capability, we.Retryable)
+	if len(we.Details) > 0 {
+		s += fmt.Sprintf(" details=%s", we.Details)
+	}
+	return s
+}
+
+func describes(d *Description, family, method string) bool {
+	for _, f := range d.Families {
+		if f.Name == family {
+			return slices.Contains(f.Methods, method)
+		}
+	}
+	return false
+}
+
+// descriptionProblems lists what is wrong with a Describe answer.
+func descriptionProblems(d *Description) []string {
+	var out []string
+	if strings.TrimSpace(d.Name) == "" {
+		out = append(out, "Describe: name is empty")
+	}
+	if strings.TrimSpace(d.Version) == "" {
+		out = append(out, "Describe: version is empty")
+	}
+	if len(d.Families) == 0 {
+		out = append(out, "Describe: no families; a plugin must serve at least one")
+	}
+	seen := map[string]bool{}
+	for i, f := range d.Families {
+		name := f.Name
+		switch {
+		case name == "":
+			out = append(out, fmt.Sprintf("family %d: name is empty", i))
+			name = fmt.Sprintf("#%d", i)
+		case seen[name]:
+			out = append(out, fmt.Sprintf("family %s is listed more than once", name))
+		case !wop.IsCoreFamily(name):
+			if ok, why := wop.ValidVendorFamily(name); !ok {
+				out = append(out, fmt.Sprintf("family %q is not a core family (%s) nor a valid vendor family: %s",
+					name, strings.Join(wop.CoreFamilies(), ", "), why))
+			}
+		}
+		seen[name] = true
+		switch f.Status {
+		case "stable":
+		case "experimental", "deprecated":
+			if f.Until == "" {
+				out = append(out, fmt.Sprintf("family %s: status %s needs until", name, f.Status))
+			}
+		default:
+			out = append(out, fmt.Sprintf("family %s: status %q; want stable, experimental or deprecated", name, f.Status))
+		}
+		if len(f.Methods) == 0 {
+			out = append(out, fmt.Sprintf("family %s lists no methods", name))
+		}
+		methods := map[string]bool{}
+		for _, m := range f.Methods {
+			switch {
+			case m == "":
+				out = append(out, fmt.Sprintf("family %s lists an empty method name", name))
+			case methods[m]:
+				out = append(out, fmt.Sprintf("family %s lists method %s more than once", name, m))
+			}
+			methods[m] = true
+		}
+	}
+	return out
+}
+
+// schemaProblems lists what is wrong with a config schema block; path
+// names the block in the messages.
+func schemaProblems(b schema.Block, path string) []string {
+	where := "config schema"
+	if path != "" {
+		where += " block " + path
+	}
+	var out []string
+	// Attributes and nested blocks share one namespace in an HCL body.
+	names := map[string]bool{}
+	for i, a := range b.Attributes {
+		switch {
+		case strings.TrimSpace(a.Name) == "":
+			out = append(out, fmt.Sprintf("%s: attribute %d has no name", where, i))
+		case names[a.Name]:
+			out = append(out, fmt.Sprintf("%s: name %q is used more than once", where, a.Name))
+		}
+		names[a.Name] = true
+		if strings.TrimSpace(string(a.Type)) == "" {
+			out = append(out, fmt.Sprintf("%s: attribute %q has no type", where, a.Name))
+		}
+	}
+	for i, nb := range b.Blocks {
+		switch {
+		case strings.TrimSpace(nb.TypeName) == "":
+			out = append(out, fmt.Sprintf("%s: nested block %d has no typeName", where, i))
+		case names[nb.TypeName]:
+			out = append(out, fmt.Sprintf("%s: name %q is used more than once", where, nb.TypeName))
+		}
+		names[nb.TypeName] = true
+		switch nb.Nesting {
+		case schema.NestingSingle, schema.NestingList, schema.NestingMap:
+		default:
+			out = append(out, fmt.Sprintf("%s: nested block %q has nesting %q; want single, list or map", where, nb.TypeName, nb.Nesting))
+		}
+		sub := nb.TypeName
+		if path != "" {
+			sub = path + "." + sub
+		}
+		out = append(out, schemaProblems(nb.Block, sub)...)
+	}
+	return out
+}
+
+// facetProblems lists the families whose facets Configure left out or
+// added.
+func facetProblems(d *Description, facets map[string]map[string]json.RawMessage) []string {
+	var out []string
+	described := map[string]bool{}
+	for _, f := range d.Families {
+		described[f.Name] = true
+		if _, ok := facets[f.Name]; !ok {
+			out = append(out, fmt.Sprintf("Configure returned no facets for family %s; send {} for a family without facets", f.Name))
+		}
+	}
+	for fam := range facets {
+		if !described[fam] {
+			out = append(out, fmt.Sprintf("Configure returned facets for family %s, which Describe does not list", fam))
+		}
+	}
+	slices.Sort(out)
+	return out
+}

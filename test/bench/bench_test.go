@@ -1,0 +1,429 @@
+// Package bench measures what the host costs: a ctx call routed through the
+// host against a raw Invoke on the same plugin, and the time from config
+// to a ready host. Everything runs the real binaries; nothing is mocked.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/loader"
+	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// payload is the ~200-byte JSON object every measured call carries, so
+// both paths pay the same encoding cost.
+const payload = `{"id":"bench-0001","kind":"echo","n":42,"ok":true,"tags":["alpha","beta","gamma"],` +
+	`"text":"the quick brown fox jumps over the lazy dog, then does it again for good measure",` +
+	`"ts":"2026-01-01T00:00:00Z"}`
+
+// maxStarts caps BenchmarkStartToReady: `make bench` passes -benchtime
+// 2000x to every benchmark, and 2000 host starts would take minutes
+// without making the per-start figure any better.
+const maxStarts = 10
+
+// warmCalls are made on each path before timing, so the first call's
+// connection and buffer set-up is not counted.
+const warmCalls = 20
+
+// startTimeout bounds one host or plugin start, so a wedged process fails
+// the benchmark instead of hanging it.
+const startTimeout = time.Minute
+
+// bins holds the binaries and pack directories TestMain builds once.
+type bins struct {
+	dir     string
+	testcap string
+	kv      string
+	// probePack and kvdemoPack are pack directories: pack.json plus the
+	// binary at its runtime.entry.
+	probePack  string
+	kvdemoPack string
+}
+
+var bin *bins
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "wophost-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	bin, err = buildBinaries(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// sourceDir returns a directory of the repository.
+func sourceDir(rel string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", rel)
+}
+
+func buildBinaries(dir string) (*bins, error) {
+	b := &bins{
+		dir:        dir,
+		testcap:    filepath.Join(dir, "testcap"),
+		kv:         filepath.Join(dir, "wophost-kv"),
+		probePack:  filepath.Join(dir, "packs", "probe"),
+		kvdemoPack: filepath.Join(dir, "packs", "kvdemo"),
+	}
+	// Each pack binary goes where its pack.json's runtime.entry says.
+	builds := []struct{ out, pkg string }{
+		{b.testcap, "./test/plugins/testcap"},
+		{b.kv, "./examples/plugins/kv"},
+		{filepath.Join(b.probePack, "probe"), "./test/packs/probe"},
+		{filepath.Join(b.kvdemoPack, "bin", "kvdemo"), "./examples/packs/kvdemo"},
+	}
+	for _, bd := range builds {
+		cmd := exec.Command("go", "build", "-o", bd.out, bd.pkg)
+		cmd.Dir = sourceDir("")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("go build %s: %v\n%s", bd.pkg, err, msg)
+		}
+	}
+	// The host checks the binary's embedded pack.json against the file,
+	// so the file must be the one the binary was built from.
+	for src, dst := range map[string]string{
+		"test/packs/probe/pack.json":      filepath.Join(b.probePack, "pack.json"),
+		"examples/packs/kvdemo/pack.json": filepath.Join(b.kvdemoPack, "pack.json"),
+	} {
+		data, err := os.ReadFile(sourceDir(src))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// writeConfig writes text as host.hcl in a fresh directory, with the
+// host's state kept there too.
+func writeConfig(tb testing.TB, text string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	path := filepath.Join(dir, "host.hcl")
+	hostBlock := fmt.Sprintf("host {\n  state_dir = %q\n  log_level = \"off\"\n}\n", filepath.Join(dir, "state"))
+	if err := os.WriteFile(path, []byte(hostBlock+text), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// echoConfig serves test.echo from testcap and loads the probe pack.
+func echoConfig(tb testing.TB) string {
+	return writeConfig(tb, fmt.Sprintf(`
+capability "echo" {
+  plugin   = %q
+  families = ["test.echo"]
+}
+pack "test.probe" {
+  path = %q
+}
+`, bin.testcap, bin.probePack))
+}
+
+// kvConfig is the example deployment: the kv plugin and the kvdemo pack.
+func kvConfig(tb testing.TB) string {
+	return writeConfig(tb, fmt.Sprintf(`
+capability "kv" {
+  plugin = %q
+  config {
+    file = "bench.db"
+  }
+}
+pack "community.kvdemo" {
+  path = %q
+}
+`, bin.kv, bin.kvdemoPack))
+}
+
+// start loads the config and starts a host, returning an error unless
+// every capability is ready and every pack loaded. The host is returned
+// whenever it was created, even with an error, so the caller can Close it.
+func start(ctx context.Context, path string) (*host.Host, error) {
+	cfg, ldr, diags := config.Load(path)
+	if diags.HasErrors() {
+		return nil, errors.New(config.FormatDiagnostics(diags))
+	}
+	h := host.New(cfg, ldr, hclog.NewNullLogger(), "0.0.0-bench")
+	rep := h.Start(ctx)
+	if all := rep.All(); all.HasErrors() {
+		return h, errors.New(config.FormatDiagnostics(all))
+	}
+	for _, r := range h.Registry().Records() {
+		if r.State != registry.StateReady {
+			return h, fmt.Errorf("capability %s is %s, not ready", r.Name, r.State)
+		}
+	}
+	for _, p := range h.Packs() {
+		// Degraded only means an optional peer (aiEnvelope) is absent.
+		if p.State != host.PackReady && p.State != host.PackDegraded {
+			return h, fmt.Errorf("pack %s is %s: %s", p.Name, p.State, p.Error)
+		}
+	}
+	return h, nil
+}
+
+// startHost starts a host for tb and closes it when tb ends.
+func startHost(tb testing.TB, path string) *host.Host {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	h, err := start(ctx, path)
+	if h != nil {
+		tb.Cleanup(h.Close)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// startDirect starts testcap the way the host does, without the host:
+// start, describe, configure, with no host services behind it.
+func startDirect(tb testing.TB) *loader.Capability {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	c, err := loader.StartCapability("echo", bin.testcap, nil, loader.Options{
+		Logger:          hclog.NewNullLogger(),
+		LogLevel:        hclog.Off,
+		MaxMessageBytes: config.DefaultMaxMessageBytes,
+		StartTimeout:    config.DefaultStartTimeout,
+		HostVersion:     "0.0.0-bench",
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Kill)
+	if _, err := c.Describe(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := c.ConfigSchema(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	res, err := c.Configure(ctx, json.RawMessage(`{}`), tb.TempDir(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(res.Diagnostics) > 0 {
+		tb.Fatalf("testcap refused its config: %+v", res.Diagnostics)
+	}
+	return c
+}
+
+// loopInput is the probe.loop input for n echo calls.
+func loopInput(n int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"n":%d,"payload":%s}`, n, payload))
+}
+
+// runLoop runs probe.loop once and checks it made n calls.
+func runLoop(ctx context.Context, h *host.Host, n int) error {
+	res, err := h.Run(ctx, "probe.loop", loopInput(n), host.RunOptions{})
+	if err != nil {
+		return err
+	}
+	var out map[string]int
+	if err := json.Unmarshal(res.Output, &out); err != nil {
+		return fmt.Errorf("probe.loop output %s: %v", res.Output, err)
+	}
+	if len(out) != 1 || out["calls"] != n {
+		return fmt.Errorf("probe.loop output %s, want {\"calls\":%d}", res.Output, n)
+	}
+	return nil
+}
+
+// directCalls makes n raw Invokes on the plugin.
+func directCalls(ctx context.Context, c *loader.Capability, n int) error {
+	for range n {
+		if _, err := c.Invoke(ctx, "test.echo", "echo", []byte(payload), wop.CallContext{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// operatorCalls makes n calls through the host's router, as `host call`
+// does.
+func operatorCalls(ctx context.Context, h *host.Host, n int) error {
+	for range n {
+		if _, err := h.Call(ctx, "test.echo", "echo", json.RawMessage(payload), host.RunOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reportPair reports both per-call costs and their ratio, the figure the
+// benchmark exists for.
+func reportPair(b *testing.B, direct, viaHost time.Duration, hostUnit string) {
+	d := float64(direct.Nanoseconds()) / float64(b.N)
+	h := float64(viaHost.Nanoseconds()) / float64(b.N)
+	b.ReportMetric(d, "direct-ns/call")
+	b.ReportMetric(h, hostUnit)
+	b.ReportMetric(h/d, "ratio")
+}
+
+// BenchmarkCtxCall compares b.N raw Invokes on testcap with b.N ctx calls
+// a pack makes through the host (pack → HostServices → router → Invoke).
+// The pack side is one probe.loop run, so the node's own dispatch is
+// amortised over b.N calls; both loops run in one function so the ratio
+// compares measurements taken back to back.
+func BenchmarkCtxCall(b *testing.B) {
+	ctx := context.Background()
+	c := startDirect(b)
+	h := startHost(b, echoConfig(b))
+	if err := directCalls(ctx, c, warmCalls); err != nil {
+		b.Fatal(err)
+	}
+	if err := runLoop(ctx, h, warmCalls); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+
+	t0 := time.Now()
+	err := directCalls(ctx, c, b.N)
+	direct := time.Since(t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 = time.Now()
+	err = runLoop(ctx, h, b.N)
+	viaHost := time.Since(t0)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	reportPair(b, direct, viaHost, "host-ns/call")
+}
+
+// BenchmarkOperatorCall is BenchmarkCtxCall without the pack hop: the
+// host's routing and checks alone, against the same raw Invoke.
+func BenchmarkOperatorCall(b *testing.B) {
+	ctx := context.Background()
+	c := startDirect(b)
+	h := startHost(b, echoConfig(b))
+	if err := directCalls(ctx, c, warmCalls); err != nil {
+		b.Fatal(err)
+	}
+	if err := operatorCalls(ctx, h, warmCalls); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+
+	t0 := time.Now()
+	err := directCalls(ctx, c, b.N)
+	direct := time.Since(t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 = time.Now()
+	err = operatorCalls(ctx, h, b.N)
+	viaHost := time.Since(t0)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	reportPair(b, direct, viaHost, "host-ns/call")
+}
+
+// BenchmarkStartToReady measures config.Load + host.New + Start until the
+// kv capability is ready and the kvdemo pack loaded; Close is not timed.
+// It runs min(b.N, maxStarts) starts (see maxStarts) and overrides ns/op
+// with the per-start time, so ns/op stays true when fewer than b.N ran.
+func BenchmarkStartToReady(b *testing.B) {
+	path := kvConfig(b)
+	n := min(b.N, maxStarts)
+	b.ResetTimer()
+	var total time.Duration
+	for range n {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		t0 := time.Now()
+		h, err := start(ctx, path)
+		total += time.Since(t0)
+		cancel()
+		// Close before failing: no plugin or pack may outlive the run.
+		if h != nil {
+			h.Close()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	per := float64(total.Nanoseconds()) / float64(n)
+	b.ReportMetric(per, "ns/op")
+	b.ReportMetric(per/1e6, "ms/ready")
+}
+
+// TestBenchSetup runs every benchmark's setup once, so `go test` catches
+// a broken setup without running the benchmarks.
+func TestBenchSetup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+
+	c := startDirect(t)
+	out, err := c.Invoke(ctx, "test.echo", "echo", []byte(payload), wop.CallContext{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertJSON(t, "direct echo", out, payload)
+
+	h := startHost(t, echoConfig(t))
+	res, err := h.Run(ctx, "probe.loop", loopInput(10), host.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertJSON(t, "probe.loop", res.Output, `{"calls":10}`)
+	out, err = h.Call(ctx, "test.echo", "echo", json.RawMessage(payload), host.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertJSON(t, "operator echo", out, payload)
+
+	kv, err := start(ctx, kvConfig(t))
+	if kv != nil {
+		kv.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// assertJSON compares JSON texts ignoring formatting.
+func assertJSON(t *testing.T, what string, got []byte, want string) {
+	t.Helper()
+	var g, w bytes.Buffer
+	if err := json.Compact(&g, got); err != nil {
+		t.Fatalf("%s: output %q is not JSON: %v", what, got, err)
+	}
+	if err := json.Compact(&w, []byte(want)); err != nil {
+		t.Fatal(err)
+	}
+	if g.String() != w.String() {
+		t.Fatalf("%s: got %s, want %s", what, g.String(), w.String())
+	}
+}
