@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,6 +60,9 @@ type bins struct {
 var bin *bins
 
 func TestMain(m *testing.M) {
+	// go-plugin logs broker shutdown through the standard logger when a
+	// host closes; unsilenced, it splits benchmark result lines.
+	log.SetOutput(io.Discard)
 	dir, err := os.MkdirTemp("", "wophost-bench-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
