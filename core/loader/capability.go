@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wophost/wophost/sdk/schema"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/schema"
 	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )

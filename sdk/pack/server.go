@@ -67,6 +67,9 @@ func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (*w
 	call := wire.CallContextFromProto(req.GetCall())
 	ctx, cancel := wire.WithCallDeadline(ctx, call)
 	defer cancel()
+	if err := ctx.Err(); err != nil {
+		return nil, wire.ToStatus(wire.FromContextError(err))
+	}
 	logger := s.logger.With("run_id", call.RunID, "node_id", call.NodeID, "type_id", call.TypeID)
 	c := newCtx(ctx, s.hostCaller(req.GetHostServicesBrokerId()), call, advertised, logger)
 	out, err := s.run(c, node, req.GetInput(), logger)

@@ -148,6 +148,11 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (*wop
 	ctx, cancel := wire.WithCallDeadline(ctx, call)
 	defer cancel()
 	ctx = wop.WithCallContext(ctx, call)
+	// A call whose deadline already passed never reaches the handler: a
+	// handler that ignores ctx would otherwise succeed after the fact.
+	if err := ctx.Err(); err != nil {
+		return nil, wire.ToStatus(wire.FromContextError(err).WithCapability(capability))
+	}
 	var caller wop.Caller = wire.NoHost{}
 	if host != nil {
 		caller = host

@@ -89,11 +89,11 @@ func TestPluginHandle(t *testing.T) {
 	p := Start(t, Config{Binary: testPlugin})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	invoke := func(method, payload string, call wop.CallContext) (json.RawMessage, error) {
+	invokeEcho := func(method, payload string, call wop.CallContext) (json.RawMessage, error) {
 		return p.Invoke(ctx, "test.echo", method, json.RawMessage(payload), call)
 	}
 
-	if _, err := invoke("echo", `{}`, wop.CallContext{}); wop.CodeOf(err) != wop.CodeUnavailable {
+	if _, err := invokeEcho("echo", `{}`, wop.CallContext{}); wop.CodeOf(err) != wop.CodeUnavailable {
 		t.Errorf("Invoke before Configure: got %v; want code %s", err, wop.CodeUnavailable)
 	}
 
@@ -110,7 +110,7 @@ func TestPluginHandle(t *testing.T) {
 		t.Errorf("facet test.echo.echo = %q; want {}", got)
 	}
 
-	_, err = invoke("nope", `{}`, wop.CallContext{})
+	_, err = invokeEcho("nope", `{}`, wop.CallContext{})
 	var we *wop.Error
 	if !errors.As(err, &we) || we.Code != wop.CodeNotFound || we.Capability != "host.test.echo.nope" {
 		t.Errorf("unknown method: got %#v; want a *wop.Error with code %s naming host.test.echo.nope", err, wop.CodeNotFound)
@@ -118,20 +118,20 @@ func TestPluginHandle(t *testing.T) {
 	if _, err := p.Invoke(ctx, "test.nope", "echo", json.RawMessage(`{}`), wop.CallContext{}); wop.CodeOf(err) != wop.CodeNotFound {
 		t.Errorf("unknown family: got %v; want code %s", err, wop.CodeNotFound)
 	}
-	if _, err := invoke("echo", `{`, wop.CallContext{}); wop.CodeOf(err) != wop.CodeValidation {
+	if _, err := invokeEcho("echo", `{`, wop.CallContext{}); wop.CodeOf(err) != wop.CodeValidation {
 		t.Errorf("malformed payload: got %v; want code %s", err, wop.CodeValidation)
 	}
 	// No HostServices in the config: the default refuses the callback.
-	if _, err := invoke("callback", `{}`, wop.CallContext{}); wop.CodeOf(err) != wop.CodeCapabilityNotProvided {
+	if _, err := invokeEcho("callback", `{}`, wop.CallContext{}); wop.CodeOf(err) != wop.CodeCapabilityNotProvided {
 		t.Errorf("callback without host services: got %v; want code %s", err, wop.CodeCapabilityNotProvided)
 	}
 	// Only the call context carries the short deadline, so this proves it
 	// reaches the handler; the gRPC deadline is the test's generous one.
 	call := wop.CallContext{Deadline: time.Now().Add(50 * time.Millisecond)}
-	if _, err := invoke("sleep", `{"ms":600000}`, call); wop.CodeOf(err) != wop.CodeDeadlineExceeded {
+	if _, err := invokeEcho("sleep", `{"ms":600000}`, call); wop.CodeOf(err) != wop.CodeDeadlineExceeded {
 		t.Errorf("sleep past the call deadline: got %v; want code %s", err, wop.CodeDeadlineExceeded)
 	}
-	if out, err := invoke("echo", `[1]`, wop.CallContext{}); err != nil || string(out) != "[1]" {
+	if out, err := invokeEcho("echo", `[1]`, wop.CallContext{}); err != nil || string(out) != "[1]" {
 		t.Errorf("echo after errors: got %s, %v; want [1]", out, err)
 	}
 	if p.Exited() {

@@ -137,6 +137,9 @@ func Run(t *testing.T, cfg Config) {
 
 	t.Run("Deadline", func(t *testing.T) {
 		needConfigured(t)
+		// grpc-go refuses an expired context before sending, so this pins
+		// the error a caller sees; CallContextExpired below checks the
+		// plugin's own handling.
 		t.Run("Expired", func(t *testing.T) {
 			past := time.Now().Add(-time.Second)
 			_, err := invoke(t, p, first.Family, first.Method, first.Payload, past)
@@ -145,6 +148,18 @@ func Run(t *testing.T, cfg Config) {
 			}
 			if code := wop.CodeOf(err); code != wop.CodeDeadlineExceeded {
 				t.Errorf("%s.%s with a passed deadline: got %s; want code %s", first.Family, first.Method, formatError(err), wop.CodeDeadlineExceeded)
+			}
+		})
+		// The call context's deadline is the run's: a plugin must refuse a
+		// call whose run deadline passed even when the transport's
+		// deadline is later (a re-dispatched call, a slow hop).
+		t.Run("CallContextExpired", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+			defer cancel()
+			call := wop.CallContext{RunID: "plugintest-run", Caller: "pack:plugintest", Depth: 1, Deadline: time.Now().Add(-time.Second)}
+			_, err := p.Invoke(ctx, first.Family, first.Method, orEmptyObject(first.Payload), call)
+			if code := wop.CodeOf(err); code != wop.CodeDeadlineExceeded {
+				t.Errorf("%s.%s with a passed call-context deadline: got %s; want code %s", first.Family, first.Method, formatError(err), wop.CodeDeadlineExceeded)
 			}
 		})
 		t.Run("Generous", func(t *testing.T) {

@@ -143,4 +143,3 @@ func writeJunkPlugin(t *testing.T) string {
 	}
 	return path
 }
-

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/wophost/wophost/sdk/plugintest"
+)
+
+// The kv plugin passes the protocol conformance kit, run against the built
+// binary exactly as a vendor would run it against theirs.
+func TestConformance(t *testing.T) {
+	binary := filepath.Join(t.TempDir(), "wophost-kv")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	plugintest.Run(t, plugintest.Config{
+		Binary: binary,
+		Config: json.RawMessage(`{"file":"kv.db","max_value_bytes":1024}`),
+		Calls: []plugintest.Call{
+			{Family: "acme.kv", Method: "put", Payload: json.RawMessage(`{"key":"k","value":"v"}`)},
+			{Family: "acme.kv", Method: "get", Payload: json.RawMessage(`{"key":"k"}`), Check: func(t testing.TB, res json.RawMessage) {
+				var got struct{ Value string }
+				if err := json.Unmarshal(res, &got); err != nil || got.Value != "v" {
+					t.Errorf("get after put = %s, %v", res, err)
+				}
+			}},
+		},
+	})
+}
