@@ -18,6 +18,7 @@ import (
 	"github.com/wophost/wophost/core/hostservices"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/schema"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -307,9 +308,14 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 			allowed[n] = true
 		}
 	}
-	hs := hostservices.ForPlugin(h.router, h.runs, h.logger, c.cfg.Name, func(family, facet string) bool {
-		return allowed[family] || (facet != "" && allowed[family+"."+facet])
-	})
+	// Only a plugin that may call back gets HostServices: an unused
+	// broker listener only waits to time out.
+	var hs wophostv1.HostServicesServer
+	if len(allowed) > 0 {
+		hs = hostservices.ForPlugin(h.router, h.runs, h.logger, c.cfg.Name, func(family, facet string) bool {
+			return allowed[family] || (facet != "" && allowed[family+"."+facet])
+		})
+	}
 	res, err := proc.Configure(ctx, c.config, stateDir, hs)
 	if err != nil {
 		h.failCapability(c, registry.StateConfigured, err)

@@ -40,9 +40,13 @@ type Pack struct {
 	Degraded []string
 	Err      error
 
-	cfg      *config.Pack
-	manifest *manifest.Manifest
-	proc     *loader.Pack
+	cfg          *config.Pack
+	manifest     *manifest.Manifest
+	proc         *loader.Pack
+	hostServices *hostservices.Server
+	// serveOnce serves HostServices on the pack's broker at its first
+	// run: a broker listener nobody dials only waits to time out.
+	serveOnce sync.Once
 }
 
 // PackInfo is what `host packs` shows of a pack.
@@ -184,12 +188,12 @@ func (h *Host) loadPack(ctx context.Context, p *Pack) error {
 	if !sameJSON(raw, embedded) {
 		return wop.Errorf(wop.CodePackValidationFailed, "the binary %s was built with a different pack.json than %s; rebuild it", entry, filepath.Join(p.Path, config.PackManifest))
 	}
-	proc.ServeHostServices(hostservices.ForPack(h.router, h.runs, h.logger, p.Name), h.cfg.Host.MaxMessageBytes)
+	p.hostServices = hostservices.ForPack(h.router, h.runs, h.logger, p.Name)
 	p.State = PackReady
 	if len(degraded) > 0 {
 		sort.Strings(degraded)
 		p.State, p.Degraded = PackDegraded, degraded
-		h.logger.Warn("pack loaded degraded", "pack", p.Name, "missing_optional", strings.Join(degraded, ", "))
+		h.logger.Info("pack loaded degraded", "pack", p.Name, "missing_optional", strings.Join(degraded, ", "))
 	}
 	return nil
 }

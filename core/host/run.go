@@ -71,6 +71,7 @@ func (h *Host) Run(ctx context.Context, typeID string, input json.RawMessage, op
 		}
 		advertised[fam] = b
 	}
+	p.serveOnce.Do(func() { p.proc.ServeHostServices(p.hostServices, h.cfg.Host.MaxMessageBytes) })
 	cc := run.CallContext("host")
 	cc.Depth = 0
 	out, err := p.proc.Execute(ctx, &wophostv1.ExecuteRequest{
