@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -79,6 +80,18 @@ func (g *globals) printJSON(raw []byte) {
 	fmt.Fprintln(g.stdout, string(b))
 }
 
+// withHost runs fn against a started host and stops the host afterwards.
+func (g *globals) withHost(fn func(ctx context.Context, h *host.Host) error) error {
+	ctx, stop := signalContext()
+	defer stop()
+	h, err := g.startHost(ctx)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return fn(ctx, h)
+}
+
 func runCommand(g *globals) *cobra.Command {
 	var f callFlags
 	cmd := &cobra.Command{
@@ -92,19 +105,14 @@ func runCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, stop := signalContext()
-			defer stop()
-			h, err := g.startHost(ctx)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			res, err := h.Run(ctx, args[0], input, f.options())
-			if err != nil {
-				return g.printError(err)
-			}
-			g.printJSON(res.Output)
-			return nil
+			return g.withHost(func(ctx context.Context, h *host.Host) error {
+				res, err := h.Run(ctx, args[0], input, f.options())
+				if err != nil {
+					return g.printError(err)
+				}
+				g.printJSON(res.Output)
+				return nil
+			})
 		},
 	}
 	f.register(cmd)
@@ -128,19 +136,14 @@ func callCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, stop := signalContext()
-			defer stop()
-			h, err := g.startHost(ctx)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			out, err := h.Call(ctx, args[0][:i], args[0][i+1:], input, f.options())
-			if err != nil {
-				return g.printError(err)
-			}
-			g.printJSON(out)
-			return nil
+			return g.withHost(func(ctx context.Context, h *host.Host) error {
+				out, err := h.Call(ctx, args[0][:i], args[0][i+1:], input, f.options())
+				if err != nil {
+					return g.printError(err)
+				}
+				g.printJSON(out)
+				return nil
+			})
 		},
 	}
 	f.register(cmd)
@@ -153,15 +156,10 @@ func capabilitiesCommand(g *globals) *cobra.Command {
 		Short: "Print the advertisement: the families and facets this host serves",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := signalContext()
-			defer stop()
-			h, err := g.startHost(ctx)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			g.printJSON(h.Registry().Document())
-			return nil
+			return g.withHost(func(_ context.Context, h *host.Host) error {
+				g.printJSON(h.Registry().Document())
+				return nil
+			})
 		},
 	}
 }
@@ -172,30 +170,29 @@ func pluginsCommand(g *globals) *cobra.Command {
 		Short: "List every declared capability with its state and last error",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := signalContext()
-			defer stop()
-			h, err := g.startHost(ctx)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			recs := h.Registry().Records()
-			if g.json {
-				return json.NewEncoder(g.stdout).Encode(recs)
-			}
-			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CAPABILITY\tSTATE\tPLUGIN\tVERSION\tADVERTISED\tERROR")
-			for _, r := range recs {
-				state := string(r.State)
-				if r.FailedPhase != "" {
-					state += " (" + string(r.FailedPhase) + ")"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, state, orDash(r.PluginName), orDash(r.PluginVersion),
-					orDash(strings.Join(r.Advertised, ",")), orDash(oneLine(r.LastError)))
-			}
-			return tw.Flush()
+			return g.withHost(func(_ context.Context, h *host.Host) error {
+				return g.printPlugins(h)
+			})
 		},
 	}
+}
+
+func (g *globals) printPlugins(h *host.Host) error {
+	recs := h.Registry().Records()
+	if g.json {
+		return json.NewEncoder(g.stdout).Encode(recs)
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CAPABILITY\tSTATE\tPLUGIN\tVERSION\tADVERTISED\tERROR")
+	for _, r := range recs {
+		state := string(r.State)
+		if r.FailedPhase != "" {
+			state += " (" + string(r.FailedPhase) + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, state, orDash(r.PluginName), orDash(r.PluginVersion),
+			orDash(strings.Join(r.Advertised, ",")), orDash(oneLine(r.LastError)))
+	}
+	return tw.Flush()
 }
 
 func packsCommand(g *globals) *cobra.Command {
@@ -204,26 +201,25 @@ func packsCommand(g *globals) *cobra.Command {
 		Short: "List every declared pack with its state and nodes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := signalContext()
-			defer stop()
-			h, err := g.startHost(ctx)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			packs := h.Packs()
-			if g.json {
-				return json.NewEncoder(g.stdout).Encode(packs)
-			}
-			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PACK\tVERSION\tSTATE\tNODES\tDEGRADED\tERROR")
-			for _, p := range packs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Version), p.State,
-					orDash(strings.Join(p.Nodes, ",")), orDash(strings.Join(p.Degraded, ",")), orDash(oneLine(p.Error)))
-			}
-			return tw.Flush()
+			return g.withHost(func(_ context.Context, h *host.Host) error {
+				return g.printPacks(h)
+			})
 		},
 	}
+}
+
+func (g *globals) printPacks(h *host.Host) error {
+	packs := h.Packs()
+	if g.json {
+		return json.NewEncoder(g.stdout).Encode(packs)
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PACK\tVERSION\tSTATE\tNODES\tDEGRADED\tERROR")
+	for _, p := range packs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Version), p.State,
+			orDash(strings.Join(p.Nodes, ",")), orDash(strings.Join(p.Degraded, ",")), orDash(oneLine(p.Error)))
+	}
+	return tw.Flush()
 }
 
 func validateCommand(g *globals) *cobra.Command {

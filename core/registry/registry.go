@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -372,12 +373,14 @@ func canonicalJSON(raw json.RawMessage) []byte {
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
+	if err := dec.Decode(&v); err != nil || dec.More() {
 		return []byte("{}")
 	}
-	out, err := json.Marshal(v)
-	if err != nil {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return []byte("{}")
 	}
-	return out
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n"))
 }
