@@ -133,8 +133,10 @@ func TestDeadlineExpiryAndCancellationReachThePlugin(t *testing.T) {
 	if wop.CodeOf(err) != wop.CodeDeadlineExceeded {
 		t.Fatalf("got %v, want deadline_exceeded", err)
 	}
-	if got := waitForFile(t, expired); got != context.DeadlineExceeded.Error() {
-		t.Errorf("plugin saw %q, want %q", got, context.DeadlineExceeded)
+	// Each hop runs its own timer for the same instant, so the plugin may
+	// see the expiry itself or the cancellation of the hop before it.
+	if got := waitForFile(t, expired); got != context.DeadlineExceeded.Error() && got != context.Canceled.Error() {
+		t.Errorf("plugin saw %q, want its context ended", got)
 	}
 
 	cancelled := filepath.Join(dir, "cancelled")
