@@ -129,7 +129,7 @@ func TestDeadlineExpiryAndCancellationReachThePlugin(t *testing.T) {
 	dir := t.TempDir()
 
 	expired := filepath.Join(dir, "expired")
-	_, err := h.Run(context.Background(), "probe.sleep", json.RawMessage(`{"ms":60000,"marker":"`+expired+`"}`), host.RunOptions{Timeout: 300 * time.Millisecond})
+	_, err := h.Run(context.Background(), "probe.sleep", json.RawMessage(`{"ms":60000,"marker":"`+expired+`"}`), host.RunOptions{Timeout: 1500 * time.Millisecond})
 	if wop.CodeOf(err) != wop.CodeDeadlineExceeded {
 		t.Fatalf("got %v, want deadline_exceeded", err)
 	}
@@ -141,7 +141,8 @@ func TestDeadlineExpiryAndCancellationReachThePlugin(t *testing.T) {
 
 	cancelled := filepath.Join(dir, "cancelled")
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
+	// Long enough for the call to reach the plugin on a loaded machine.
+	time.AfterFunc(1500*time.Millisecond, cancel)
 	_, err = h.Run(ctx, "probe.sleep", json.RawMessage(`{"ms":60000,"marker":"`+cancelled+`"}`), host.RunOptions{})
 	if wop.CodeOf(err) != wop.CodeCancelled {
 		t.Fatalf("got %v, want cancelled", err)

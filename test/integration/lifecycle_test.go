@@ -76,7 +76,7 @@ func TestNoProcessOutlivesHostRun(t *testing.T) {
 	}{
 		{"success", "probe.call", `{"family":"test.echo","method":"echo","pidfile":"PIDFILE"}`, nil, 0},
 		{"failure", "probe.call", `{"family":"test.echo","method":"fail","pidfile":"PIDFILE"}`, nil, 1},
-		{"timeout", "probe.sleep", `{"ms":60000,"inPack":true,"pidfile":"PIDFILE"}`, []string{"--timeout", "500ms"}, 1},
+		{"timeout", "probe.sleep", `{"ms":60000,"inPack":true,"pidfile":"PIDFILE"}`, []string{"--timeout", "2s"}, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
