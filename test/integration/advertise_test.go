@@ -131,3 +131,29 @@ capability "second" {
 		}
 	}
 }
+
+// A value the plugin marks sensitive never reaches a log line, even at
+// trace level.
+func TestSensitiveConfigNeverLogged(t *testing.T) {
+	cfg := writeConfig(t, `
+host { plugin_dir = "BIN" }
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+  config {
+    greeting = "hi"
+    token    = "s3cret-t0ken"
+  }
+}
+`)
+	res := runHost(t, "", "--config", cfg, "--log-level", "trace", "plugins")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	if strings.Contains(res.stderr+res.stdout, "s3cret-t0ken") {
+		t.Fatalf("the sensitive value reached the output:\n%s", res.stderr)
+	}
+	if !strings.Contains(res.stderr, `\"token\":\"(sensitive)\"`) || !strings.Contains(res.stderr, `\"greeting\":\"hi\"`) {
+		t.Errorf("the decoded config should be logged with the token redacted:\n%s", res.stderr)
+	}
+}
