@@ -15,6 +15,7 @@ import (
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -242,6 +243,7 @@ func validateCommand(g *globals) *cobra.Command {
 			}
 			h := host.New(cfg, ldr, logger, version)
 			rep := h.Start(ctx)
+			ready, loaded := countReady(h), len(h.Packs())-countRefused(h)
 			h.Close()
 			diags := rep.All()
 			if g.json {
@@ -264,7 +266,8 @@ func validateCommand(g *globals) *cobra.Command {
 				return &exitError{code: 1}
 			}
 			if !g.json {
-				fmt.Fprintf(g.stdout, "%s is valid: %d capabilities ready, %d packs loaded\n", g.configPath, len(cfg.Capabilities), len(cfg.Packs))
+				fmt.Fprintf(g.stdout, "%s is valid: %d of %d capabilities ready, %d of %d packs loaded\n", g.configPath,
+					ready, len(cfg.Capabilities), loaded, len(cfg.Packs))
 			}
 			return nil
 		},
@@ -280,4 +283,24 @@ func orDash(s string) string {
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+func countReady(h *host.Host) int {
+	n := 0
+	for _, r := range h.Registry().Records() {
+		if r.State == registry.StateReady {
+			n++
+		}
+	}
+	return n
+}
+
+func countRefused(h *host.Host) int {
+	n := 0
+	for _, p := range h.Packs() {
+		if p.State == host.PackRefused {
+			n++
+		}
+	}
+	return n
 }
