@@ -21,21 +21,13 @@ type Capability struct {
 	proc *process
 	conn *wire.CapabilityConn
 	opts Options
-	desc *wophostv1.DescribeResponse
 }
 
 // Description is what a plugin says about itself.
-type Description struct {
-	Name     string
-	Version  string
-	Families []FamilyDescription
-}
+type Description = wire.Description
 
 // FamilyDescription is one family a plugin can serve.
-type FamilyDescription struct {
-	Name, Status, Since, Until, Witness string
-	Methods, Needs, Uses                []string
-}
+type FamilyDescription = wire.FamilyDescription
 
 // StartCapability execs the plugin at path, completes the handshake and
 // negotiates the protocol. The error is a *PhaseError naming the phase.
@@ -65,15 +57,7 @@ func (c *Capability) Describe(ctx context.Context) (*Description, error) {
 	if err != nil {
 		return nil, &PhaseError{Phase: "described", Err: wire.FromStatus(err)}
 	}
-	c.desc = resp
-	d := &Description{Name: resp.GetName(), Version: resp.GetVersion()}
-	for _, f := range resp.GetFamilies() {
-		d.Families = append(d.Families, FamilyDescription{
-			Name: f.GetName(), Status: f.GetStatus(), Since: f.GetSince(), Until: f.GetUntil(), Witness: f.GetWitness(),
-			Methods: f.GetMethods(), Needs: f.GetNeeds(), Uses: f.GetUses(),
-		})
-	}
-	return d, nil
+	return wire.DescriptionFromProto(resp), nil
 }
 
 // ConfigSchema fetches the schema of the plugin's config block.

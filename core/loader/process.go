@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -103,28 +102,15 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 	logger := opts.Logger.Named(name)
 	cmd := exec.Command(path)
 	cmd.Dir = filepath.Dir(path)
-	cmd.Env = append(os.Environ(),
-		wire.EnvLogLevel+"="+opts.LogLevel.String(),
-		wire.EnvMaxMessageBytes+"="+strconv.Itoa(opts.MaxMessageBytes),
-		wire.EnvPluginName+"="+name,
-	)
+	cmd.Env = wire.ProcessEnv(name, opts.LogLevel, opts.MaxMessageBytes)
 	// A process group of its own keeps a terminal's Ctrl-C away from the
 	// plugin (the host decides when it stops) and lets the host kill the
 	// plugin's children with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cfg := &goplugin.ClientConfig{
-		HandshakeConfig:     wire.Handshake,
-		VersionedPlugins:    wire.HostPluginSet(),
-		Cmd:                 cmd,
-		AllowedProtocols:    []goplugin.Protocol{goplugin.ProtocolGRPC},
-		AutoMTLS:            true,
-		Logger:              logger,
-		StartTimeout:        opts.StartTimeout,
-		GRPCDialOptions:     wire.DialOptions(opts.MaxMessageBytes),
-		PluginLogBufferSize: 256 << 10,
-		SyncStdout:          logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
-		SyncStderr:          logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
-	}
+	cfg := wire.ClientConfig(cmd, logger, opts.StartTimeout, opts.MaxMessageBytes)
+	cfg.PluginLogBufferSize = 256 << 10
+	cfg.SyncStdout = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
+	cfg.SyncStderr = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
 	if sum != nil {
 		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
 	}

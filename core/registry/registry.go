@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -355,10 +354,11 @@ func writeRecord(b *strings.Builder, f Family) {
 }
 
 func writeJSON(b *strings.Builder, v any) {
+	// Only strings and string maps reach here, and they always marshal;
+	// null keeps the document valid JSON should that ever change.
 	out, err := json.Marshal(v)
 	if err != nil {
-		// Only strings and string maps reach here; they always marshal.
-		panic(fmt.Sprintf("registry: marshal %T: %v", v, err))
+		out = []byte("null")
 	}
 	b.Write(out)
 }

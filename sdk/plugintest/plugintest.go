@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -77,17 +76,10 @@ type Call struct {
 }
 
 // Description is what a plugin says about itself in Describe.
-type Description struct {
-	Name     string
-	Version  string
-	Families []FamilyDescription
-}
+type Description = wire.Description
 
 // FamilyDescription is one family a plugin says it can serve.
-type FamilyDescription struct {
-	Name, Status, Since, Until, Witness string
-	Methods, Needs, Uses                []string
-}
+type FamilyDescription = wire.FamilyDescription
 
 // ConfigureResult is the plugin's answer to Configure.
 type ConfigureResult struct {
@@ -155,29 +147,16 @@ func Start(t testing.TB, cfg Config) *Plugin {
 
 	cmd := exec.Command(bin)
 	cmd.Dir = filepath.Dir(bin)
-	cmd.Env = append(os.Environ(),
-		wire.EnvLogLevel+"=debug",
-		wire.EnvMaxMessageBytes+"="+strconv.Itoa(wire.DefaultMaxMessageBytes),
-		wire.EnvPluginName+"="+filepath.Base(bin),
-	)
+	cmd.Env = wire.ProcessEnv(filepath.Base(bin), hclog.Debug, wire.DefaultMaxMessageBytes)
 	cmd.Env = append(cmd.Env, cfg.Env...)
 
 	// The plugin log is kept rather than streamed to t.Log: go-plugin writes
 	// it from its own goroutines, and it only matters when a check fails.
 	logs := &logBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Debug, Output: logs})
-	client := goplugin.NewClient(&goplugin.ClientConfig{
-		HandshakeConfig:  wire.Handshake,
-		VersionedPlugins: wire.HostPluginSet(),
-		Cmd:              cmd,
-		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		Logger:           logger,
-		StartTimeout:     timeout,
-		GRPCDialOptions:  wire.DialOptions(wire.DefaultMaxMessageBytes),
-		SyncStdout:       logs,
-		SyncStderr:       logs,
-	})
+	clientConfig := wire.ClientConfig(cmd, logger, timeout, wire.DefaultMaxMessageBytes)
+	clientConfig.SyncStdout, clientConfig.SyncStderr = logs, logs
+	client := goplugin.NewClient(clientConfig)
 	t.Cleanup(func() {
 		// Kill waits for go-plugin's log goroutines, so the buffer is
 		// complete once it returns.
@@ -216,14 +195,7 @@ func (p *Plugin) Describe(t testing.TB) *Description {
 	if err != nil {
 		t.Fatalf("Describe failed: %v", wire.FromStatus(err))
 	}
-	d := &Description{Name: resp.GetName(), Version: resp.GetVersion()}
-	for _, f := range resp.GetFamilies() {
-		d.Families = append(d.Families, FamilyDescription{
-			Name: f.GetName(), Status: f.GetStatus(), Since: f.GetSince(), Until: f.GetUntil(), Witness: f.GetWitness(),
-			Methods: f.GetMethods(), Needs: f.GetNeeds(), Uses: f.GetUses(),
-		})
-	}
-	return d
+	return wire.DescriptionFromProto(resp)
 }
 
 // ConfigSchema fetches the schema of the plugin's config block, failing t

@@ -12,9 +12,7 @@ import (
 	"io"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/wop"
+	"github.com/wophost/wophost/test/testbin"
 )
 
 // payload is the ~200-byte JSON object every measured call carries, so
@@ -79,12 +78,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// sourceDir returns a directory of the repository.
-func sourceDir(rel string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", rel)
-}
-
 func buildBinaries(dir string) (*bins, error) {
 	b := &bins{
 		dir:        dir,
@@ -93,33 +86,20 @@ func buildBinaries(dir string) (*bins, error) {
 		probePack:  filepath.Join(dir, "packs", "probe"),
 		kvdemoPack: filepath.Join(dir, "packs", "kvdemo"),
 	}
-	// Each pack binary goes where its pack.json's runtime.entry says.
-	builds := []struct{ out, pkg string }{
-		{b.testcap, "./test/plugins/testcap"},
-		{b.kv, "./examples/plugins/kv"},
-		{filepath.Join(b.probePack, "probe"), "./test/packs/probe"},
-		{filepath.Join(b.kvdemoPack, "bin", "kvdemo"), "./examples/packs/kvdemo"},
+	probe, kvdemo := filepath.Join(dir, "probe"), filepath.Join(dir, "kvdemo")
+	if err := testbin.Build(map[string]string{
+		b.testcap: "./test/plugins/testcap",
+		b.kv:      "./examples/plugins/kv",
+		probe:     "./test/packs/probe",
+		kvdemo:    "./examples/packs/kvdemo",
+	}); err != nil {
+		return nil, err
 	}
-	for _, bd := range builds {
-		cmd := exec.Command("go", "build", "-o", bd.out, bd.pkg)
-		cmd.Dir = sourceDir("")
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build %s: %v\n%s", bd.pkg, err, msg)
-		}
+	if err := testbin.LayOutPack("test/packs/probe", probe, b.probePack); err != nil {
+		return nil, err
 	}
-	// The host checks the binary's embedded pack.json against the file,
-	// so the file must be the one the binary was built from.
-	for src, dst := range map[string]string{
-		"test/packs/probe/pack.json":      filepath.Join(b.probePack, "pack.json"),
-		"examples/packs/kvdemo/pack.json": filepath.Join(b.kvdemoPack, "pack.json"),
-	} {
-		data, err := os.ReadFile(sourceDir(src))
-		if err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
-			return nil, err
-		}
+	if err := testbin.LayOutPack("examples/packs/kvdemo", kvdemo, b.kvdemoPack); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
@@ -298,43 +278,26 @@ func reportPair(b *testing.B, direct, viaHost time.Duration, hostUnit string) {
 // amortised over b.N calls; both loops run in one function so the ratio
 // compares measurements taken back to back.
 func BenchmarkCtxCall(b *testing.B) {
-	ctx := context.Background()
-	c := startDirect(b)
-	h := startHost(b, echoConfig(b))
-	if err := directCalls(ctx, c, warmCalls); err != nil {
-		b.Fatal(err)
-	}
-	if err := runLoop(ctx, h, warmCalls); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-
-	t0 := time.Now()
-	err := directCalls(ctx, c, b.N)
-	direct := time.Since(t0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	t0 = time.Now()
-	err = runLoop(ctx, h, b.N)
-	viaHost := time.Since(t0)
-	b.StopTimer()
-	if err != nil {
-		b.Fatal(err)
-	}
-	reportPair(b, direct, viaHost, "host-ns/call")
+	compareWithDirect(b, runLoop)
 }
 
 // BenchmarkOperatorCall is BenchmarkCtxCall without the pack hop: the
 // host's routing and checks alone, against the same raw Invoke.
 func BenchmarkOperatorCall(b *testing.B) {
+	compareWithDirect(b, operatorCalls)
+}
+
+// compareWithDirect times b.N raw Invokes on testcap, then b.N calls made
+// by viaHost through a host serving the same plugin, back to back in one
+// function, and reports both with their ratio.
+func compareWithDirect(b *testing.B, viaHost func(ctx context.Context, h *host.Host, n int) error) {
 	ctx := context.Background()
 	c := startDirect(b)
 	h := startHost(b, echoConfig(b))
 	if err := directCalls(ctx, c, warmCalls); err != nil {
 		b.Fatal(err)
 	}
-	if err := operatorCalls(ctx, h, warmCalls); err != nil {
+	if err := viaHost(ctx, h, warmCalls); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -346,13 +309,13 @@ func BenchmarkOperatorCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	t0 = time.Now()
-	err = operatorCalls(ctx, h, b.N)
-	viaHost := time.Since(t0)
+	err = viaHost(ctx, h, b.N)
+	hosted := time.Since(t0)
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
 	}
-	reportPair(b, direct, viaHost, "host-ns/call")
+	reportPair(b, direct, hosted, "host-ns/call")
 }
 
 // BenchmarkStartToReady measures config.Load + host.New + Start until the

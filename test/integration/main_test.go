@@ -9,10 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wophost/wophost/test/testbin"
 )
 
 // bins holds the binaries TestMain builds once for every test.
@@ -25,8 +26,6 @@ type bins struct {
 }
 
 func buildBinaries(dir string) (*bins, error) {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
 	b := &bins{
 		dir:     dir,
 		host:    filepath.Join(dir, "host"),
@@ -34,16 +33,10 @@ func buildBinaries(dir string) (*bins, error) {
 		kv:      filepath.Join(dir, "wophost-kv"),
 		probe:   filepath.Join(dir, "probe"),
 	}
-	for out, pkg := range map[string]string{
+	err := testbin.Build(map[string]string{
 		b.host: "./cmd/host", b.testcap: "./test/plugins/testcap", b.kv: "./examples/plugins/kv", b.probe: "./test/packs/probe",
-	} {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		cmd.Dir = root
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
-		}
-	}
-	return b, nil
+	})
+	return b, err
 }
 
 var bin *bins
@@ -65,34 +58,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// sourceDir returns a directory of the repository.
-func sourceDir(rel string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", rel)
-}
-
 // probePack lays out the probe pack (pack.json and binary) in a fresh
 // directory and returns it.
 func probePack(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "probe")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := testbin.LayOutPack("test/packs/probe", bin.probe, dir); err != nil {
 		t.Fatal(err)
 	}
-	copyFile(t, filepath.Join(sourceDir("test/packs/probe"), "pack.json"), filepath.Join(dir, "pack.json"), 0o644)
-	copyFile(t, bin.probe, filepath.Join(dir, "probe"), 0o755)
 	return dir
-}
-
-func copyFile(t *testing.T, from, to string, mode os.FileMode) {
-	t.Helper()
-	data, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, data, mode); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // writeConfig writes host.hcl in a fresh directory. The text is a format

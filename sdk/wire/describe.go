@@ -1,0 +1,28 @@
+package wire
+
+import wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+
+// Description is what a plugin says about itself in Describe.
+type Description struct {
+	Name     string
+	Version  string
+	Families []FamilyDescription
+}
+
+// FamilyDescription is one family a plugin says it can serve.
+type FamilyDescription struct {
+	Name, Status, Since, Until, Witness string
+	Methods, Needs, Uses                []string
+}
+
+// DescriptionFromProto converts a Describe answer into plain Go.
+func DescriptionFromProto(resp *wophostv1.DescribeResponse) *Description {
+	d := &Description{Name: resp.GetName(), Version: resp.GetVersion()}
+	for _, f := range resp.GetFamilies() {
+		d.Families = append(d.Families, FamilyDescription{
+			Name: f.GetName(), Status: f.GetStatus(), Since: f.GetSince(), Until: f.GetUntil(), Witness: f.GetWitness(),
+			Methods: f.GetMethods(), Needs: f.GetNeeds(), Uses: f.GetUses(),
+		})
+	}
+	return d
+}
