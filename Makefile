@@ -7,8 +7,9 @@ TOOLS     := .bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
 LDFLAGS   := -X main.version=$(VERSION)
 
-PLUGINS   := $(BIN)/wophost-kv
-PACKS     := examples/packs/kvdemo/bin/kvdemo
+# Every directory under plugins/ with a main.go is a capability plugin,
+# built as bin/wophost-NAME.
+PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard plugins/*/main.go))
 
 .PHONY: all build run test test-race bench proto proto-check lint clean
 
@@ -17,6 +18,7 @@ all: build
 build: ## Build the host, the plugins and the example packs.
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/host ./cmd/host
 	$(GO) build -o $(BIN)/wophost-kv ./examples/plugins/kv
+	@for d in $(PLUGIN_DIRS); do echo "$(GO) build -o $(BIN)/wophost-$${d#plugins/} ./$$d"; $(GO) build -o $(BIN)/wophost-$${d#plugins/} ./$$d || exit 1; done
 	$(GO) build -o examples/packs/kvdemo/bin/kvdemo ./examples/packs/kvdemo
 
 run: build ## Run the demo against host.hcl.example, offline.
