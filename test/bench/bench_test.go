@@ -54,6 +54,8 @@ type bins struct {
 	// binary at its runtime.entry.
 	probePack  string
 	kvdemoPack string
+	// cache builds, on first use, what a benchmark needs beyond the above.
+	cache *testbin.Cache
 }
 
 var bin *bins
@@ -85,6 +87,7 @@ func buildBinaries(dir string) (*bins, error) {
 		kv:         filepath.Join(dir, "wophost-kv"),
 		probePack:  filepath.Join(dir, "packs", "probe"),
 		kvdemoPack: filepath.Join(dir, "packs", "kvdemo"),
+		cache:      testbin.NewCache(dir),
 	}
 	probe, kvdemo := filepath.Join(dir, "probe"), filepath.Join(dir, "kvdemo")
 	if err := testbin.Build(map[string]string{
@@ -102,6 +105,17 @@ func buildBinaries(dir string) (*bins, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// binary builds the package pkg (such as "./plugins/mcp") once for the
+// whole benchmark binary and returns its path.
+func binary(tb testing.TB, pkg string) string {
+	tb.Helper()
+	path, err := bin.cache.Binary(pkg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
 // writeConfig writes text as host.hcl in a fresh directory, with the

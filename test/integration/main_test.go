@@ -23,6 +23,8 @@ type bins struct {
 	testcap string
 	kv      string
 	probe   string
+	// cache builds, on first use, what a test file needs beyond the above.
+	cache *testbin.Cache
 }
 
 func buildBinaries(dir string) (*bins, error) {
@@ -32,6 +34,7 @@ func buildBinaries(dir string) (*bins, error) {
 		testcap: filepath.Join(dir, "testcap"),
 		kv:      filepath.Join(dir, "wophost-kv"),
 		probe:   filepath.Join(dir, "probe"),
+		cache:   testbin.NewCache(dir),
 	}
 	err := testbin.Build(map[string]string{
 		b.host: "./cmd/host", b.testcap: "./test/plugins/testcap", b.kv: "./examples/plugins/kv", b.probe: "./test/packs/probe",
@@ -56,6 +59,17 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// binary builds the package pkg (such as "./plugins/mcp") once for the
+// whole test binary and returns its path.
+func binary(t testing.TB, pkg string) string {
+	t.Helper()
+	path, err := bin.cache.Binary(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // probePack lays out the probe pack (pack.json and binary) in a fresh

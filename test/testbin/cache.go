@@ -1,0 +1,71 @@
+package testbin
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// Cache builds each package at most once into one directory, so test files
+// of different families can ask for the binaries they need without a shared
+// list in TestMain.
+type Cache struct {
+	dir string
+
+	mu    sync.Mutex
+	built map[string]*cacheEntry
+}
+
+type cacheEntry struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// NewCache returns a Cache that writes binaries into dir.
+func NewCache(dir string) *Cache {
+	return &Cache{dir: dir, built: map[string]*cacheEntry{}}
+}
+
+// Binary builds pkg (a path relative to the repository root, such as
+// "./plugins/mcp") on first use and returns the binary's path.
+func (c *Cache) Binary(pkg string) (string, error) {
+	c.mu.Lock()
+	e, ok := c.built[pkg]
+	if !ok {
+		e = &cacheEntry{}
+		c.built[pkg] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() {
+		name := strings.ReplaceAll(strings.Trim(filepath.ToSlash(filepath.Clean(pkg)), "./"), "/", "_")
+		e.path = filepath.Join(c.dir, "cache", name)
+		if e.err = os.MkdirAll(filepath.Dir(e.path), 0o755); e.err != nil {
+			return
+		}
+		e.err = Build(map[string]string{e.path: pkg})
+	})
+	return e.path, e.err
+}
+
+// Pack builds the pack at srcRel (relative to the repository, such as
+// "examples/packs/kvdemo") on first use, lays it out in a directory of its
+// own under the cache and returns that directory. Callers must not write
+// into it; lay out a private copy with LayOutPack for that.
+func (c *Cache) Pack(srcRel string) (string, error) {
+	binary, err := c.Binary("./" + strings.TrimPrefix(srcRel, "./"))
+	if err != nil {
+		return "", err
+	}
+	dst := filepath.Join(c.dir, "packs", strings.ReplaceAll(strings.Trim(srcRel, "./"), "/", "_"))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := os.Stat(filepath.Join(dst, "pack.json")); err == nil {
+		return dst, nil
+	}
+	if err := LayOutPack(srcRel, binary, dst); err != nil {
+		return "", err
+	}
+	return dst, nil
+}
