@@ -89,8 +89,8 @@ func TestPeerDependencies(t *testing.T) {
 		got[p.Name] = i
 	}
 	probe, needs := packs[got["test.probe"]], packs[got["test.needsai"]]
-	if probe.State != "degraded" || strings.Join(probe.Degraded, ",") != "aiEnvelope" {
-		t.Errorf("test.probe: %+v, want degraded for the optional aiEnvelope", probe)
+	if want := "agentRuntime,aiEnvelope,mcp,promptLibrary"; probe.State != "degraded" || strings.Join(probe.Degraded, ",") != want {
+		t.Errorf("test.probe: %+v, want degraded for the optional %s", probe, want)
 	}
 	if needs.State != "refused" || !strings.Contains(needs.Error, "pack_peer_dependency_missing") ||
 		!strings.Contains(needs.Error, "aiEnvelope, aiEnvelope.await") {
