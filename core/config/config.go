@@ -63,6 +63,9 @@ type Host struct {
 	StartTimeout    time.Duration
 	MaxMessageBytes int
 	CallDepthLimit  int
+	// HTTP configures the listener of `host serve`; nil when the host
+	// block has no http block.
+	HTTP *HTTP
 }
 
 // Capability is one capability block: a plugin and its opaque config.
@@ -126,6 +129,7 @@ type rawHost struct {
 	StartTimeout    *hcl.Attribute `hcl:"start_timeout"`
 	MaxMessageBytes *hcl.Attribute `hcl:"max_message_bytes"`
 	CallDepthLimit  *hcl.Attribute `hcl:"call_depth_limit"`
+	HTTP            []*rawHTTP     `hcl:"http,block"`
 	DefRange        hcl.Range      `hcl:",def_range"`
 }
 
@@ -422,6 +426,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	if n, ok := d.intAttr(r.CallDepthLimit, 1, MaxCallDepthLimit); ok {
 		h.CallDepthLimit = n
 	}
+	h.HTTP = d.http(r.HTTP)
 	return h, pluginDirOK
 }
 

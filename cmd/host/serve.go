@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/wophost/wophost/core/api"
+	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/core/telemetry"
+)
+
+func serveCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the host as a daemon with its HTTP API",
+		Long: "Start every plugin and pack, then serve the HTTP API configured in the host block's\n" +
+			"http block (127.0.0.1:7427 by default) until SIGINT or SIGTERM. SIGHUP reloads the\n" +
+			"config: the new plugin set starts beside the old one and takes over once ready; a\n" +
+			"config with errors is refused and the old set keeps serving.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.serve()
+		},
+	}
+}
+
+// daemon is the state of one `host serve`.
+type daemon struct {
+	g       *globals
+	logger  hclog.Logger
+	http    config.HTTP
+	current *api.Current
+	metrics *telemetry.Metrics
+}
+
+func (g *globals) serve() error {
+	cfg, ldr, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	logger := g.logger(cfg)
+	d := &daemon{g: g, logger: logger, http: httpSettings(cfg), current: api.NewCurrent(nil)}
+	d.metrics = telemetry.NewMetrics(d.records)
+
+	// Bind first: a port in use should fail before any plugin starts.
+	ln, err := net.Listen("tcp", d.http.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", d.http.Listen, err)
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	reload := make(chan os.Signal, 1)
+	signal.Notify(reload, syscall.SIGHUP)
+	defer signal.Stop(stop)
+	defer signal.Stop(reload)
+
+	// Starting can take a while; a stop signal meanwhile cancels it.
+	startCtx, cancelStart := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancelStart()
+		case <-startCtx.Done():
+		}
+	}()
+	h, err := d.start(startCtx, cfg, ldr)
+	stopped := startCtx.Err() != nil
+	cancelStart()
+	if err != nil || stopped {
+		ln.Close()
+		if h != nil {
+			h.Close()
+		}
+		if err != nil {
+			return err
+		}
+		return nil
+	}
+	d.current.Swap(h)
+
+	srv := &http.Server{
+		Handler: api.New(d.current, api.Options{
+			Tokens:       d.http.Tokens,
+			MaxBodyBytes: int64(cfg.Host.MaxMessageBytes),
+			Metrics:      d.metrics.Handler(),
+			OnRun:        d.metrics.RunFinished,
+			Logger:       logger.Named("api"),
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("serving", "address", ln.Addr().String(), "auth", len(d.http.Tokens) > 0)
+
+	for {
+		select {
+		case err := <-served:
+			d.shutdown(srv)
+			return fmt.Errorf("serve http: %w", err)
+		case <-reload:
+			d.reload()
+		case sig := <-stop:
+			logger.Info("stopping", "signal", sig.String())
+			d.shutdown(srv)
+			return nil
+		}
+	}
+}
+
+// httpSettings returns the config's http block or its defaults.
+func httpSettings(cfg *config.Config) config.HTTP {
+	if cfg.Host.HTTP != nil {
+		return *cfg.Host.HTTP
+	}
+	return config.HTTP{Listen: config.DefaultListen, ShutdownTimeout: config.DefaultShutdownTimeout}
+}
+
+// start starts a host for cfg. Capability and pack problems are logged;
+// config problems are returned.
+func (d *daemon) start(ctx context.Context, cfg *config.Config, ldr *config.Loader) (*host.Host, error) {
+	h := host.New(cfg, ldr, d.logger, version)
+	rep := h.Start(ctx)
+	for _, diag := range append(rep.Capabilities, rep.Packs...) {
+		d.logger.Warn(config.FormatDiagnostic(diag))
+	}
+	if rep.Fatal() {
+		h.Close()
+		return nil, fmt.Errorf("config %s:\n%s", cfg.Path, config.FormatDiagnostics(rep.Config))
+	}
+	return h, nil
+}
+
+// records reads the current host's registry for the metrics.
+func (d *daemon) records() []registry.Record {
+	b, release := d.current.Acquire()
+	defer release()
+	if b == nil {
+		return nil
+	}
+	return b.Registry().Records()
+}
+
+// reload starts a host from the config file as it is now and switches to
+// it; the old host finishes the calls it holds and stops. A config with
+// errors leaves the old host serving.
+func (d *daemon) reload() {
+	d.logger.Info("reloading", "config", d.g.configPath)
+	cfg, ldr, diags := config.Load(d.g.configPath)
+	if diags.HasErrors() || cfg == nil {
+		d.logger.Error("reload refused: the config has errors; the running host keeps serving",
+			"diagnostics", config.FormatDiagnostics(diags))
+		return
+	}
+	if next := httpSettings(cfg); next.Listen != d.http.Listen || !slices.Equal(next.Tokens, d.http.Tokens) {
+		d.logger.Warn("the http block changed; listen and tokens take effect at the next start, not on reload")
+	}
+	h, err := d.start(context.Background(), cfg, ldr)
+	if err != nil {
+		d.logger.Error("reload refused; the running host keeps serving", "error", err)
+		return
+	}
+	old, drained := d.current.Swap(h)
+	d.logger.Info("reloaded; the previous host stops once its calls finish")
+	go d.retire(old, drained)
+}
+
+// retire waits for old's calls, up to the shutdown timeout, then stops it.
+func (d *daemon) retire(old api.Backend, drained func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.http.ShutdownTimeout)
+	defer cancel()
+	if err := drained(ctx); err != nil {
+		d.logger.Warn("calls still in flight on the previous host after the shutdown timeout; stopping it", "timeout", d.http.ShutdownTimeout)
+	}
+	if h, ok := old.(*host.Host); ok && h != nil {
+		h.Close()
+	}
+}
+
+// shutdown stops accepting, waits for requests in flight up to the
+// shutdown timeout, then stops the host and every process it started.
+func (d *daemon) shutdown(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.http.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			d.logger.Warn("requests still in flight after the shutdown timeout; stopping anyway", "timeout", d.http.ShutdownTimeout)
+		}
+		srv.Close()
+	}
+	old, _ := d.current.Swap(nil)
+	if h, ok := old.(*host.Host); ok && h != nil {
+		h.Close()
+	}
+}
+

@@ -1,0 +1,294 @@
+// Package api is the HTTP API of `host serve`: the discovery document,
+// node execution, the state of plugins and packs, health probes and
+// metrics. It serves whichever host is current, so a reload can switch
+// hosts under it while calls in flight finish on the old one.
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// Backend is the host the API serves; *host.Host satisfies it.
+type Backend interface {
+	Registry() *registry.Registry
+	Packs() []host.PackInfo
+	Run(ctx context.Context, typeID string, input json.RawMessage, opts host.RunOptions) (*host.RunResult, error)
+	Ready() error
+}
+
+// Options configure a Server.
+type Options struct {
+	// Tokens are the accepted bearer tokens; none means no authentication.
+	Tokens []string
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64
+	// Metrics serves GET /metrics when set.
+	Metrics http.Handler
+	// OnRun, when set, is told of every node execution.
+	OnRun func(typeID string, took time.Duration, err error)
+	// Agents lists the agent registry for GET /v1/agents; the route
+	// answers 404 while it is nil or returns ok = false.
+	Agents func(Backend) (list any, ok bool)
+	Logger hclog.Logger
+}
+
+// Server is the API's http.Handler.
+type Server struct {
+	opts    Options
+	current *Current
+	mux     *http.ServeMux
+	// tokenSums holds SHA-256 sums of the tokens: comparing fixed-size
+	// sums in constant time leaks neither a token nor its length.
+	tokenSums [][sha256.Size]byte
+}
+
+// New returns the API over the hosts that current holds.
+func New(current *Current, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	s := &Server{opts: opts, current: current, mux: http.NewServeMux()}
+	for _, t := range opts.Tokens {
+		s.tokenSums = append(s.tokenSums, sha256.Sum256([]byte(t)))
+	}
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.Handle("GET /.well-known/openwop", s.authed(s.discovery))
+	s.mux.Handle("POST /v1/nodes/{node}", s.authed(s.execute))
+	s.mux.Handle("GET /v1/plugins", s.authed(s.plugins))
+	s.mux.Handle("GET /v1/packs", s.authed(s.packs))
+	s.mux.Handle("GET /v1/agents", s.authed(s.agents))
+	if opts.Metrics != nil {
+		s.mux.Handle("GET /metrics", s.authed(opts.Metrics.ServeHTTP))
+	}
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+// authed wraps h with bearer-token authentication when tokens are set.
+func (s *Server) authed(h http.HandlerFunc) http.Handler {
+	if len(s.tokenSums) == 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r.Header.Get("Authorization")) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="wophost"`)
+			writeError(w, http.StatusUnauthorized, &wop.Error{Code: "unauthorized", Message: "a valid bearer token is required"})
+			return
+		}
+		h(w, r)
+	})
+}
+
+func (s *Server) authorized(header string) bool {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	match := 0
+	for _, want := range s.tokenSums {
+		match |= subtle.ConstantTimeCompare(sum[:], want[:])
+	}
+	return match == 1
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	b, release := s.current.Acquire()
+	defer release()
+	if b == nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "no host is running"})
+		return
+	}
+	if err := b.Ready(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// discovery serves the advertisement with a strong ETag over its exact
+// bytes, so a poller can revalidate cheaply.
+func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
+	b, release := s.current.Acquire()
+	defer release()
+	if b == nil {
+		writeError(w, http.StatusServiceUnavailable, wop.Errorf(wop.CodeUnavailable, "no host is running"))
+		return
+	}
+	doc := b.Registry().Document()
+	sum := sha256.Sum256(doc)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Cache-Control", "no-cache")
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(doc)
+}
+
+// etagMatches implements If-None-Match's weak comparison (RFC 9110
+// §13.1.2) against one strong tag.
+func etagMatches(header, etag string) bool {
+	for _, candidate := range strings.Split(header, ",") {
+		candidate = strings.TrimSpace(candidate)
+		if candidate == "*" || strings.TrimPrefix(candidate, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// executeRequest is the body of POST /v1/nodes/{typeId}:execute.
+type executeRequest struct {
+	Input          json.RawMessage `json:"input"`
+	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
+	TimeoutMs      int64           `json:"timeoutMs,omitempty"`
+}
+
+// executeResponse is its answer on success.
+type executeResponse struct {
+	Output json.RawMessage `json:"output"`
+	RunID  string          `json:"runId"`
+}
+
+const executeSuffix = ":execute"
+
+func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
+	node := r.PathValue("node")
+	typeID, ok := strings.CutSuffix(node, executeSuffix)
+	if !ok || typeID == "" {
+		writeError(w, http.StatusNotFound, wop.Errorf(wop.CodeNotFound, "no route POST %s; nodes run at POST /v1/nodes/{typeId}:execute", r.URL.Path))
+		return
+	}
+	var req executeRequest
+	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if len(req.Input) == 0 {
+		req.Input = json.RawMessage("{}")
+	}
+	if req.TimeoutMs < 0 {
+		writeError(w, http.StatusBadRequest, wop.Errorf(wop.CodeValidation, `field "timeoutMs": must not be negative`))
+		return
+	}
+	b, release := s.current.Acquire()
+	defer release()
+	if b == nil {
+		writeError(w, http.StatusServiceUnavailable, wop.Errorf(wop.CodeUnavailable, "no host is running"))
+		return
+	}
+	start := time.Now()
+	res, err := b.Run(r.Context(), typeID, req.Input, host.RunOptions{
+		Timeout:        time.Duration(req.TimeoutMs) * time.Millisecond,
+		IdempotencyKey: req.IdempotencyKey,
+		Traceparent:    r.Header.Get("traceparent"),
+	})
+	if s.opts.OnRun != nil {
+		s.opts.OnRun(typeID, time.Since(start), err)
+	}
+	if err != nil {
+		e := asEnvelope(err)
+		s.opts.Logger.Debug("node execution failed", "type_id", typeID, "code", e.Code, "error", e.Message)
+		writeError(w, StatusFor(e.Code), e)
+		return
+	}
+	writeJSON(w, http.StatusOK, executeResponse{Output: res.Output, RunID: res.RunID})
+}
+
+func (s *Server) plugins(w http.ResponseWriter, _ *http.Request) {
+	b, release := s.current.Acquire()
+	defer release()
+	if b == nil {
+		writeError(w, http.StatusServiceUnavailable, wop.Errorf(wop.CodeUnavailable, "no host is running"))
+		return
+	}
+	writeJSON(w, http.StatusOK, b.Registry().Records())
+}
+
+func (s *Server) packs(w http.ResponseWriter, _ *http.Request) {
+	b, release := s.current.Acquire()
+	defer release()
+	if b == nil {
+		writeError(w, http.StatusServiceUnavailable, wop.Errorf(wop.CodeUnavailable, "no host is running"))
+		return
+	}
+	writeJSON(w, http.StatusOK, b.Packs())
+}
+
+func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
+	b, release := s.current.Acquire()
+	defer release()
+	if b != nil && s.opts.Agents != nil {
+		if list, ok := s.opts.Agents(b); ok {
+			writeJSON(w, http.StatusOK, list)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, wop.NotProvided("host.agents.manifestRuntime"))
+}
+
+// decodeBody reads one JSON object of at most limit bytes into v,
+// refusing unknown fields and trailing data.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	if limit > 0 {
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return wop.Errorf(wop.CodeValidation, "request body is larger than %d bytes", tooBig.Limit)
+		}
+		return wop.Errorf(wop.CodeValidation, "request body: %v", err)
+	}
+	if dec.More() {
+		return wop.Errorf(wop.CodeValidation, "request body: more than one JSON value")
+	}
+	return nil
+}
+
+// asEnvelope turns any error into the contract's error envelope.
+func asEnvelope(err error) *wop.Error { return wop.AsError(err) }
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, asEnvelope(err))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(fmt.Sprintf(`{"code":"internal","message":%q,"retryable":false}`, err.Error()))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}

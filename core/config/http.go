@@ -1,0 +1,107 @@
+package config
+
+import (
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Defaults of the http block.
+const (
+	DefaultListen          = "127.0.0.1:7427"
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// HTTP holds the settings of the HTTP API that `host serve` listens with.
+type HTTP struct {
+	// Listen is the TCP address, host:port.
+	Listen string
+	// Tokens are the bearer tokens the API accepts; empty means no
+	// authentication, which is only allowed on loopback unless
+	// AllowUnauthenticated is set.
+	Tokens []string
+	// AllowUnauthenticated lets the API listen beyond loopback without a
+	// token. It exists so that doing so is a written decision.
+	AllowUnauthenticated bool
+	// ShutdownTimeout bounds how long a stopping host waits for calls in
+	// flight before it stops the plugins under them.
+	ShutdownTimeout time.Duration
+
+	DefRange    hcl.Range
+	ListenRange hcl.Range
+}
+
+type rawHTTP struct {
+	Listen               *hcl.Attribute `hcl:"listen"`
+	Tokens               *hcl.Attribute `hcl:"tokens"`
+	AllowUnauthenticated *hcl.Attribute `hcl:"allow_unauthenticated"`
+	ShutdownTimeout      *hcl.Attribute `hcl:"shutdown_timeout"`
+	DefRange             hcl.Range      `hcl:",def_range"`
+}
+
+// http validates the host block's http block, if any.
+func (d *decoder) http(blocks []*rawHTTP) *HTTP {
+	if len(blocks) == 0 {
+		return nil
+	}
+	for _, dup := range blocks[1:] {
+		d.errorf(dup.DefRange, "Duplicate http block",
+			"An http block is declared at %s and again at %s; only one is allowed.",
+			posString(blocks[0].DefRange), posString(dup.DefRange))
+	}
+	r := blocks[0]
+	h := &HTTP{
+		Listen:          DefaultListen,
+		ShutdownTimeout: DefaultShutdownTimeout,
+		DefRange:        r.DefRange,
+		ListenRange:     r.DefRange,
+	}
+	listenOK := true
+	if s, ok := d.stringAttr(r.Listen); ok {
+		h.ListenRange = r.Listen.Expr.Range()
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			d.errorf(h.ListenRange, "Invalid listen", "listen must be host:port, such as \"127.0.0.1:7427\" or \":7427\": %s.", err)
+			listenOK = false
+		} else {
+			h.Listen = s
+		}
+	} else if r.Listen != nil {
+		listenOK = false
+	}
+	var tokens []string
+	if d.attr(r.Tokens, &tokens) {
+		for i, t := range tokens {
+			if t == "" {
+				// The value is a secret: name its position, never the value.
+				d.errorf(r.Tokens.Expr.Range(), "Empty token", "tokens[%d] is empty; an empty bearer token would let anyone in.", i)
+			}
+		}
+		h.Tokens = tokens
+	}
+	d.attr(r.AllowUnauthenticated, &h.AllowUnauthenticated)
+	if dur, ok := d.durationAttr(r.ShutdownTimeout); ok {
+		h.ShutdownTimeout = dur
+	}
+	if listenOK && len(h.Tokens) == 0 && !h.AllowUnauthenticated && !IsLoopback(h.Listen) {
+		d.errorf(h.ListenRange, "Unauthenticated listener beyond loopback",
+			"listen = %q accepts connections from other machines, and no tokens are set. Set tokens (for example tokens = [env(\"WOPHOST_API_TOKEN\")]), listen on 127.0.0.1, or set allow_unauthenticated = true to accept that anyone who can reach the port can run nodes.", h.Listen)
+	}
+	return h
+}
+
+// IsLoopback reports whether the listen address addr (host:port) accepts
+// connections from this machine only. An empty host listens on every
+// interface, so it is not loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

@@ -1,0 +1,77 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHTTPBlock(t *testing.T) {
+	t.Setenv("WOPHOST_TEST_TOKEN", "s3cret-canary")
+	cfg, _ := mustLoad(t, newFixture(t, `
+host {
+  http {
+    listen           = "0.0.0.0:9000"
+    tokens           = [env("WOPHOST_TEST_TOKEN")]
+    shutdown_timeout = "5s"
+  }
+}
+`))
+	h := cfg.Host.HTTP
+	if h == nil || h.Listen != "0.0.0.0:9000" || len(h.Tokens) != 1 || h.Tokens[0] != "s3cret-canary" || h.ShutdownTimeout != 5*time.Second {
+		t.Fatalf("http = %+v", h)
+	}
+
+	cfg, _ = mustLoad(t, newFixture(t, "host {\n  http {}\n}\n"))
+	if h := cfg.Host.HTTP; h == nil || h.Listen != DefaultListen || h.ShutdownTimeout != DefaultShutdownTimeout {
+		t.Fatalf("defaults: http = %+v", h)
+	}
+	cfg, _ = mustLoad(t, newFixture(t, "host {}\n"))
+	if cfg.Host.HTTP != nil {
+		t.Fatalf("no http block: http = %+v", cfg.Host.HTTP)
+	}
+}
+
+func TestHTTPBlockDiagnostics(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, summary string
+		line, col          int
+	}{
+		{"beyond loopback without a token", "host {\n  http {\n    listen = \":8080\"\n  }\n}\n", "Unauthenticated listener beyond loopback", 3, 14},
+		{"bad address", "host {\n  http {\n    listen = \"localhost\"\n  }\n}\n", "Invalid listen", 3, 14},
+		{"empty token", "host {\n  http {\n    tokens = [\"\"]\n  }\n}\n", "Empty token", 3, 14},
+		{"bad timeout", "host {\n  http {\n    shutdown_timeout = \"soon\"\n  }\n}\n", "Invalid duration", 3, 24},
+		{"two blocks", "host {\n  http {}\n  http {}\n}\n", "Duplicate http block", 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.src)
+			_, diags := NewLoader().Load(f.path)
+			d := findDiag(diags, tc.summary)
+			if d == nil {
+				t.Fatalf("no %q diagnostic in %v", tc.summary, summaries(diags))
+			}
+			assertPos(t, tc.summary, *d.Subject, f.path, tc.line, tc.col)
+		})
+	}
+}
+
+func TestHTTPBeyondLoopbackAllowedExplicitly(t *testing.T) {
+	cfg, _ := mustLoad(t, newFixture(t, "host {\n  http {\n    listen = \"[::]:8080\"\n    allow_unauthenticated = true\n  }\n}\n"))
+	if !cfg.Host.HTTP.AllowUnauthenticated {
+		t.Fatal("allow_unauthenticated not decoded")
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:80": true, "[::1]:80": true, "localhost:80": true, "127.5.6.7:1": true,
+		":80": false, "0.0.0.0:80": false, "[::]:80": false, "10.0.0.1:80": false, "example.com:80": false, "bad": false,
+	} {
+		if got := IsLoopback(addr); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+	if strings.Contains(DefaultListen, "0.0.0.0") || !IsLoopback(DefaultListen) {
+		t.Errorf("DefaultListen %q must be loopback", DefaultListen)
+	}
+}

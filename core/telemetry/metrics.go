@@ -1,0 +1,124 @@
+// Package telemetry holds the host's Prometheus metrics.
+package telemetry
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// Metrics is the host's metric set. It outlives a reload: the host that
+// is current reports into the same series.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	calls         *prometheus.CounterVec
+	callLatency   *prometheus.HistogramVec
+	callsInFlight *prometheus.GaugeVec
+	runs          *prometheus.CounterVec
+	runLatency    *prometheus.HistogramVec
+}
+
+// NewMetrics returns the metric set. records is read at every scrape for
+// the per-capability series (state, restarts); it may return nil.
+func NewMetrics(records func() []registry.Record) *Metrics {
+	// From a local call (~0.3 ms) to a slow model (a minute).
+	latencyBuckets := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wophost_ctx_calls_total",
+			Help: "Host-service calls from packs and plugins, by family, method and result code (\"ok\" on success).",
+		}, []string{"family", "method", "code"}),
+		callLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wophost_ctx_call_duration_seconds",
+			Help:    "Latency of host-service calls through the host, by family and method.",
+			Buckets: latencyBuckets,
+		}, []string{"family", "method"}),
+		callsInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "wophost_ctx_calls_in_flight",
+			Help: "Host-service calls in flight, by family.",
+		}, []string{"family"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wophost_node_runs_total",
+			Help: "Node executions, by type id and result code (\"ok\" on success).",
+		}, []string{"type_id", "code"}),
+		runLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wophost_node_run_duration_seconds",
+			Help:    "Duration of node executions, by type id.",
+			Buckets: latencyBuckets,
+		}, []string{"type_id"}),
+	}
+	m.reg.MustRegister(m.calls, m.callLatency, m.callsInFlight, m.runs, m.runLatency,
+		newCapabilityCollector(records),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// CallStarted records the start of one host-service call; the returned
+// func records its end with the call's error (nil on success).
+func (m *Metrics) CallStarted(family, method string) func(err error) {
+	inFlight := m.callsInFlight.WithLabelValues(family)
+	inFlight.Inc()
+	start := time.Now()
+	return func(err error) {
+		inFlight.Dec()
+		m.callLatency.WithLabelValues(family, method).Observe(time.Since(start).Seconds())
+		m.calls.WithLabelValues(family, method, codeLabel(err)).Inc()
+	}
+}
+
+// RunFinished records one node execution.
+func (m *Metrics) RunFinished(typeID string, d time.Duration, err error) {
+	m.runLatency.WithLabelValues(typeID).Observe(d.Seconds())
+	m.runs.WithLabelValues(typeID, codeLabel(err)).Inc()
+}
+
+func codeLabel(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return wop.CodeOf(err)
+}
+
+// capabilityCollector reports each capability's restarts and state from
+// the registry at scrape time, so the numbers cannot drift from it.
+type capabilityCollector struct {
+	records  func() []registry.Record
+	restarts *prometheus.Desc
+	state    *prometheus.Desc
+}
+
+func newCapabilityCollector(records func() []registry.Record) *capabilityCollector {
+	return &capabilityCollector{
+		records: records,
+		restarts: prometheus.NewDesc("wophost_plugin_restarts_total",
+			"Restarts of a capability's plugin after it crashed.", []string{"capability"}, nil),
+		state: prometheus.NewDesc("wophost_plugin_state",
+			"1 for the state a capability's plugin is in.", []string{"capability", "state"}, nil),
+	}
+}
+
+func (c *capabilityCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.restarts
+	ch <- c.state
+}
+
+func (c *capabilityCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range c.records() {
+		ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(r.Restarts), r.Name)
+		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, 1, r.Name, string(r.State))
+	}
+}

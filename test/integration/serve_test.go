@@ -1,0 +1,377 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serveConfig is the probe deployment with an http block; httpBody is
+// the block's body. The listener binds port 0 and the test reads the
+// port from the host's log.
+func serveConfig(t *testing.T, httpBody, extra string) string {
+	t.Helper()
+	return writeConfig(t, `
+host {
+  plugin_dir = "BIN"
+  http {
+    listen = "127.0.0.1:0"
+`+httpBody+`
+  }
+}
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+pack "test.probe" { path = "`+probePack(t)+`" }
+`+extra)
+}
+
+// daemon is one `host serve` process.
+type daemon struct {
+	cmd  *exec.Cmd
+	base string
+	done chan struct{}
+
+	mu     sync.Mutex
+	stderr bytes.Buffer
+}
+
+var servingLine = regexp.MustCompile(`serving: address=(\S+)`)
+
+// startServe starts `host serve` and waits until it listens.
+func startServe(t *testing.T, cfg string, env ...string) *daemon {
+	t.Helper()
+	d := &daemon{cmd: exec.Command(bin.host, "--config", cfg, "serve"), done: make(chan struct{})}
+	d.cmd.Env = append(os.Environ(), env...)
+	pipe, err := d.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		defer close(d.done)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			d.mu.Lock()
+			d.stderr.WriteString(sc.Text() + "\n")
+			d.mu.Unlock()
+			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		_, _ = io.Copy(io.Discard, pipe)
+	}()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			_ = d.cmd.Process.Kill()
+			_ = d.cmd.Wait()
+		}
+	})
+	select {
+	case a := <-addr:
+		d.base = "http://" + a
+	case <-d.done:
+		_ = d.cmd.Wait()
+		t.Fatalf("host serve exited before listening:\n%s", d.log())
+	case <-time.After(time.Minute):
+		t.Fatalf("host serve did not listen within a minute:\n%s", d.log())
+	}
+	return d
+}
+
+func (d *daemon) log() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stderr.String()
+}
+
+// stop sends sig and waits for the process to exit, returning its code.
+func (d *daemon) stop(t *testing.T, sig syscall.Signal) int {
+	t.Helper()
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	<-d.done
+	err := d.cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return 0
+}
+
+// waitForLog waits until the host's log contains s.
+func (d *daemon) waitForLog(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if strings.Contains(d.log(), s) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the host never logged %q:\n%s", s, d.log())
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func request(t *testing.T, method, url, body string, header map[string]string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+func TestServeAPI(t *testing.T) {
+	d := startServe(t, serveConfig(t, "", ""))
+
+	disc := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
+	etag := disc.header.Get("ETag")
+	if disc.status != 200 || disc.header.Get("Content-Type") != "application/json" || !strings.Contains(disc.body, `"test.echo"`) {
+		t.Fatalf("discovery: %d %v %s", disc.status, disc.header, disc.body)
+	}
+	if !strings.HasPrefix(etag, `"`) || strings.HasPrefix(etag, "W/") {
+		t.Fatalf("ETag %q is not a strong tag", etag)
+	}
+	if r := request(t, "GET", d.base+"/.well-known/openwop", "", map[string]string{"If-None-Match": etag}); r.status != 304 || r.body != "" {
+		t.Fatalf("If-None-Match with the current tag: %d %q, want 304 and no body", r.status, r.body)
+	}
+	if r := request(t, "GET", d.base+"/.well-known/openwop", "", map[string]string{"If-None-Match": `"other"`}); r.status != 200 {
+		t.Fatalf("If-None-Match with another tag: %d, want 200", r.status)
+	}
+
+	ok := request(t, "POST", d.base+"/v1/nodes/probe.echo:execute", `{"input":{"n":12345678901234567890}}`, nil)
+	var out struct {
+		Output json.RawMessage `json:"output"`
+		RunID  string          `json:"runId"`
+	}
+	if err := json.Unmarshal([]byte(ok.body), &out); ok.status != 200 || err != nil || out.RunID == "" || !strings.Contains(string(out.Output), "12345678901234567890") {
+		t.Fatalf("execute: %d %s", ok.status, ok.body)
+	}
+
+	for _, c := range []struct {
+		name, path, body string
+		status           int
+		code             string
+	}{
+		{"unknown node", "/v1/nodes/nope.nothing:execute", `{"input":{}}`, 404, "not_found"},
+		{"no :execute", "/v1/nodes/probe.echo", `{"input":{}}`, 404, "not_found"},
+		{"bad JSON", "/v1/nodes/probe.echo:execute", `{"input":`, 400, "validation_error"},
+		{"unknown field", "/v1/nodes/probe.echo:execute", `{"inptu":{}}`, 400, "validation_error"},
+		{"input schema", "/v1/nodes/probe.validated:execute", `{"input":{"name":"x","count":0}}`, 400, "validation_error"},
+		{"node failure", "/v1/nodes/probe.call:execute", `{"input":{"family":"test.echo","method":"fail"}}`, 0, ""},
+		{"capability not provided", "/v1/nodes/probe.needsai:execute", `{"input":{"marker":"/nonexistent/x"}}`, 501, "capability_not_provided"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := request(t, "POST", d.base+c.path, c.body, nil)
+			var e struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			}
+			if err := json.Unmarshal([]byte(r.body), &e); err != nil || e.Code == "" || e.Message == "" {
+				t.Fatalf("%d %s: not an error envelope", r.status, r.body)
+			}
+			if c.status != 0 && (r.status != c.status || e.Code != c.code) {
+				t.Fatalf("%d %s, want %d %s", r.status, r.body, c.status, c.code)
+			}
+			if r.status < 400 {
+				t.Fatalf("status %d for a failure", r.status)
+			}
+		})
+	}
+
+	plugins := request(t, "GET", d.base+"/v1/plugins", "", nil)
+	if plugins.status != 200 || !strings.Contains(plugins.body, `"state":"ready"`) || !strings.Contains(plugins.body, `"restarts":0`) {
+		t.Fatalf("plugins: %d %s", plugins.status, plugins.body)
+	}
+	packs := request(t, "GET", d.base+"/v1/packs", "", nil)
+	if packs.status != 200 || !strings.Contains(packs.body, `"test.probe"`) {
+		t.Fatalf("packs: %d %s", packs.status, packs.body)
+	}
+	if r := request(t, "GET", d.base+"/v1/agents", "", nil); r.status != 404 || !strings.Contains(r.body, "capability_not_provided") {
+		t.Fatalf("agents without agents.manifestRuntime: %d %s", r.status, r.body)
+	}
+	if r := request(t, "GET", d.base+"/healthz", "", nil); r.status != 200 {
+		t.Fatalf("healthz: %d", r.status)
+	}
+	if r := request(t, "GET", d.base+"/readyz", "", nil); r.status != 200 {
+		t.Fatalf("readyz: %d %s", r.status, r.body)
+	}
+	metrics := request(t, "GET", d.base+"/metrics", "", nil)
+	for _, want := range []string{
+		`wophost_node_runs_total{code="ok",type_id="probe.echo"} 1`,
+		`wophost_node_runs_total{code="not_found",type_id="nope.nothing"} 1`,
+		`wophost_plugin_restarts_total{capability="echo"} 0`,
+		`wophost_plugin_state{capability="echo",state="ready"} 1`,
+		"wophost_node_run_duration_seconds_bucket",
+	} {
+		if !strings.Contains(metrics.body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if code := d.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, d.log())
+	}
+}
+
+func TestServeAuth(t *testing.T) {
+	const token = "tok-3f9a-canary"
+	d := startServe(t, serveConfig(t, `tokens = [env("WOPHOST_TEST_API_TOKEN")]`, ""), "WOPHOST_TEST_API_TOKEN="+token)
+	for _, path := range []string{"/.well-known/openwop", "/v1/plugins", "/v1/packs", "/metrics"} {
+		for name, header := range map[string]string{"none": "", "wrong": "Bearer nope", "basic": "Basic " + token} {
+			r := request(t, "GET", d.base+path, "", map[string]string{"Authorization": header})
+			if r.status != 401 || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") || !strings.Contains(r.body, `"unauthorized"`) {
+				t.Errorf("%s with %s token: %d %v %s", path, name, r.status, r.header, r.body)
+			}
+		}
+		if r := request(t, "GET", d.base+path, "", map[string]string{"Authorization": "Bearer " + token}); r.status != 200 {
+			t.Errorf("%s with the token: %d %s", path, r.status, r.body)
+		}
+	}
+	if r := request(t, "POST", d.base+"/v1/nodes/probe.echo:execute", `{"input":{}}`, nil); r.status != 401 {
+		t.Errorf("execute without a token: %d", r.status)
+	}
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		if r := request(t, "GET", d.base+probe, "", nil); r.status != 200 {
+			t.Errorf("%s without a token: %d, want the probes open", probe, r.status)
+		}
+	}
+	d.stop(t, syscall.SIGTERM)
+	if strings.Contains(d.log(), token) {
+		t.Errorf("the token reached the log:\n%s", d.log())
+	}
+}
+
+func TestServeRefusesOpenListenerWithoutToken(t *testing.T) {
+	cfg := writeConfig(t, "host {\n  http {\n    listen = \"0.0.0.0:0\"\n  }\n}\n")
+	res := runHost(t, "", "--config", cfg, "serve")
+	if res.code != 1 || !strings.Contains(res.stderr, "host.hcl:3:14") || !strings.Contains(res.stderr, "Unauthenticated listener beyond loopback") {
+		t.Fatalf("exit %d, stderr:\n%s", res.code, res.stderr)
+	}
+}
+
+// SIGTERM stops accepting, lets the call in flight finish, then stops
+// every process.
+func TestServeDrainsOnSIGTERM(t *testing.T) {
+	d := startServe(t, serveConfig(t, "", ""))
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	result := make(chan reply, 1)
+	go func() {
+		result <- request(t, "POST", d.base+"/v1/nodes/probe.sleep:execute",
+			`{"input":{"ms":1500,"inPack":true,"pidfile":"`+pidfile+`"}}`, nil)
+	}()
+	pids := readPIDs(t, pidfile)
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r := <-result
+	if r.status != 200 || !strings.Contains(r.body, `"output"`) {
+		t.Fatalf("the call in flight at SIGTERM: %d %s", r.status, r.body)
+	}
+	<-d.done
+	if err := d.cmd.Wait(); err != nil {
+		t.Fatalf("host serve: %v\n%s", err, d.log())
+	}
+	assertGone(t, "after SIGTERM", pids)
+}
+
+// SIGHUP with a good config switches to the new plugin set; with a broken
+// one the old set keeps serving.
+func TestServeReload(t *testing.T) {
+	cfg := serveConfig(t, "", "")
+	d := startServe(t, cfg)
+	before := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
+	if strings.Contains(before.body, "test.other") {
+		t.Fatalf("test.other advertised before the reload: %s", before.body)
+	}
+
+	good, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := string(good) + "capability \"other\" {\n  plugin   = \"testcap\"\n  families = [\"test.other\"]\n}\n"
+	if err := os.WriteFile(cfg, []byte(more), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	d.waitForLog(t, "reloaded")
+	after := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
+	if !strings.Contains(after.body, "test.other") || after.header.Get("ETag") == before.header.Get("ETag") {
+		t.Fatalf("after the reload: %s (ETag %s, before %s)", after.body, after.header.Get("ETag"), before.header.Get("ETag"))
+	}
+
+	if err := os.WriteFile(cfg, []byte(more+"capability \"broken\" {\n  plugin = 42\n  nonsense = true\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	d.waitForLog(t, "reload refused")
+	if !strings.Contains(d.log(), "host.hcl:") {
+		t.Errorf("the refusal does not name file:line:col:\n%s", d.log())
+	}
+	still := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
+	if still.status != 200 || still.body != after.body {
+		t.Fatalf("after a refused reload: %d %s", still.status, still.body)
+	}
+	if r := request(t, "POST", d.base+"/v1/nodes/probe.echo:execute", `{"input":{"ok":true}}`, nil); r.status != 200 {
+		t.Fatalf("execute after a refused reload: %d %s", r.status, r.body)
+	}
+	if code := d.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, d.log())
+	}
+}
+
+// A `host serve` killed with SIGKILL leaves no plugin or pack behind.
+func TestServeKilledLeavesNoProcess(t *testing.T) {
+	d := startServe(t, serveConfig(t, "", ""))
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	go func() {
+		req, _ := http.NewRequest("POST", d.base+"/v1/nodes/probe.sleep:execute",
+			strings.NewReader(`{"input":{"ms":60000,"inPack":true,"pidfile":"`+pidfile+`"}}`))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	pids := readPIDs(t, pidfile)
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.done
+	_ = d.cmd.Wait()
+	assertGone(t, "after SIGKILL of host serve", pids)
+}
