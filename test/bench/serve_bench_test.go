@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+)
+
+// serveLoad is the load BenchmarkServeExecute applies.
+const (
+	serveWorkers  = 8
+	serveDuration = 3 * time.Second
+)
+
+// startServe starts `host serve` on a free loopback port with the echo
+// deployment and returns its base URL; the process is killed when tb ends.
+func startServe(tb testing.TB) string {
+	tb.Helper()
+	hostBin := binary(tb, "./cmd/host")
+	dir := tb.TempDir()
+	cfg := filepath.Join(dir, "host.hcl")
+	text := fmt.Sprintf(`
+host {
+  state_dir = %q
+  http {
+    listen = "127.0.0.1:0"
+  }
+}
+capability "echo" {
+  plugin   = %q
+  families = ["test.echo"]
+}
+pack "test.probe" {
+  path = %q
+}
+`, filepath.Join(dir, "state"), bin.testcap, bin.probePack)
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	// Info level: the address is logged at info; nothing is logged per call.
+	cmd := exec.Command(hostBin, "--config", cfg, "--log-level", "info", "serve")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	serving := regexp.MustCompile(`serving: address=(\S+)`)
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := serving.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case a := <-addr:
+		return "http://" + a
+	case <-time.After(startTimeout):
+		tb.Fatal("host serve did not listen")
+		return ""
+	}
+}
+
+// loadResult mirrors test/loadgen's output.
+type loadResult struct {
+	Requests   int     `json:"requests"`
+	Errors     int     `json:"errors"`
+	RPS        float64 `json:"rps"`
+	P50us      float64 `json:"p50us"`
+	P99us      float64 `json:"p99us"`
+	FirstError string  `json:"firstError"`
+}
+
+// BenchmarkServeExecute drives POST /v1/nodes/probe.echo:execute (one
+// ctx call to testcap per run) from test/loadgen, a second process on
+// loopback, for a fixed time. The figures are requests per second and
+// latency percentiles; b.N does not apply to a time-bounded load, so
+// ns/op is reported as the mean time per request instead.
+func BenchmarkServeExecute(b *testing.B) {
+	base := startServe(b)
+	load := binary(b, "./test/loadgen")
+	b.ResetTimer()
+	out, err := exec.Command(load, "-c", fmt.Sprint(serveWorkers), "-d", serveDuration.String(),
+		"-body", `{"input":`+payload+`}`, base+"/v1/nodes/probe.echo:execute").Output()
+	b.StopTimer()
+	if err != nil {
+		b.Fatalf("loadgen: %v", err)
+	}
+	var res loadResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		b.Fatalf("loadgen output %s: %v", out, err)
+	}
+	if res.Errors > 0 || res.Requests == 0 {
+		b.Fatalf("%d requests, %d errors (first: %s)", res.Requests, res.Errors, res.FirstError)
+	}
+	b.ReportMetric(1e9/res.RPS, "ns/op")
+	b.ReportMetric(res.RPS, "req/s")
+	b.ReportMetric(res.P50us, "p50-µs")
+	b.ReportMetric(res.P99us, "p99-µs")
+}
+
+// TestServeBenchSetup checks the serve benchmark's setup with a short load.
+func TestServeBenchSetup(t *testing.T) {
+	base := startServe(t)
+	out, err := exec.Command(binary(t, "./test/loadgen"), "-c", "2", "-d", "200ms", "-warmup", "0s",
+		"-body", `{"input":`+payload+`}`, base+"/v1/nodes/probe.echo:execute").Output()
+	if err != nil {
+		t.Fatalf("loadgen: %v", err)
+	}
+	var res loadResult
+	if err := json.Unmarshal(out, &res); err != nil || res.Requests == 0 || res.Errors != 0 {
+		t.Fatalf("loadgen: %s (%v)", out, err)
+	}
+}
