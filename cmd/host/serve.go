@@ -206,4 +206,3 @@ func (d *daemon) shutdown(srv *http.Server) {
 		h.Close()
 	}
 }
-
