@@ -66,6 +66,8 @@ type Host struct {
 	// HTTP configures the listener of `host serve`; nil when the host
 	// block has no http block.
 	HTTP *HTTP
+	// Tracing configures OpenTelemetry export; nil means tracing is off.
+	Tracing *Tracing
 }
 
 // Capability is one capability block: a plugin and its opaque config.
@@ -130,6 +132,7 @@ type rawHost struct {
 	MaxMessageBytes *hcl.Attribute `hcl:"max_message_bytes"`
 	CallDepthLimit  *hcl.Attribute `hcl:"call_depth_limit"`
 	HTTP            []*rawHTTP     `hcl:"http,block"`
+	Tracing         []*rawTracing  `hcl:"tracing,block"`
 	DefRange        hcl.Range      `hcl:",def_range"`
 }
 
@@ -427,6 +430,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		h.CallDepthLimit = n
 	}
 	h.HTTP = d.http(r.HTTP)
+	h.Tracing = d.tracing(r.Tracing)
 	return h, pluginDirOK
 }
 

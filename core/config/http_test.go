@@ -75,3 +75,53 @@ func TestIsLoopback(t *testing.T) {
 		t.Errorf("DefaultListen %q must be loopback", DefaultListen)
 	}
 }
+
+func TestTracingBlock(t *testing.T) {
+	cfg, _ := mustLoad(t, newFixture(t, `
+host {
+  tracing {
+    endpoint     = "http://collector:4318/v1/traces"
+    protocol     = "http/protobuf"
+    insecure     = true
+    headers      = { "x-api-key" = "k" }
+    sample_ratio = 0.25
+    service_name = "edge-host"
+  }
+}
+`))
+	tr := cfg.Host.Tracing
+	if tr == nil || tr.Endpoint != "http://collector:4318/v1/traces" || tr.Protocol != "http/protobuf" || !tr.Insecure ||
+		tr.Headers["x-api-key"] != "k" || tr.SampleRatio != 0.25 || tr.ServiceName != "edge-host" {
+		t.Fatalf("tracing = %+v", tr)
+	}
+	cfg, _ = mustLoad(t, newFixture(t, "host {\n  tracing {\n    endpoint = \"localhost:4317\"\n  }\n}\n"))
+	if tr := cfg.Host.Tracing; tr.Protocol != "grpc" || tr.SampleRatio != 1 || tr.ServiceName != DefaultServiceName || tr.Insecure {
+		t.Fatalf("defaults: %+v", tr)
+	}
+	cfg, _ = mustLoad(t, newFixture(t, "host {}\n"))
+	if cfg.Host.Tracing != nil {
+		t.Fatal("tracing on without a tracing block")
+	}
+}
+
+func TestTracingBlockDiagnostics(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, summary string
+		line, col          int
+	}{
+		{"no endpoint", "host {\n  tracing {\n  }\n}\n", "Missing required argument", 2, 3},
+		{"protocol", "host {\n  tracing {\n    endpoint = \"x:1\"\n    protocol = \"udp\"\n  }\n}\n", "Invalid protocol", 4, 16},
+		{"ratio", "host {\n  tracing {\n    endpoint = \"x:1\"\n    sample_ratio = 2\n  }\n}\n", "Invalid sample_ratio", 4, 20},
+		{"header", "host {\n  tracing {\n    endpoint = \"x:1\"\n    headers = { \"a b\" = \"c\" }\n  }\n}\n", "Invalid header name", 4, 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.src)
+			_, diags := NewLoader().Load(f.path)
+			d := findDiag(diags, tc.summary)
+			if d == nil {
+				t.Fatalf("no %q diagnostic in %v", tc.summary, summaries(diags))
+			}
+			assertPos(t, tc.summary, *d.Subject, f.path, tc.line, tc.col)
+		})
+	}
+}

@@ -12,12 +12,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wire"
 )
 
@@ -28,6 +31,9 @@ type Options struct {
 	MaxMessageBytes int
 	StartTimeout    time.Duration
 	HostVersion     string
+	// Tracing, when set, is handed to every process so that its spans
+	// join the host's traces; nil turns tracing off in the children too.
+	Tracing *tracing.Settings
 }
 
 // PhaseError is a start-up failure in a named lifecycle phase.
@@ -90,6 +96,18 @@ func Verify(path, pin string) ([]byte, error) {
 	return sum, nil
 }
 
+// processEnv is the environment of a child: the host's, with the
+// tracing settings of this host rather than any inherited ones.
+func processEnv(name string, opts Options) []string {
+	env := slices.DeleteFunc(wire.ProcessEnv(name, opts.LogLevel, opts.MaxMessageBytes), func(kv string) bool {
+		return strings.HasPrefix(kv, "WOPHOST_OTLP_")
+	})
+	if opts.Tracing != nil {
+		env = append(env, opts.Tracing.Env()...)
+	}
+	return env
+}
+
 // process is one running plugin or pack binary.
 type process struct {
 	name   string
@@ -102,7 +120,7 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 	logger := opts.Logger.Named(name)
 	cmd := exec.Command(path)
 	cmd.Dir = filepath.Dir(path)
-	cmd.Env = wire.ProcessEnv(name, opts.LogLevel, opts.MaxMessageBytes)
+	cmd.Env = processEnv(name, opts)
 	// A process group of its own keeps a terminal's Ctrl-C away from the
 	// plugin (the host decides when it stops) and lets the host kill the
 	// plugin's children with it.

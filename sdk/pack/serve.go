@@ -23,6 +23,8 @@ func Serve(p *Pack) {
 	}
 	logger := procutil.Logger(name)
 	maxBytes := wire.MaxMessageBytesFromEnv()
+	tp, flush := procutil.Tracing(name, logger)
+	defer flush()
 	procutil.WatchParent(logger, nil)
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
@@ -30,7 +32,7 @@ func Serve(p *Pack) {
 			wire.ProtocolVersion: {
 				wire.KindPack: &wire.PackPlugin{
 					NewServer: func(broker *goplugin.GRPCBroker) wophostv1.PackServer {
-						return &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, hosts: map[uint32]*wire.HostCaller{}}
+						return &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, tracer: tp.Tracer(tracerName), hosts: map[uint32]*wire.HostCaller{}}
 					},
 				},
 			},
@@ -41,6 +43,9 @@ func Serve(p *Pack) {
 		Logger: logger,
 	})
 }
+
+// tracerName is the instrumentation scope of the pack SDK's spans.
+const tracerName = "github.com/wophost/wophost/sdk/pack"
 
 // validate checks that the embedded manifest names every node the binary
 // serves, so a mismatch fails at build-and-run time rather than at dispatch.

@@ -12,8 +12,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel/trace"
 
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -24,6 +26,7 @@ type server struct {
 	broker   *goplugin.GRPCBroker
 	logger   hclog.Logger
 	maxBytes int
+	tracer   trace.Tracer
 
 	mu    sync.Mutex
 	hosts map[uint32]*wire.HostCaller
@@ -43,13 +46,17 @@ func (s *server) hostCaller(id uint32) wop.Caller {
 	defer s.mu.Unlock()
 	h, ok := s.hosts[id]
 	if !ok {
-		h = wire.NewHostCaller(s.broker, id, s.maxBytes)
+		h = wire.NewHostCaller(s.broker, id, s.maxBytes, s.tracer)
 		s.hosts[id] = h
 	}
 	return h
 }
 
-func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (*wophostv1.ExecuteResponse, error) {
+func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (resp *wophostv1.ExecuteResponse, err error) {
+	call := wire.CallContextFromProto(req.GetCall())
+	ctx, span, traceparent := tracing.Start(ctx, s.tracer, call.Traceparent, "node "+req.GetTypeId(), trace.SpanKindServer)
+	defer func() { tracing.End(span, err, wop.CodeOf(wire.FromStatus(err))) }()
+	call.Traceparent = traceparent
 	node, ok := s.p.Nodes[req.GetTypeId()]
 	if !ok {
 		return nil, wire.ToStatus(wop.Errorf(wop.CodeNotFound, "this pack has no node %q", req.GetTypeId()))
@@ -64,7 +71,6 @@ func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (*w
 		}
 		advertised[fam] = facets
 	}
-	call := wire.CallContextFromProto(req.GetCall())
 	ctx, cancel := wire.WithCallDeadline(ctx, call)
 	defer cancel()
 	if err := ctx.Err(); err != nil {

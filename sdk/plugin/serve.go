@@ -25,6 +25,8 @@ func Serve(p *Plugin) {
 	}
 	logger := procutil.Logger(name)
 	maxBytes := wire.MaxMessageBytesFromEnv()
+	tp, flush := procutil.Tracing(name, logger)
+	defer flush()
 	procutil.WatchParent(logger, p.Shutdown)
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
@@ -32,7 +34,7 @@ func Serve(p *Plugin) {
 			wire.ProtocolVersion: {
 				wire.KindCapability: &wire.CapabilityPlugin{
 					NewServer: func(broker *goplugin.GRPCBroker) wophostv1.CapabilityServer {
-						return newServer(p, broker, logger, maxBytes)
+						return newServer(p, broker, logger, maxBytes, tp.Tracer(tracerName))
 					},
 				},
 			},
@@ -46,6 +48,9 @@ func Serve(p *Plugin) {
 		p.Shutdown()
 	}
 }
+
+// tracerName is the instrumentation scope of the plugin SDK's spans.
+const tracerName = "github.com/wophost/wophost/sdk/plugin"
 
 func (p *Plugin) validate() error {
 	if p.Name == "" {

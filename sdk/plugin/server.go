@@ -11,8 +11,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel/trace"
 
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -23,6 +25,7 @@ type server struct {
 	broker   *goplugin.GRPCBroker
 	logger   hclog.Logger
 	maxBytes int
+	tracer   trace.Tracer
 
 	mu         sync.RWMutex
 	configured bool
@@ -32,12 +35,12 @@ type server struct {
 
 var _ wophostv1.CapabilityServer = (*server)(nil)
 
-func newServer(p *Plugin, broker *goplugin.GRPCBroker, logger hclog.Logger, maxBytes int) *server {
+func newServer(p *Plugin, broker *goplugin.GRPCBroker, logger hclog.Logger, maxBytes int, tracer trace.Tracer) *server {
 	fams := make(map[string]*Family, len(p.Families))
 	for _, f := range p.Families {
 		fams[f.Name] = f
 	}
-	return &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, families: fams}
+	return &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, tracer: tracer, families: fams}
 }
 
 func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophostv1.DescribeResponse, error) {
@@ -68,7 +71,7 @@ func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.host == nil && req.GetHostServicesBrokerId() != 0 {
-		s.host = wire.NewHostCaller(s.broker, req.GetHostServicesBrokerId(), s.maxBytes)
+		s.host = wire.NewHostCaller(s.broker, req.GetHostServicesBrokerId(), s.maxBytes, s.tracer)
 	}
 	var host wop.Caller = s.host
 	if s.host == nil {
@@ -128,7 +131,13 @@ func toDiagnostics(es ConfigErrors) []*wophostv1.ConfigDiagnostic {
 	return out
 }
 
-func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (*wophostv1.InvokeResponse, error) {
+func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (resp *wophostv1.InvokeResponse, err error) {
+	call := wire.CallContextFromProto(req.GetCall())
+	// The span covers the refusals too: a trace should show where a call
+	// stopped.
+	ctx, span, traceparent := tracing.Start(ctx, s.tracer, call.Traceparent, "plugin "+req.GetFamily()+"."+req.GetMethod(), trace.SpanKindServer)
+	defer func() { tracing.End(span, err, wop.CodeOf(wire.FromStatus(err))) }()
+	call.Traceparent = traceparent
 	s.mu.RLock()
 	configured, host := s.configured, s.host
 	s.mu.RUnlock()
@@ -144,7 +153,6 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (*wop
 	if !ok {
 		return nil, wire.ToStatus(wop.Errorf(wop.CodeNotFound, "family %s has no method %q", f.Name, req.GetMethod()).WithCapability(capability))
 	}
-	call := wire.CallContextFromProto(req.GetCall())
 	ctx, cancel := wire.WithCallDeadline(ctx, call)
 	defer cancel()
 	ctx = wop.WithCallContext(ctx, call)

@@ -7,9 +7,11 @@ import (
 	"sync"
 
 	goplugin "github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -19,6 +21,7 @@ type HostCaller struct {
 	broker   *goplugin.GRPCBroker
 	id       uint32
 	maxBytes int
+	tracer   trace.Tracer
 
 	once   sync.Once
 	conn   *grpc.ClientConn
@@ -29,9 +32,9 @@ type HostCaller struct {
 var _ wop.Caller = (*HostCaller)(nil)
 
 // NewHostCaller returns a caller for the HostServices the host serves on
-// broker id.
-func NewHostCaller(broker *goplugin.GRPCBroker, id uint32, maxBytes int) *HostCaller {
-	return &HostCaller{broker: broker, id: id, maxBytes: maxBytes}
+// broker id. Each call is a client span of tracer.
+func NewHostCaller(broker *goplugin.GRPCBroker, id uint32, maxBytes int, tracer trace.Tracer) *HostCaller {
+	return &HostCaller{broker: broker, id: id, maxBytes: maxBytes, tracer: tracer}
 }
 
 func (h *HostCaller) dial() (wophostv1.HostServicesClient, error) {
@@ -59,12 +62,15 @@ func (h *HostCaller) Call(ctx context.Context, family, method string, req, res a
 }
 
 // CallRaw sends JSON bytes and returns the result bytes.
-func (h *HostCaller) CallRaw(ctx context.Context, family, method string, payload []byte) ([]byte, error) {
+func (h *HostCaller) CallRaw(ctx context.Context, family, method string, payload []byte) (out []byte, err error) {
+	call, _ := wop.CallContextFrom(ctx)
+	ctx, span, traceparent := tracing.Start(ctx, h.tracer, call.Traceparent, "ctx "+family+"."+method, trace.SpanKindClient)
+	defer func() { tracing.End(span, err, wop.CodeOf(err)) }()
+	call.Traceparent = traceparent
 	client, err := h.dial()
 	if err != nil {
 		return nil, wop.Errorf(wop.CodeUnavailable, "connect to host services: %v", err).WithRetryable(true)
 	}
-	call, _ := wop.CallContextFrom(ctx)
 	if d, ok := ctx.Deadline(); ok && (call.Deadline.IsZero() || d.Before(call.Deadline)) {
 		call.Deadline = d
 	}
