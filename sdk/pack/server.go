@@ -55,7 +55,7 @@ func (s *server) hostCaller(id uint32) wop.Caller {
 func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (resp *wophostv1.ExecuteResponse, err error) {
 	call := wire.CallContextFromProto(req.GetCall())
 	ctx, span, traceparent := tracing.Start(ctx, s.tracer, call.Traceparent, "node "+req.GetTypeId(), trace.SpanKindServer)
-	defer func() { tracing.End(span, err, wop.CodeOf(wire.FromStatus(err))) }()
+	defer func() { tracing.End(span, err, wire.CodeOfStatus(err)) }()
 	call.Traceparent = traceparent
 	node, ok := s.p.Nodes[req.GetTypeId()]
 	if !ok {

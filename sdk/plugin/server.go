@@ -136,7 +136,7 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (resp
 	// The span covers the refusals too: a trace should show where a call
 	// stopped.
 	ctx, span, traceparent := tracing.Start(ctx, s.tracer, call.Traceparent, "plugin "+req.GetFamily()+"."+req.GetMethod(), trace.SpanKindServer)
-	defer func() { tracing.End(span, err, wop.CodeOf(wire.FromStatus(err))) }()
+	defer func() { tracing.End(span, err, wire.CodeOfStatus(err)) }()
 	call.Traceparent = traceparent
 	s.mu.RLock()
 	configured, host := s.configured, s.host

@@ -33,6 +33,14 @@ func ToStatus(err error) error {
 	return withDetail.Err()
 }
 
+// CodeOfStatus is the contract code of a gRPC status error, or "" for nil.
+func CodeOfStatus(err error) string {
+	if err == nil {
+		return ""
+	}
+	return FromStatus(err).Code
+}
+
 // FromStatus turns an error returned by a gRPC call back into a *wop.Error.
 // A status without an ErrorDetail (a transport failure, a plugin that died,
 // a message over the size limit) gets a code derived from the gRPC code.

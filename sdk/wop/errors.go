@@ -113,10 +113,11 @@ func AsError(err error) *Error {
 
 // CodeOf returns the contract code of err, or "" for nil.
 func CodeOf(err error) string {
-	if err == nil {
-		return ""
+	// A typed nil (*Error)(nil) in err is no error either.
+	if we := AsError(err); we != nil {
+		return we.Code
 	}
-	return AsError(err).Code
+	return ""
 }
 
 // NotProvided is the capability_not_provided error for a surface such as

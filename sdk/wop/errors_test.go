@@ -150,3 +150,11 @@ func TestNotProvided(t *testing.T) {
 		t.Errorf("NotProvided = %#v", got)
 	}
 }
+
+func TestCodeOfTypedNil(t *testing.T) {
+	var we *Error
+	var err error = we
+	if got := CodeOf(err); got != "" {
+		t.Fatalf("CodeOf(typed nil) = %q, want empty", got)
+	}
+}
