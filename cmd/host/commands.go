@@ -95,19 +95,23 @@ func (g *globals) withHost(fn func(ctx context.Context, h *host.Host) error) err
 
 func runCommand(g *globals) *cobra.Command {
 	var f callFlags
+	var rf replayFlags
 	cmd := &cobra.Command{
 		Use:   "run TYPEID",
 		Short: "Run one node and print its output JSON",
 		Long: "Run one node of a loaded pack and print its output JSON. On failure the error\n" +
-			"envelope {code, message, capability, retryable, details} is printed and the exit status is 1.",
-		Args: cobra.ExactArgs(1),
+			"envelope {code, message, capability, retryable, details} is printed and the exit status is 1.\n" +
+			"Each run that reaches pack code leaves a run record in state_dir/runs, named on stderr;\n" +
+			"--replay RECORD runs its node again with its input and its prompts' recorded digests.",
+		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			input, err := f.read(g.stdin)
+			typeID, input, opts, err := rf.resolve(args, &f, g.stdin)
 			if err != nil {
 				return err
 			}
 			return g.withHost(func(ctx context.Context, h *host.Host) error {
-				res, err := h.Run(ctx, args[0], input, f.options())
+				res, err := h.Run(ctx, typeID, input, opts)
+				g.printRunRecord(res)
 				if err != nil {
 					return g.printError(err)
 				}
@@ -117,6 +121,7 @@ func runCommand(g *globals) *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	rf.register(cmd)
 	return cmd
 }
 

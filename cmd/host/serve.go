@@ -133,6 +133,7 @@ func httpSettings(cfg *config.Config) config.HTTP {
 // config problems are returned.
 func (d *daemon) start(ctx context.Context, cfg *config.Config, ldr *config.Loader) (*host.Host, error) {
 	h := host.New(cfg, ldr, d.logger, version)
+	h.ObserveCalls(d.metrics)
 	rep := h.Start(ctx)
 	for _, diag := range append(rep.Capabilities, rep.Packs...) {
 		d.logger.Warn(config.FormatDiagnostic(diag))

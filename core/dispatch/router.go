@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"slices"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -25,17 +29,56 @@ type Router struct {
 	reg        *registry.Registry
 	depthLimit int
 	maxBytes   int
+	// policies wrap the calls of one family with host-side checks, after
+	// the router's own (see SetPolicy).
+	policies map[string]Policy
+	tracer   trace.Tracer
+	observer Observer
+}
+
+// Observer is told of every call the router handles (metrics).
+type Observer interface {
+	// CallStarted is called as a call arrives; the func it returns is
+	// called with the call's outcome.
+	CallStarted(family, method string) func(err error)
 }
 
 // NewRouter returns a router over reg. depthLimit bounds how many
 // host-service hops one call may take; maxBytes bounds a payload.
 func NewRouter(reg *registry.Registry, depthLimit, maxBytes int) *Router {
-	return &Router{reg: reg, depthLimit: depthLimit, maxBytes: maxBytes}
+	return &Router{reg: reg, depthLimit: depthLimit, maxBytes: maxBytes, policies: map[string]Policy{},
+		tracer: noop.NewTracerProvider().Tracer("")}
+}
+
+// SetTracer makes every routed call a span of tracer. Call it before the
+// router serves any call.
+func (r *Router) SetTracer(t trace.Tracer) { r.tracer = t }
+
+// SetObserver reports every routed call to o. Call it before the router
+// serves any call.
+func (r *Router) SetObserver(o Observer) { r.observer = o }
+
+// SetPolicy wraps every call to family that passes the router's checks
+// with p. Call it before the router serves any call.
+func (r *Router) SetPolicy(family string, p Policy) {
+	r.policies[family] = p
 }
 
 // Call routes one call. call must already carry the authoritative run
 // context and the depth of this hop.
-func (r *Router) Call(ctx context.Context, caller Caller, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
+func (r *Router) Call(ctx context.Context, caller Caller, family, method string, payload []byte, call wop.CallContext) (out []byte, err error) {
+	ctx, span, traceparent := tracing.Start(ctx, r.tracer, call.Traceparent, "route "+family+"."+method, trace.SpanKindInternal)
+	call.Traceparent = traceparent
+	var done func(error)
+	if r.observer != nil {
+		done = r.observer.CallStarted(family, method)
+	}
+	defer func() {
+		if done != nil {
+			done(err)
+		}
+		tracing.End(span, err, wop.CodeOf(err))
+	}()
 	capability := fmt.Sprintf("host.%s.%s", family, method)
 	if len(payload) > r.maxBytes {
 		return nil, wop.Errorf(wop.CodeValidation, "request of %d bytes is over the %d-byte limit", len(payload), r.maxBytes).WithCapability(capability)
@@ -71,19 +114,25 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 	if err := ctx.Err(); err != nil {
 		return nil, contextError(err, capability)
 	}
-	out, err := inv.Invoke(ctx, family, method, payload, call)
-	if err != nil {
-		if ctx.Err() != nil {
-			if we := wop.AsError(err); we.Code == wop.CodeUnavailable || we.Code == wop.CodeInternal {
-				return nil, contextError(ctx.Err(), capability)
+	invoke := func(payload []byte) ([]byte, error) {
+		out, err := inv.Invoke(ctx, family, method, payload, call)
+		if err != nil {
+			if ctx.Err() != nil {
+				if we := wop.AsError(err); we.Code == wop.CodeUnavailable || we.Code == wop.CodeInternal {
+					return nil, contextError(ctx.Err(), capability)
+				}
 			}
+			return nil, err
 		}
-		return nil, err
+		if len(out) > r.maxBytes {
+			return nil, wop.Errorf(wop.CodeUpstreamUnavailable, "result of %d bytes is over the %d-byte limit", len(out), r.maxBytes).WithCapability(capability)
+		}
+		return out, nil
 	}
-	if len(out) > r.maxBytes {
-		return nil, wop.Errorf(wop.CodeUpstreamUnavailable, "result of %d bytes is over the %d-byte limit", len(out), r.maxBytes).WithCapability(capability)
+	if p := r.policies[family]; p != nil {
+		return p.Call(ctx, call, method, payload, invoke)
 	}
-	return out, nil
+	return invoke(payload)
 }
 
 func contextError(err error, capability string) error {

@@ -6,14 +6,18 @@ package host
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/tracing"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // Name is the implementation name in the advertisement.
@@ -29,6 +33,12 @@ type Host struct {
 	reg    *registry.Registry
 	router *dispatch.Router
 	runs   *dispatch.Runs
+	// tracer makes the host's spans; traces flushes them at Close.
+	tracer trace.Tracer
+	traces *tracing.Provider
+	// prompts resolves and checks promptLibrary.get calls and records
+	// what each run resolved (runrecord.go).
+	prompts *dispatch.PromptPolicy
 
 	mu       sync.RWMutex
 	caps     map[string]*capability
@@ -46,7 +56,7 @@ func New(cfg *config.Config, files *config.Loader, logger hclog.Logger, version 
 		level = hclog.Info
 	}
 	reg := registry.New(registry.Implementation{Name: Name, Version: version})
-	return &Host{
+	h := &Host{
 		cfg:    cfg,
 		files:  files,
 		logger: logger,
@@ -63,6 +73,21 @@ func New(cfg *config.Config, files *config.Loader, logger hclog.Logger, version 
 		caps:     map[string]*capability{},
 		byTypeID: map[string]*Pack{},
 	}
+	h.traces = tracing.Noop()
+	if t := cfg.Host.Tracing; t != nil {
+		tp, err := tracing.NewProvider(context.Background(), t.Settings, t.ServiceName)
+		if err != nil {
+			logger.Warn("tracing is off: the exporter could not be set up", "error", err)
+		} else {
+			h.traces = tp
+			h.opts.Tracing = &t.Settings
+		}
+	}
+	h.tracer = h.traces.Tracer(tracerName)
+	h.router.SetTracer(h.tracer)
+	h.prompts = dispatch.NewPromptPolicy(h.promptLockMap)
+	h.router.SetPolicy(wop.FamilyPromptLibrary, h.prompts)
+	return h
 }
 
 // Registry returns the host's registry.
@@ -128,7 +153,20 @@ func (h *Host) Close() {
 	}
 	wg.Wait()
 	h.watchers.Wait()
+	// After the processes: their spans reach the collector on their own.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.traces.Shutdown(ctx); err != nil {
+		h.logger.Warn("could not flush traces", "error", err)
+	}
 }
+
+// tracerName is the instrumentation scope of the host's spans.
+const tracerName = "github.com/wophost/wophost/core/host"
+
+// ObserveCalls reports every call the host routes to o. Call it before
+// Start.
+func (h *Host) ObserveCalls(o dispatch.Observer) { h.router.SetObserver(o) }
 
 func (h *Host) isClosing() bool {
 	h.mu.RLock()

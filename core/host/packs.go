@@ -185,7 +185,7 @@ func (h *Host) loadPack(ctx context.Context, p *Pack) error {
 	if err != nil {
 		return fmt.Errorf("read the binary's manifest: %w", err)
 	}
-	if !sameJSON(raw, embedded) {
+	if !sameManifest(raw, embedded) {
 		return wop.Errorf(wop.CodePackValidationFailed, "the binary %s was built with a different pack.json than %s; rebuild it", entry, filepath.Join(p.Path, config.PackManifest))
 	}
 	p.hostServices = hostservices.ForPack(h.router, h.runs, h.logger, p.Name)
@@ -196,6 +196,25 @@ func (h *Host) loadPack(ctx context.Context, p *Pack) error {
 		h.logger.Info("pack loaded degraded", "pack", p.Name, "missing_optional", strings.Join(degraded, ", "))
 	}
 	return nil
+}
+
+// sameManifest compares pack.json with the copy embedded in the binary,
+// ignoring the top-level "prompts" lock map: the operator rewrites that
+// map with `host prompts lock` after the binary was built (to pin prompts
+// to new versions without a rebuild), and only the host reads it.
+func sameManifest(file, embedded []byte) bool {
+	if sameJSON(file, embedded) {
+		return true
+	}
+	var a, b map[string]json.RawMessage
+	if json.Unmarshal(file, &a) != nil || json.Unmarshal(embedded, &b) != nil {
+		return false
+	}
+	delete(a, "prompts")
+	delete(b, "prompts")
+	ja, erra := json.Marshal(a)
+	jb, errb := json.Marshal(b)
+	return erra == nil && errb == nil && sameJSON(ja, jb)
 }
 
 // sameJSON reports whether a and b hold equal JSON values, so that

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/wophost/wophost/core/dispatch"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -17,18 +20,40 @@ type RunOptions struct {
 	Timeout        time.Duration
 	IdempotencyKey string
 	Traceparent    string
+	// Record writes a run record to state_dir/runs/<runId>.json once the
+	// node has run (RunRecord), whatever its outcome.
+	Record bool
+	// Replay, when set, replays that recorded run: every prompt the node
+	// asks for resolves to the version and digest the record holds, and a
+	// prompt the record does not hold is refused (prompt_unpinned). The
+	// caller passes the record's typeId and input.
+	Replay *RunRecord
 }
 
 // RunResult is the outcome of a successful node run.
 type RunResult struct {
 	RunID  string
 	Output json.RawMessage
+	// Prompts are the prompts the run resolved, each reference once.
+	Prompts []dispatch.ResolvedPrompt
+	// RecordPath is the run record's path when RunOptions.Record was set.
+	RecordPath string
 }
 
 // Run executes the node typeID with input. Every check that can refuse the
 // node runs before any pack code: the node exists, its pack loaded, every
 // family it requires is advertised now, and input matches its schema.
 func (h *Host) Run(ctx context.Context, typeID string, input json.RawMessage, opts RunOptions) (*RunResult, error) {
+	// The run's span parents everything the node does; its traceparent
+	// travels in the run's call context to the pack and every plugin.
+	ctx, span, traceparent := tracing.Start(ctx, h.tracer, opts.Traceparent, "run "+typeID, trace.SpanKindServer)
+	opts.Traceparent = traceparent
+	res, err := h.run(ctx, typeID, input, opts)
+	tracing.End(span, err, wop.CodeOf(err))
+	return res, err
+}
+
+func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, opts RunOptions) (*RunResult, error) {
 	h.mu.RLock()
 	p, ok := h.byTypeID[typeID]
 	h.mu.RUnlock()
@@ -63,6 +88,16 @@ func (h *Host) Run(ctx context.Context, typeID string, input json.RawMessage, op
 	}
 	remove := h.runs.Add(run)
 	defer remove()
+	rec := &RunRecord{
+		RunID: run.ID, TypeID: typeID, Pack: p.Name, PackVersion: p.Version, Input: input, StartedAt: time.Now().UTC(),
+	}
+	var replay []dispatch.ResolvedPrompt
+	if opts.Replay != nil {
+		rec.ReplayOf = opts.Replay.RunID
+		replay = append([]dispatch.ResolvedPrompt{}, opts.Replay.Prompts...)
+	}
+	promptTrace, untrack := h.prompts.Track(run.ID, replay)
+	defer untrack()
 	advertised := map[string][]byte{}
 	for fam, facets := range h.reg.Advertised() {
 		b, err := json.Marshal(facets)
@@ -86,9 +121,11 @@ func (h *Host) Run(ctx context.Context, typeID string, input json.RawMessage, op
 				we = wop.Errorf(wop.CodeCancelled, "node %s was cancelled", typeID)
 			}
 		}
-		return &RunResult{RunID: run.ID}, we
+		res := &RunResult{RunID: run.ID}
+		return res, h.record(rec, promptTrace, opts, res, we)
 	}
-	return &RunResult{RunID: run.ID, Output: out}, nil
+	res := &RunResult{RunID: run.ID, Output: out}
+	return res, h.record(rec, promptTrace, opts, res, nil)
 }
 
 // Call invokes one host service as a node would, through the same routing

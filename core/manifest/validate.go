@@ -65,6 +65,7 @@ func (m *Manifest) validate(ps *problems) {
 	if len(m.Nodes) == 0 && len(m.Agents) == 0 {
 		ps.add("/nodes", "a pack needs at least one node or agent")
 	}
+	m.checkPrompts(ps)
 	peers, meta := m.normalisePeers(ps)
 	nodes := m.checkNodes(ps, peers)
 

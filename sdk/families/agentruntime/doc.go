@@ -5,6 +5,13 @@
 //
 // Advertising agentRuntime implies the agents family with its
 // manifestRuntime facet: the host loads, lists and dispatches the agent
-// manifests of installed packs. The zero *Client is usable: every method
-// then reports capability_not_provided.
+// manifests of installed packs. The manifest type lives here too:
+// ParseManifest validates one manifest (every problem named by its JSON
+// pointer), ParsePackAgents validates a pack's agents[] list as a whole,
+// Manifest.Digest identifies a manifest by the sha256 of its canonical
+// JSON, and ParsePromptPin and ParseToolRef read its systemPromptRef and
+// toolAllowlist entries.
+//
+// The zero *Client is usable: every method then reports
+// capability_not_provided.
 package agentruntime

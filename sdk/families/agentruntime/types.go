@@ -67,6 +67,13 @@ type SpawnRequest struct {
 	IdempotencyKey string          `json:"idempotencyKey"`
 }
 
+// SpawnConfig is the instance configuration spawn accepts in Config.
+// Limits may only tighten the manifest's limits: each field that is set
+// replaces the manifest's value when it is smaller.
+type SpawnConfig struct {
+	Limits *Limits `json:"limits,omitempty"`
+}
+
 // SpawnResult identifies a spawned agent instance. ManifestDigest is
 // "sha256:<hex>" of the canonical manifest it runs.
 type SpawnResult struct {
@@ -83,11 +90,19 @@ type DelegateRequest struct {
 	Agents    []string `json:"agents"`
 	Strategy  string   `json:"strategy,omitempty"`
 	TimeoutMs int64    `json:"timeoutMs,omitempty"`
-	// EscalationThreshold is the score below which the runtime escalates
-	// rather than accept the selected agent's output. A pointer, so that
-	// zero can be sent.
+	// EscalationThreshold, in [0, 1], is the best-match score below which
+	// the runtime escalates: when the top candidate's score is lower, no
+	// agent runs and the result has status "escalated". A pointer, so
+	// that zero can be sent; nil never escalates.
 	EscalationThreshold *float64 `json:"escalationThreshold,omitempty"`
 }
+
+// Delegation statuses. A delegation whose best candidate scores below
+// the escalation threshold runs no agent and reports StatusEscalated.
+const (
+	StatusCompleted = "completed"
+	StatusEscalated = "escalated"
+)
 
 // DelegateResult reports a delegation. Output is the selected agent's
 // answer, when it produced one.
@@ -140,8 +155,11 @@ type Ballot struct {
 	Participant int    `json:"participant"`
 	AgentID     string `json:"agentId"`
 	// Vote is the participant's answer, any JSON value.
-	Vote      json.RawMessage `json:"vote"`
+	Vote      json.RawMessage `json:"vote,omitempty"`
 	Rationale string          `json:"rationale,omitempty"`
+	// Error is set, and Vote absent, when the participant could not vote
+	// (its run failed); such a ballot counts as an abstention.
+	Error *wop.Error `json:"error,omitempty"`
 }
 
 // MessageSendRequest is the body of messageSend. Delivery is at least once

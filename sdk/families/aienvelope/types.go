@@ -34,6 +34,28 @@ const (
 	CodeEnvelopeValidationFailed = "envelope_validation_failed"
 )
 
+// Finish reasons of a completed result: every provider's own value is
+// mapped onto these.
+const (
+	FinishStop          = "stop"           // the model ended its answer (or hit a stop sequence)
+	FinishLength        = "length"         // maxTokens ran out
+	FinishToolCalls     = "tool_calls"     // the answer is toolCalls to run
+	FinishContentFilter = "content_filter" // the provider withheld or refused the answer
+	FinishContextLength = "context_length" // the context window filled while answering
+	FinishOther         = "other"          // anything else the provider reported
+)
+
+// Warning codes carried by GenerateResult.Warnings.
+const (
+	// WarningUnsupportedSetting: the provider ignored a request setting
+	// (seed on Anthropic, temperature on the local provider, ...).
+	WarningUnsupportedSetting = "unsupported_setting"
+	// WarningPossibleTruncation: the prompt filled the provider's whole
+	// context window, which some servers (Ollama) reach by cutting the
+	// prompt silently.
+	WarningPossibleTruncation = "possible_truncation"
+)
+
 // Result statuses.
 const (
 	StatusCompleted = "completed"

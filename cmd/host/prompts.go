@@ -1,0 +1,564 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/spf13/cobra"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/plugins/promptlib/promptfile"
+	"github.com/wophost/wophost/plugins/promptlib/store"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
+)
+
+// promptlibPlugin is the file name of the prompt library plugin; a
+// capability block running it holds the store the prompts commands use.
+const promptlibPlugin = "wophost-promptlib"
+
+// promptsCommand is the operator's side of the prompt library: publish
+// .prompt files, inspect and verify the store, and lock a pack's prompts.
+// The commands work on the store's files directly, which is safe next to a
+// running plugin: publishers take the store's lock and nothing published
+// is ever rewritten.
+func promptsCommand(g *globals) *cobra.Command {
+	var storeDir string
+	cmd := &cobra.Command{
+		Use:   "prompts",
+		Short: "Publish, list, show, verify and lock pinned prompts",
+		Long: "Manage the prompt library's store. The store is the one of the capability block that\n" +
+			"serves promptLibrary (or runs " + promptlibPlugin + ") in the config, at its config dir;\n" +
+			"--store names a store directory directly.",
+	}
+	cmd.PersistentFlags().StringVar(&storeDir, "store", "", "prompt store directory (default: the promptLibrary capability's dir in the config)")
+	open := func() (*store.Store, error) { return g.openPromptStore(storeDir) }
+	cmd.AddCommand(promptsPublishCommand(g, open), promptsListCommand(g, open), promptsShowCommand(g, open),
+		promptsVerifyCommand(g, open), promptsLockCommand(g, open), promptsIndexCommand(g, open))
+	return cmd
+}
+
+// openPromptStore opens dir, or the store the config's prompt library
+// capability uses.
+func (g *globals) openPromptStore(dir string) (*store.Store, error) {
+	if dir != "" {
+		return store.Open(dir)
+	}
+	cfg, ldr, err := g.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	var found []*config.Capability
+	for _, c := range cfg.Capabilities {
+		if slices.Contains(c.Families, promptlibrary.Family) || filepath.Base(c.PluginPath) == promptlibPlugin {
+			found = append(found, c)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("%s declares no capability serving %s (plugin %s); pass --store DIR", g.configPath, promptlibrary.Family, promptlibPlugin)
+	case 1:
+	default:
+		return nil, fmt.Errorf("%s declares %d prompt library capabilities; pass --store DIR", g.configPath, len(found))
+	}
+	c := found[0]
+	dirAttr, err := stringConfigAttr(c.Config, "dir", ldr.EvalContext(cfg.Dir))
+	if err != nil {
+		return nil, fmt.Errorf("capability %q: %w", c.Name, err)
+	}
+	return store.Open(store.ConfigDir(filepath.Join(cfg.Host.StateDir, "plugins", c.Name), dirAttr))
+}
+
+// stringConfigAttr evaluates one string attribute of a config body, ""
+// when absent.
+func stringConfigAttr(body hcl.Body, name string, ectx *hcl.EvalContext) (string, error) {
+	attrs, diags := body.JustAttributes()
+	if diags.HasErrors() {
+		return "", fmt.Errorf("config block: %s", diags.Error())
+	}
+	a, ok := attrs[name]
+	if !ok {
+		return "", nil
+	}
+	v, diags := a.Expr.Value(ectx)
+	if diags.HasErrors() {
+		return "", fmt.Errorf("config %s: %s", name, diags.Error())
+	}
+	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		return "", fmt.Errorf("config %s must be a string", name)
+	}
+	return v.AsString(), nil
+}
+
+// publishOutcome is one line of `prompts publish --json`.
+type publishOutcome struct {
+	File    string `json:"file"`
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+	Digest  string `json:"digest,omitempty"`
+	// Existed is true when the same bytes were already published.
+	Existed bool   `json:"existed"`
+	Error   string `json:"error,omitempty"`
+}
+
+func promptsPublishCommand(g *globals, open func() (*store.Store, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "publish FILE...",
+		Short: "Publish .prompt files as immutable versions",
+		Long: "Publish each .prompt file, byte for byte, as a version of the prompt its header names:\n" +
+			"the header's version, or the next integer when it has none. Publishing identical bytes\n" +
+			"again changes nothing; different bytes under an existing version are refused. The exit\n" +
+			"status is 1 when any file was refused.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := open()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			failed := false
+			var outcomes []publishOutcome
+			for _, file := range args {
+				o := publishOne(ctx, st, file)
+				outcomes = append(outcomes, o)
+				switch {
+				case o.Error != "":
+					failed = true
+					if !g.json {
+						fmt.Fprintf(g.stderr, "%s: %s\n", file, o.Error)
+					}
+				case g.json:
+				case o.Existed:
+					fmt.Fprintf(g.stdout, "unchanged  %s@%s  %s  (%s)\n", o.Name, o.Version, o.Digest, file)
+				default:
+					fmt.Fprintf(g.stdout, "published  %s@%s  %s  (%s)\n", o.Name, o.Version, o.Digest, file)
+				}
+			}
+			if g.json {
+				if err := json.NewEncoder(g.stdout).Encode(outcomes); err != nil {
+					return err
+				}
+			}
+			if failed {
+				return &exitError{code: 1}
+			}
+			return nil
+		},
+	}
+}
+
+func publishOne(ctx context.Context, st *store.Store, file string) publishOutcome {
+	o := publishOutcome{File: file}
+	fi, err := os.Stat(file)
+	if err == nil && fi.Size() > promptfile.MaxBytes {
+		err = fmt.Errorf("file is %d bytes, over the %d-byte limit", fi.Size(), promptfile.MaxBytes)
+	}
+	var raw []byte
+	if err == nil {
+		raw, err = os.ReadFile(file)
+	}
+	if err != nil {
+		o.Error = err.Error()
+		return o
+	}
+	res, err := st.Publish(ctx, raw)
+	if err != nil {
+		o.Error = err.Error()
+		return o
+	}
+	o.Name, o.Version, o.Digest, o.Existed = res.Name, res.Version.Version, res.Digest, res.Existed
+	return o
+}
+
+func promptsListCommand(g *globals, open func() (*store.Store, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list [NAME]",
+		Short: "List prompt names, or the versions of one name",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := open()
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				vs, err := st.Versions(args[0])
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return json.NewEncoder(g.stdout).Encode(vs)
+				}
+				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "VERSION\tDIGEST\tPUBLISHED\tBYTES\tDESCRIPTION")
+				for _, v := range vs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", v.Version, v.Digest, v.PublishedAt.Format(time.RFC3339), v.Size, orDash(oneLine(v.Description)))
+				}
+				return tw.Flush()
+			}
+			entries, err := listNames(st)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return json.NewEncoder(g.stdout).Encode(entries)
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tVERSIONS\tLAST PUBLISHED\tDIGEST")
+			for _, e := range entries {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Name, e.Versions, e.Last, e.Digest)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// listNames lists every name, from the index when the store has one.
+func listNames(st *store.Store) ([]store.IndexedName, error) {
+	if st.HasIndex() {
+		return st.ListIndex(context.Background())
+	}
+	names, err := st.Names()
+	if err != nil {
+		return nil, err
+	}
+	entries := []store.IndexedName{}
+	for _, n := range names {
+		vs, err := st.Versions(n)
+		if err != nil {
+			return nil, err
+		}
+		last := vs[len(vs)-1]
+		entries = append(entries, store.IndexedName{Name: n, Versions: len(vs), Last: last.Version, Digest: last.Digest})
+	}
+	return entries, nil
+}
+
+func promptsIndexCommand(g *globals, open func() (*store.Store, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "index",
+		Short: "Rebuild the store's optional SQLite index from its files",
+		Long: "Rebuild " + store.IndexFile + " from the version records. The index only speeds up list on\n" +
+			"large stores; once it exists every publish keeps it complete, and deleting it loses nothing.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := open()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			n, err := st.RebuildIndex(ctx)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return json.NewEncoder(g.stdout).Encode(map[string]any{"index": filepath.Join(st.Dir(), store.IndexFile), "versions": n})
+			}
+			fmt.Fprintf(g.stdout, "%s: %d versions indexed\n", filepath.Join(st.Dir(), store.IndexFile), n)
+			return nil
+		},
+	}
+}
+
+func promptsShowCommand(g *globals, open func() (*store.Store, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show REF",
+		Short: "Print one pinned version's stored bytes exactly",
+		Long: "Print the exact stored bytes of REF (name@<version>, name@sha256:<hex> or\n" +
+			"name@<version>#sha256:<hex>), checked against their digest. With --json, print the\n" +
+			"answer promptLibrary.get would give, plus the version record.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pin, err := promptlibrary.ParsePin(args[0])
+			if err != nil {
+				return err
+			}
+			st, err := open()
+			if err != nil {
+				return err
+			}
+			v, raw, err := st.Get(pin)
+			if err != nil {
+				return err
+			}
+			if !g.json {
+				_, err := g.stdout.Write(raw)
+				return err
+			}
+			f, err := promptfile.Parse(raw)
+			if err != nil {
+				return fmt.Errorf("%s: stored bytes no longer parse: %w", pin, err)
+			}
+			return json.NewEncoder(g.stdout).Encode(struct {
+				promptlibrary.Prompt
+				Record *store.Version `json:"record"`
+			}{promptlibrary.Prompt{
+				PromptID: args[0], Name: v.Name, Version: v.Version, Digest: v.Digest, SystemPrompt: f.Body,
+				EnvelopeType: f.EnvelopeType, Variables: f.Variables, Raw: string(raw),
+			}, v})
+		},
+	}
+}
+
+func promptsVerifyCommand(g *globals, open func() (*store.Store, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify",
+		Short: "Re-hash every stored version and report corruption",
+		Long: "Re-read every version record and re-hash the bytes each one names. Every problem is\n" +
+			"listed; the exit status is 1 when there is any.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := open()
+			if err != nil {
+				return err
+			}
+			rep, err := st.Verify()
+			if err != nil {
+				return err
+			}
+			if g.json {
+				if err := json.NewEncoder(g.stdout).Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				for _, p := range rep.Problems {
+					fmt.Fprintf(g.stdout, "CORRUPT  %s  %s: %s\n", p.Ref, p.Path, p.Message)
+				}
+				for _, l := range rep.Leftovers {
+					fmt.Fprintf(g.stdout, "leftover %s (an unfinished publish; safe to delete)\n", l)
+				}
+				fmt.Fprintf(g.stdout, "%s: %d names, %d versions, %d blobs checked, %d problem(s)\n",
+					st.Dir(), rep.Names, rep.Versions, rep.Blobs, len(rep.Problems))
+			}
+			if !rep.OK() {
+				return &exitError{code: 1}
+			}
+			return nil
+		},
+	}
+}
+
+func promptsLockCommand(g *globals, open func() (*store.Store, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "lock PACKDIR [NAME|REF...]",
+		Short: "Pin a pack's prompts, with digests, in its pack.json lock map",
+		Long: "Rewrite the prompts lock map of PACKDIR/pack.json so that every entry is\n" +
+			"name@<version>#sha256:<hex>, resolved against the store. Each NAME or REF given is\n" +
+			"added or replaced under its name: a bare NAME locks the version published last, a REF\n" +
+			"(name@<version> or name@sha256:<hex>) locks that version. Existing entries keep their\n" +
+			"version and gain its digest. The rest of pack.json is left byte for byte; the host\n" +
+			"ignores the lock map when it compares pack.json with the copy built into the binary.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := open()
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(args[0], config.PackManifest)
+			lock, err := lockPack(st, path, args[1:])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return json.NewEncoder(g.stdout).Encode(lock)
+			}
+			keys := make([]string, 0, len(lock))
+			for k := range lock {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				fmt.Fprintf(g.stdout, "%s = %s\n", k, lock[k])
+			}
+			fmt.Fprintf(g.stdout, "%s: %d prompt(s) locked\n", path, len(lock))
+			return nil
+		},
+	}
+}
+
+// lockPack resolves the lock map of the pack.json at path plus refs and
+// writes it back.
+func lockPack(st *store.Store, path string, refs []string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		Prompts map[string]string `json:"prompts"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	lock := map[string]string{}
+	for key, ref := range m.Prompts {
+		pin, err := promptlibrary.ParsePin(ref)
+		if err != nil {
+			return nil, fmt.Errorf("%s: prompts[%q]: %w", path, key, err)
+		}
+		v, err := st.Resolve(pin)
+		if err != nil {
+			return nil, fmt.Errorf("%s: prompts[%q] = %q: %w", path, key, ref, err)
+		}
+		lock[key] = v.Pin().String()
+	}
+	for _, ref := range refs {
+		var v *store.Version
+		if promptlibrary.IsBareName(ref) {
+			vs, err := st.Versions(ref)
+			if err != nil {
+				return nil, err
+			}
+			v = &vs[len(vs)-1]
+		} else {
+			pin, err := promptlibrary.ParsePin(ref)
+			if err != nil {
+				return nil, err
+			}
+			if v, err = st.Resolve(pin); err != nil {
+				return nil, err
+			}
+		}
+		lock[v.Name] = v.Pin().String()
+	}
+	out, err := spliceJSONKey(data, "prompts", lock)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := replaceFile(path, out); err != nil {
+		return nil, err
+	}
+	return lock, nil
+}
+
+// spliceJSONKey returns doc (a JSON object) with the top-level key set to
+// value: the old value's bytes are replaced in place, or the key is added
+// at the end. Every other byte of doc is kept.
+func spliceJSONKey(doc []byte, key string, value any) ([]byte, error) {
+	enc, err := json.MarshalIndent(value, "  ", "  ")
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("pack.json is not a JSON object")
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		afterKey := int(dec.InputOffset())
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		end := int(dec.InputOffset())
+		if t != key {
+			continue
+		}
+		start := end - len(raw)
+		if start < afterKey {
+			return nil, errors.New("cannot locate the prompts value")
+		}
+		return slices.Concat(doc[:start], enc, doc[end:]), nil
+	}
+	closing := bytes.LastIndexByte(doc, '}')
+	body := bytes.TrimRight(doc[:closing], " \t\r\n")
+	sep := ","
+	if bytes.HasSuffix(body, []byte("{")) {
+		sep = ""
+	}
+	keyJSON, _ := json.Marshal(key)
+	return slices.Concat(body, []byte(sep+"\n  "), keyJSON, []byte(": "), enc, []byte("\n"), doc[closing:]), nil
+}
+
+// replaceFile writes data over path through a temporary file and a
+// rename, keeping the file's mode.
+func replaceFile(path string, data []byte) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-pack-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// replayFlags are the run command's --replay flag and its reading.
+type replayFlags struct {
+	record string
+}
+
+func (f *replayFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.record, "replay", "", "re-run the node of a run record (state_dir/runs/<runId>.json) with its input, resolving each prompt to the recorded version and digest")
+}
+
+// resolve returns the typeId, input and options of the run: from the
+// record with --replay, else from the arguments.
+func (f *replayFlags) resolve(args []string, c *callFlags, stdin io.Reader) (string, json.RawMessage, host.RunOptions, error) {
+	opts := c.options()
+	opts.Record = true
+	if f.record == "" {
+		if len(args) != 1 {
+			return "", nil, opts, errors.New("run needs a TYPEID, or --replay RECORD")
+		}
+		input, err := c.read(stdin)
+		return args[0], input, opts, err
+	}
+	if c.input != "" {
+		return "", nil, opts, errors.New("--input cannot be used with --replay: a replay runs the recorded input")
+	}
+	rec, err := host.ReadRunRecord(f.record)
+	if err != nil {
+		return "", nil, opts, err
+	}
+	if len(args) == 1 && args[0] != rec.TypeID {
+		return "", nil, opts, fmt.Errorf("run record %s is of node %s, not %s", f.record, rec.TypeID, args[0])
+	}
+	opts.Replay = rec
+	return rec.TypeID, rec.Input, opts, nil
+}
+
+// printRunRecord names the run record on stderr, so stdout stays the
+// node's output: "run record: PATH", or a JSON object with --json.
+func (g *globals) printRunRecord(res *host.RunResult) {
+	if res == nil || res.RecordPath == "" {
+		return
+	}
+	if g.json {
+		b, _ := json.Marshal(map[string]string{"runId": res.RunID, "runRecord": res.RecordPath})
+		fmt.Fprintln(g.stderr, string(b))
+		return
+	}
+	fmt.Fprintf(g.stderr, "run record: %s\n", res.RecordPath)
+}

@@ -1,0 +1,65 @@
+package host
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+func TestRunRecordRoundTrip(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "runs")
+	rec := &RunRecord{
+		RunID: "run_1", TypeID: "demo.node", Pack: "demo.pack", Input: json.RawMessage(`{"q":"café"}`),
+		StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), FinishedAt: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC),
+		Outcome: OutcomeFailed, Error: wop.Errorf("prompt_version_not_found", "gone"),
+		Prompts: []dispatch.ResolvedPrompt{{PromptID: "sys", Pin: "sys@1#sha256:" + strings.Repeat("0", 64), Name: "sys", Version: "1", Digest: "sha256:" + strings.Repeat("0", 64)}},
+	}
+	path, err := writeRunRecord(dir, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != filepath.Join(dir, "run_1.json") {
+		t.Errorf("path = %s", path)
+	}
+	got, err := ReadRunRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The input is kept as a JSON value: equal, though re-indented.
+	if got.TypeID != rec.TypeID || !sameJSON(got.Input, rec.Input) || got.Error.Code != "prompt_version_not_found" ||
+		len(got.Prompts) != 1 || got.Prompts[0] != rec.Prompts[0] || !got.StartedAt.Equal(rec.StartedAt) {
+		t.Errorf("read back %+v", got)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("temporary files left: %v", entries)
+	}
+}
+
+func TestReadRunRecordRefusesBadRecords(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"notjson":   `{`,
+		"notype":    `{"runId":"r","input":{}}`,
+		"noinput":   `{"runId":"r","typeId":"a.b"}`,
+		"unknown":   `{"runId":"r","typeId":"a.b","input":{},"extra":1}`,
+		"badprompt": `{"runId":"r","typeId":"a.b","input":{},"prompts":[{"promptId":"x"}]}`,
+	} {
+		path := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadRunRecord(path); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := ReadRunRecord(filepath.Join(dir, "missing.json")); !os.IsNotExist(err) {
+		t.Errorf("missing record: %v", err)
+	}
+}

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wophost/wophost/plugins/aienvelope/provider"
+	"github.com/wophost/wophost/plugins/aienvelope/provider/anthropic"
+	"github.com/wophost/wophost/plugins/aienvelope/provider/local"
+	"github.com/wophost/wophost/plugins/aienvelope/provider/openai"
+	"github.com/wophost/wophost/plugins/aienvelope/retry"
+	"github.com/wophost/wophost/sdk/plugin"
+	"github.com/wophost/wophost/sdk/schema"
+)
+
+// Provider types accepted in a provider block.
+const (
+	typeLocal     = "local"
+	typeOpenAI    = "openai"
+	typeAnthropic = "anthropic"
+)
+
+// Defaults.
+const (
+	defaultWorkers    = 2
+	defaultJobTimeout = 10 * time.Minute
+	defaultOpenAIURL  = "https://api.openai.com/v1"
+	// storeFile is the database inside the plugin's state directory.
+	storeFile = "aienvelope.db"
+)
+
+// configSchema is the plugin's config block.
+func configSchema() schema.Block {
+	dur := func(name, desc string) schema.Attribute {
+		return schema.Attribute{Name: name, Type: schema.String, Description: desc + ` (a Go duration such as "500ms" or "1m")`}
+	}
+	return schema.Block{
+		Attributes: []schema.Attribute{
+			{Name: "default_provider", Type: schema.String, Description: `provider block used when a request names none (default: the only block, or "local")`},
+		},
+		Blocks: []schema.NestedBlock{
+			{TypeName: "async", Nesting: schema.NestingSingle, Description: "asynchronous generation and the await facet", Block: schema.Block{
+				Attributes: []schema.Attribute{
+					{Name: "enabled", Type: schema.Bool, Description: "accept async requests and advertise the await facet (default false)"},
+					{Name: "workers", Type: schema.Number, Description: "async jobs run at once (default 2)"},
+					dur("job_timeout", "longest an async job may run, retries included (default 10m)"),
+				},
+			}},
+			{TypeName: "retry", Nesting: schema.NestingSingle, Description: "the retry policy for provider calls", Block: schema.Block{
+				Attributes: []schema.Attribute{
+					{Name: "max_attempts", Type: schema.Number, Description: "attempts per call, the first included (default 3; 1 disables retries)"},
+					dur("initial_backoff", "cap of the first backoff, doubled per attempt (default 500ms)"),
+					dur("max_backoff", "largest backoff cap (default 20s)"),
+					dur("max_retry_after", "longest server-requested wait honoured; a longer one ends the retries (default 60s)"),
+				},
+			}},
+			{TypeName: "provider", Nesting: schema.NestingMap, Description: "a backend, named by its label", Block: schema.Block{
+				Attributes: []schema.Attribute{
+					{Name: "type", Type: schema.String, Required: true, Description: "local | openai | anthropic"},
+					{Name: "model", Type: schema.String, Description: "default model; a request's model overrides it"},
+					{Name: "base_url", Type: schema.String, Description: "API root (openai: default https://api.openai.com/v1; anthropic: default https://api.anthropic.com)"},
+					{Name: "api_key", Type: schema.String, Sensitive: true, Description: `API key, usually env("...")`},
+					dur("timeout", "bound on one HTTP attempt (default none beyond the call's deadline)"),
+					{Name: "rules", Type: schema.String, Description: `local: the rules document as JSON text, usually file("rules.json")`},
+					{Name: "context_window", Type: schema.Number, Description: "openai: the server's context size in tokens; a prompt filling it draws a possible_truncation warning (set it for Ollama)"},
+					{Name: "max_tokens", Type: schema.Number, Description: "anthropic: max_tokens when a request sets none (default 1024)"},
+				},
+			}},
+		},
+	}
+}
+
+type rawConfig struct {
+	DefaultProvider *string                 `json:"default_provider"`
+	Async           *rawAsync               `json:"async"`
+	Retry           *rawRetry               `json:"retry"`
+	Provider        map[string]*rawProvider `json:"provider"`
+}
+
+type rawAsync struct {
+	Enabled    *bool    `json:"enabled"`
+	Workers    *float64 `json:"workers"`
+	JobTimeout *string  `json:"job_timeout"`
+}
+
+type rawRetry struct {
+	MaxAttempts    *float64 `json:"max_attempts"`
+	InitialBackoff *string  `json:"initial_backoff"`
+	MaxBackoff     *string  `json:"max_backoff"`
+	MaxRetryAfter  *string  `json:"max_retry_after"`
+}
+
+type rawProvider struct {
+	Type          *string  `json:"type"`
+	Model         *string  `json:"model"`
+	BaseURL       *string  `json:"base_url"`
+	APIKey        *string  `json:"api_key"`
+	Timeout       *string  `json:"timeout"`
+	Rules         *string  `json:"rules"`
+	ContextWindow *float64 `json:"context_window"`
+	MaxTokens     *float64 `json:"max_tokens"`
+}
+
+// backend is one configured provider block.
+type backend struct {
+	name, typ, model string
+	p                provider.Provider
+}
+
+// settings is a checked configuration.
+type settings struct {
+	backends        map[string]*backend
+	defaultProvider string
+	policy          retry.Policy
+	async           bool
+	workers         int
+	jobTimeout      time.Duration
+}
+
+// parseConfig checks the decoded config and builds the backends. Every
+// problem is reported, each with the path of its attribute.
+func parseConfig(req *plugin.ConfigureRequest) (*settings, error) {
+	var rc rawConfig
+	if err := req.Decode(&rc); err != nil {
+		return nil, err
+	}
+	var errs plugin.ConfigErrors
+	bad := func(detail string, path ...string) {
+		errs = append(errs, &plugin.ConfigError{Path: path, Summary: "Invalid aiEnvelope configuration", Detail: detail})
+	}
+	duration := func(v *string, def time.Duration, path ...string) time.Duration {
+		if v == nil {
+			return def
+		}
+		d, err := time.ParseDuration(*v)
+		if err != nil || d <= 0 {
+			bad(fmt.Sprintf("%q is not a positive duration such as \"500ms\" or \"1m\"", *v), path...)
+			return def
+		}
+		return d
+	}
+	integer := func(v *float64, def, lo int, path ...string) int {
+		if v == nil {
+			return def
+		}
+		if *v != math.Trunc(*v) || *v < float64(lo) || *v > 1e6 {
+			bad(fmt.Sprintf("%v is not a whole number of at least %d", *v, lo), path...)
+			return def
+		}
+		return int(*v)
+	}
+
+	s := &settings{backends: map[string]*backend{}, workers: defaultWorkers, jobTimeout: defaultJobTimeout}
+	if a := rc.Async; a != nil {
+		s.async = a.Enabled != nil && *a.Enabled
+		s.workers = integer(a.Workers, defaultWorkers, 1, "async", "workers")
+		s.jobTimeout = duration(a.JobTimeout, defaultJobTimeout, "async", "job_timeout")
+	}
+	if r := rc.Retry; r != nil {
+		s.policy.MaxAttempts = integer(r.MaxAttempts, retry.DefaultMaxAttempts, 1, "retry", "max_attempts")
+		s.policy.InitialBackoff = duration(r.InitialBackoff, retry.DefaultInitialBackoff, "retry", "initial_backoff")
+		s.policy.MaxBackoff = duration(r.MaxBackoff, retry.DefaultMaxBackoff, "retry", "max_backoff")
+		s.policy.MaxRetryAfter = duration(r.MaxRetryAfter, retry.DefaultMaxRetryAfter, "retry", "max_retry_after")
+		if s.policy.MaxBackoff < s.policy.InitialBackoff {
+			bad("max_backoff must not be shorter than initial_backoff", "retry", "max_backoff")
+		}
+	}
+
+	names := make([]string, 0, len(rc.Provider))
+	for name := range rc.Provider {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		b := buildBackend(name, rc.Provider[name], duration, integer, bad)
+		if b != nil {
+			s.backends[name] = b
+		}
+	}
+	if len(rc.Provider) == 0 {
+		// Zero setup: a local provider with no rules answers from its
+		// template, so a host runs without any provider configured.
+		s.backends[typeLocal] = &backend{name: typeLocal, typ: typeLocal, model: local.DefaultModel, p: local.New("", nil)}
+	}
+	switch {
+	case rc.DefaultProvider != nil:
+		s.defaultProvider = *rc.DefaultProvider
+		if _, ok := rc.Provider[s.defaultProvider]; !ok && !(len(rc.Provider) == 0 && s.defaultProvider == typeLocal) {
+			bad(fmt.Sprintf("no provider block is labelled %q (configured: %s)", s.defaultProvider, strings.Join(names, ", ")), "default_provider")
+		}
+	case len(rc.Provider) == 0:
+		s.defaultProvider = typeLocal
+	case len(rc.Provider) == 1:
+		s.defaultProvider = names[0]
+	case rc.Provider[typeLocal] != nil:
+		s.defaultProvider = typeLocal
+	default:
+		bad(fmt.Sprintf("several providers are configured (%s); name the default one", strings.Join(names, ", ")), "default_provider")
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return s, nil
+}
+
+func buildBackend(name string, rp *rawProvider,
+	duration func(*string, time.Duration, ...string) time.Duration,
+	integer func(*float64, int, int, ...string) int,
+	bad func(string, ...string)) *backend {
+	path := func(attr string) []string { return []string{"provider", name, attr} }
+	if rp == nil || rp.Type == nil {
+		bad("type is required: local, openai or anthropic", path("type")...)
+		return nil
+	}
+	str := func(v *string) string {
+		if v == nil {
+			return ""
+		}
+		return *v
+	}
+	notFor := func(attr string, set bool) {
+		if set {
+			bad(fmt.Sprintf("%s does not apply to a provider of type %q", attr, *rp.Type), path(attr)...)
+		}
+	}
+	b := &backend{name: name, typ: *rp.Type, model: str(rp.Model)}
+	timeout := duration(rp.Timeout, 0, path("timeout")...)
+	switch *rp.Type {
+	case typeLocal:
+		notFor("base_url", rp.BaseURL != nil)
+		notFor("api_key", rp.APIKey != nil)
+		notFor("timeout", rp.Timeout != nil)
+		notFor("context_window", rp.ContextWindow != nil)
+		notFor("max_tokens", rp.MaxTokens != nil)
+		var rules []local.Rule
+		if rp.Rules != nil {
+			var err error
+			if rules, err = local.Parse([]byte(*rp.Rules)); err != nil {
+				bad(err.Error(), path("rules")...)
+				return nil
+			}
+		}
+		if b.model == "" {
+			b.model = local.DefaultModel
+		}
+		b.p = local.New(b.model, rules)
+	case typeOpenAI:
+		notFor("rules", rp.Rules != nil)
+		notFor("max_tokens", rp.MaxTokens != nil)
+		base := str(rp.BaseURL)
+		if base == "" {
+			base = defaultOpenAIURL
+		}
+		if !validURL(base) {
+			bad("base_url must be an absolute http or https URL", path("base_url")...)
+		}
+		if b.model == "" {
+			bad("model is required for an openai provider", path("model")...)
+		}
+		b.p = openai.New(openai.Config{BaseURL: base, APIKey: str(rp.APIKey), Model: b.model, Timeout: timeout,
+			ContextWindow: integer(rp.ContextWindow, 0, 1, path("context_window")...)})
+	case typeAnthropic:
+		notFor("rules", rp.Rules != nil)
+		notFor("context_window", rp.ContextWindow != nil)
+		base := str(rp.BaseURL)
+		if base != "" && !validURL(base) {
+			bad("base_url must be an absolute http or https URL", path("base_url")...)
+		}
+		if str(rp.APIKey) == "" {
+			bad(`api_key is required for an anthropic provider, e.g. api_key = env("ANTHROPIC_API_KEY")`, path("api_key")...)
+		}
+		if b.model == "" {
+			bad("model is required for an anthropic provider", path("model")...)
+		}
+		b.p = anthropic.New(anthropic.Config{BaseURL: base, APIKey: str(rp.APIKey), Model: b.model, Timeout: timeout,
+			MaxTokens: integer(rp.MaxTokens, anthropic.DefaultMaxTokens, 1, path("max_tokens")...)})
+	default:
+		bad(fmt.Sprintf("%q is not a provider type; use local, openai or anthropic", *rp.Type), path("type")...)
+		return nil
+	}
+	return b
+}
+
+func validURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}

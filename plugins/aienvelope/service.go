@@ -1,0 +1,439 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wophost/wophost/plugins/aienvelope/provider"
+	"github.com/wophost/wophost/plugins/aienvelope/store"
+	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/plugin"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// writeTimeout bounds a store write made after the caller's context may
+// have ended: the outcome must be recorded either way.
+const writeTimeout = 10 * time.Second
+
+// maxAwait caps one await; a caller wanting longer awaits again.
+const maxAwait = time.Hour
+
+// service serves the family. Configure swaps its instance; calls read the
+// current one.
+type service struct {
+	mu     sync.RWMutex
+	inst   *instance
+	logger hclog.Logger
+	// sleep and rand, when set, replace the retry policy's clock and
+	// jitter (tests).
+	sleep func(ctx context.Context, d time.Duration) error
+	rand  func() float64
+}
+
+// instance is one configuration with its open store and job runner.
+type instance struct {
+	cfg    *settings
+	store  *store.Store
+	logger hclog.Logger
+	// jobs runs async envelopes; ctx ends at shutdown.
+	ctx    context.Context
+	cancel context.CancelFunc
+	jobs   sync.WaitGroup
+	slots  chan struct{}
+	// changed is closed and replaced whenever an envelope finishes, so
+	// waiters wake, re-read their envelope and wait again if need be. One
+	// broadcast channel keeps no per-envelope state to leak.
+	waitMu  sync.Mutex
+	changed chan struct{}
+}
+
+func newPlugin() *plugin.Plugin {
+	s := &service{logger: hclog.NewNullLogger()}
+	return s.plugin()
+}
+
+func (s *service) plugin() *plugin.Plugin {
+	return &plugin.Plugin{
+		Name:         "wophost-aienvelope",
+		Version:      "0.1.0",
+		ConfigSchema: configSchema(),
+		Configure:    s.configure,
+		Shutdown:     s.shutdown,
+		Families: []*plugin.Family{{
+			Name:    aienvelope.Family,
+			Status:  "stable",
+			Since:   "2.0",
+			Witness: "witnessable-gated",
+			Methods: map[string]plugin.Handler{
+				aienvelope.MethodGenerate: plugin.Typed(s.generate),
+				aienvelope.MethodAwait:    plugin.Typed(s.await),
+			},
+			Facets: s.facets,
+		}},
+	}
+}
+
+// facets advertises await only while async is on, so ctx.aiEnvelope.await
+// exists exactly when it can be served.
+func (s *service) facets() map[string]any {
+	if inst := s.current(); inst != nil && inst.cfg.async {
+		return map[string]any{aienvelope.FacetAwait: struct{}{}}
+	}
+	return nil
+}
+
+func (s *service) current() *instance {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.inst
+}
+
+func (s *service) configure(ctx context.Context, req *plugin.ConfigureRequest) error {
+	cfg, err := parseConfig(req)
+	if err != nil {
+		return err
+	}
+	if s.sleep != nil {
+		cfg.policy.Sleep = s.sleep
+	}
+	if s.rand != nil {
+		cfg.policy.Rand = s.rand
+	}
+	logger := req.Logger
+	if logger == nil {
+		logger = s.logger
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// The same database file is reopened, so the old instance closes first.
+	if s.inst != nil {
+		s.inst.close()
+		s.inst = nil
+	}
+	st, err := store.Open(filepath.Join(req.StateDir, storeFile))
+	if err != nil {
+		return wop.Errorf(wop.CodeUnavailable, "aiEnvelope store: %v", err)
+	}
+	ictx, cancel := context.WithCancel(context.Background())
+	inst := &instance{cfg: cfg, store: st, logger: logger, ctx: ictx, cancel: cancel,
+		slots: make(chan struct{}, cfg.workers), changed: make(chan struct{})}
+	if err := inst.recover(ctx); err != nil {
+		inst.close()
+		return wop.Errorf(wop.CodeUnavailable, "aiEnvelope store: %v", err)
+	}
+	s.inst = inst
+	return nil
+}
+
+func (s *service) shutdown() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inst != nil {
+		s.inst.close()
+		s.inst = nil
+	}
+}
+
+// close stops the job runner, leaving unfinished jobs pending for the
+// next start, and closes the store.
+func (in *instance) close() {
+	in.cancel()
+	in.jobs.Wait()
+	_ = in.store.Close()
+}
+
+// recover deals with what a previous process left pending: an async job
+// runs again (no result was recorded, so nothing is done twice on our
+// side); a synchronous call is released, because its caller already got
+// an error and will retry with the same key.
+func (in *instance) recover(ctx context.Context) error {
+	pending, err := in.store.Pending(ctx)
+	if err != nil {
+		return err
+	}
+	for _, e := range pending {
+		if e.Async {
+			in.logger.Info("resuming async envelope after a restart", "envelope_id", e.ID)
+			in.start(e.ID, e.Request)
+			continue
+		}
+		if err := in.store.Release(ctx, e.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newEnvelopeID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "env_" + hex.EncodeToString(b[:])
+}
+
+func (s *service) generate(ctx context.Context, _ *plugin.Request, in *aienvelope.GenerateRequest) (json.RawMessage, error) {
+	inst := s.current()
+	if inst == nil {
+		return nil, wop.Errorf(wop.CodeUnavailable, "the aiEnvelope plugin is not configured").WithRetryable(true)
+	}
+	p, err := inst.prepare(in)
+	if err != nil {
+		return nil, err
+	}
+	reqJSON, err := json.Marshal(in)
+	if err != nil {
+		return nil, wop.Errorf(wop.CodeInternal, "encode request: %v", err)
+	}
+	// A concurrent twin may release its claim (it failed); then claim again.
+	for range 3 {
+		e := &store.Envelope{Key: in.IdempotencyKey, Digest: p.digest, ID: newEnvelopeID(), Type: in.EnvelopeType,
+			Async: in.Async, Request: reqJSON, CreatedAt: time.Now()}
+		cur, claimed, err := inst.store.Claim(ctx, e)
+		if err != nil {
+			return nil, storeError(err)
+		}
+		if claimed {
+			if in.Async {
+				inst.start(e.ID, reqJSON)
+				return pendingResult(in.EnvelopeType, e.ID, false)
+			}
+			return inst.runSync(ctx, e.ID, p)
+		}
+		if cur.Digest != p.digest {
+			return nil, wop.Errorf(wop.CodeIdempotencyKeyMismatch,
+				"idempotencyKey %q was first used with a different request (envelope %s)", in.IdempotencyKey, cur.ID).
+				WithDetails(map[string]string{"envelopeId": cur.ID})
+		}
+		if cur.State != store.StatePending || in.Async {
+			return inst.outcome(cur)
+		}
+		// The same request is in flight: wait for it.
+		res, done, err := inst.wait(ctx, cur.ID, time.Time{})
+		if err != nil || done {
+			return res, err
+		}
+	}
+	return nil, wop.Errorf(wop.CodeUnavailable, "idempotencyKey %q is contended; try again", in.IdempotencyKey).WithRetryable(true)
+}
+
+// runSync runs a claimed synchronous envelope. A failure releases the key:
+// only successes are recorded for synchronous calls.
+func (in *instance) runSync(ctx context.Context, id string, p *prepared) (json.RawMessage, error) {
+	res, werr := in.run(ctx, id, p)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	defer in.notify()
+	if werr != nil {
+		if err := in.store.Release(wctx, id); err != nil {
+			in.logger.Error("cannot release a failed envelope", "envelope_id", id, "error", err)
+		}
+		return nil, werr
+	}
+	if err := in.store.Complete(wctx, id, res, time.Now()); err != nil {
+		// The caller still gets the result; a retry would call again.
+		in.logger.Error("cannot record an envelope", "envelope_id", id, "error", err)
+	}
+	return res, nil
+}
+
+// start runs an async envelope in the background, at most workers at once.
+func (in *instance) start(id string, reqJSON []byte) {
+	in.jobs.Add(1)
+	go func() {
+		defer in.jobs.Done()
+		select {
+		case in.slots <- struct{}{}:
+		case <-in.ctx.Done():
+			return
+		}
+		defer func() { <-in.slots }()
+		in.runJob(id, reqJSON)
+	}()
+}
+
+func (in *instance) runJob(id string, reqJSON []byte) {
+	defer in.notify()
+	var req aienvelope.GenerateRequest
+	var res json.RawMessage
+	var werr *wop.Error
+	if err := json.Unmarshal(reqJSON, &req); err != nil {
+		werr = wop.Errorf(wop.CodeInternal, "stored request of envelope %s is unreadable: %v", id, err)
+	} else if p, err := in.prepare(&req); err != nil {
+		// The config may have changed since the job was accepted.
+		werr = wop.AsError(err)
+	} else {
+		ctx, cancel := context.WithTimeout(in.ctx, in.cfg.jobTimeout)
+		res, werr = in.run(ctx, id, p)
+		cancel()
+	}
+	if in.ctx.Err() != nil {
+		// Shutting down: the job stays pending and runs at the next start.
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	var err error
+	if werr != nil {
+		b, _ := json.Marshal(werr)
+		err = in.store.Fail(wctx, id, b, time.Now())
+	} else {
+		err = in.store.Complete(wctx, id, res, time.Now())
+	}
+	if err != nil {
+		in.logger.Error("cannot record an async envelope", "envelope_id", id, "error", err)
+	}
+}
+
+// run calls the provider under the retry policy and builds the result.
+func (in *instance) run(ctx context.Context, id string, p *prepared) (json.RawMessage, *wop.Error) {
+	var resp *provider.Response
+	attempts, err := in.cfg.policy.Do(ctx, func(ctx context.Context) error {
+		r, err := p.backend.p.Generate(ctx, p.call)
+		if err == nil {
+			resp = r
+		}
+		return err
+	})
+	if err != nil {
+		return nil, providerError(ctx, err, attempts)
+	}
+	return p.result(id, resp)
+}
+
+// providerError converts a backend failure into the error envelope.
+func providerError(ctx context.Context, err error, attempts int) *wop.Error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
+			return wop.Errorf(wop.CodeDeadlineExceeded, "the call's deadline passed after %d provider attempt(s): %v", attempts, err)
+		}
+		return wop.Errorf(wop.CodeCancelled, "the call was cancelled")
+	}
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		we := pe.WOP()
+		if attempts > 1 {
+			we.Message = fmt.Sprintf("%s (after %d attempts)", we.Message, attempts)
+		}
+		return we
+	}
+	return wop.Errorf(wop.CodeInternal, "provider call failed: %v", err)
+}
+
+// outcome turns a finished (or pending) stored envelope into the answer.
+func (in *instance) outcome(e *store.Envelope) (json.RawMessage, error) {
+	switch e.State {
+	case store.StateCompleted:
+		return json.RawMessage(e.Result), nil
+	case store.StateFailed:
+		var we wop.Error
+		if err := json.Unmarshal(e.Error, &we); err != nil || we.Code == "" {
+			return nil, wop.Errorf(wop.CodeInternal, "envelope %s failed with an unreadable error", e.ID)
+		}
+		return nil, &we
+	}
+	return pendingResult(e.Type, e.ID, false)
+}
+
+func pendingResult(envelopeType, id string, timedOut bool) (json.RawMessage, error) {
+	return json.Marshal(aienvelope.GenerateResult{EnvelopeType: envelopeType, EnvelopeID: id, Status: aienvelope.StatusPending, TimedOut: timedOut})
+}
+
+// waitChan returns the channel closed when the next envelope finishes.
+func (in *instance) waitChan() <-chan struct{} {
+	in.waitMu.Lock()
+	defer in.waitMu.Unlock()
+	return in.changed
+}
+
+// notify wakes every waiter after an envelope finished.
+func (in *instance) notify() {
+	in.waitMu.Lock()
+	defer in.waitMu.Unlock()
+	close(in.changed)
+	in.changed = make(chan struct{})
+}
+
+// wait waits for envelope id until it finishes, ctx ends or until (zero:
+// no limit of its own). done is false when the envelope vanished (a
+// synchronous twin failed and released its key).
+func (in *instance) wait(ctx context.Context, id string, until time.Time) (res json.RawMessage, done bool, err error) {
+	var timer <-chan time.Time
+	if !until.IsZero() {
+		t := time.NewTimer(time.Until(until))
+		defer t.Stop()
+		timer = t.C
+	}
+	for {
+		ch := in.waitChan()
+		e, err := in.store.Get(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, true, storeError(err)
+		}
+		if e.State != store.StatePending {
+			res, err := in.outcome(e)
+			return res, true, err
+		}
+		select {
+		case <-ch:
+		case <-timer:
+			res, err := pendingResult("", id, true)
+			return res, true, err
+		case <-ctx.Done():
+			return nil, true, ctxError(ctx.Err())
+		}
+	}
+}
+
+func ctxError(err error) *wop.Error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return wop.Errorf(wop.CodeDeadlineExceeded, "the call's deadline passed")
+	}
+	return wop.Errorf(wop.CodeCancelled, "the call was cancelled")
+}
+
+func storeError(err error) *wop.Error {
+	return wop.Errorf(wop.CodeUnavailable, "aiEnvelope store: %v", err).WithRetryable(true)
+}
+
+func (s *service) await(ctx context.Context, _ *plugin.Request, in *aienvelope.AwaitRequest) (json.RawMessage, error) {
+	inst := s.current()
+	if inst == nil {
+		return nil, wop.Errorf(wop.CodeUnavailable, "the aiEnvelope plugin is not configured").WithRetryable(true)
+	}
+	if !inst.cfg.async {
+		return nil, wop.NotProvided(aienvelope.CapabilityAwait)
+	}
+	if in.EnvelopeID == "" {
+		return nil, wop.Errorf(wop.CodeValidation, `field "envelopeId": must not be empty`)
+	}
+	if in.TimeoutMs < 0 {
+		return nil, wop.Errorf(wop.CodeValidation, `field "timeoutMs": must not be negative`)
+	}
+	// Clamp before converting: a huge timeoutMs would overflow a Duration.
+	timeout := time.Duration(min(in.TimeoutMs, maxAwait.Milliseconds())) * time.Millisecond
+	until := time.Now().Add(timeout)
+	// Answer "still pending" a little before the caller's deadline, so the
+	// answer arrives instead of a deadline error.
+	if dl, ok := ctx.Deadline(); ok {
+		margin := min(time.Until(dl)/10, 250*time.Millisecond)
+		if cut := dl.Add(-margin); cut.Before(until) {
+			until = cut
+		}
+	}
+	res, found, err := inst.wait(ctx, in.EnvelopeID, until)
+	if err == nil && !found {
+		return nil, wop.Errorf(wop.CodeNotFound, "no envelope %q", in.EnvelopeID)
+	}
+	return res, err
+}

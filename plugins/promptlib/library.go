@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/wophost/wophost/plugins/promptlib/promptfile"
+	"github.com/wophost/wophost/plugins/promptlib/store"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/plugin"
+	"github.com/wophost/wophost/sdk/schema"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// config is the plugin's config block.
+type config struct {
+	Dir *string `json:"dir"`
+}
+
+// parsedCacheSize bounds the parsed-header cache. Parsing (YAML and a
+// JSON Schema compile) costs more than reading and hashing a prompt.
+const parsedCacheSize = 1024
+
+// library serves promptLibrary from a store opened at Configure.
+type library struct {
+	mu    sync.RWMutex
+	store *store.Store
+	// parsed caches promptfile.Parse by digest. Parsing is a pure function
+	// of the bytes, and the bytes are re-read and re-hashed on every get,
+	// so the cache never lets a corrupted blob through.
+	parsed map[string]*promptfile.File
+}
+
+func newPlugin() *plugin.Plugin {
+	l := &library{parsed: map[string]*promptfile.File{}}
+	return &plugin.Plugin{
+		Name:    "wophost-promptlib",
+		Version: "0.1.0",
+		ConfigSchema: schema.Block{Attributes: []schema.Attribute{
+			{Name: "dir", Type: schema.String, Description: `prompt store directory: relative to the plugin's state directory (state_dir/plugins/<label>), or absolute (default "store")`},
+		}},
+		Configure: l.configure,
+		Families: []*plugin.Family{{
+			Name:    promptlibrary.Family,
+			Status:  "stable",
+			Since:   "2.0",
+			Witness: "claims-check",
+			Methods: map[string]plugin.Handler{
+				promptlibrary.MethodGet: plugin.Typed(l.get),
+			},
+		}},
+	}
+}
+
+func (l *library) configure(_ context.Context, req *plugin.ConfigureRequest) error {
+	var c config
+	if err := req.Decode(&c); err != nil {
+		return err
+	}
+	dir := ""
+	if c.Dir != nil {
+		if *c.Dir == "" {
+			return &plugin.ConfigError{Path: []string{"dir"}, Summary: "Invalid prompt store directory", Detail: "dir must not be empty; leave it out for the default"}
+		}
+		dir = *c.Dir
+	}
+	s, err := store.Open(store.ConfigDir(req.StateDir, dir))
+	if err != nil {
+		return &plugin.ConfigError{Path: []string{"dir"}, Summary: "Cannot open the prompt store", Detail: err.Error()}
+	}
+	l.mu.Lock()
+	l.store = s
+	l.mu.Unlock()
+	return nil
+}
+
+// get answers one pinned reference. A bare name never reaches a plugin
+// through the host, which resolves it through the calling pack's lock map
+// first; one that does is refused like any other unpinned form.
+func (l *library) get(_ context.Context, _ *plugin.Request, in *promptlibrary.GetRequest) (*promptlibrary.Prompt, error) {
+	pin, err := promptlibrary.ParsePin(in.PromptID)
+	if err != nil {
+		return nil, wop.Errorf(promptlibrary.CodePromptUnpinned, "%v", err).
+			WithDetails(map[string]string{"promptId": in.PromptID})
+	}
+	l.mu.RLock()
+	s := l.store
+	l.mu.RUnlock()
+	v, raw, err := s.Get(pin)
+	if err != nil {
+		return nil, storeError(in.PromptID, err)
+	}
+	f, err := l.parse(v.Digest, raw)
+	if err != nil {
+		// The bytes hash to their digest but do not parse: the parser
+		// changed underneath a published version, an integrity problem.
+		return nil, wop.Errorf(promptlibrary.CodePromptDigestMismatch, "%s: stored bytes no longer parse: %v", pin, err).
+			WithDetails(map[string]string{"promptId": in.PromptID})
+	}
+	return &promptlibrary.Prompt{
+		PromptID:     in.PromptID,
+		Name:         v.Name,
+		Version:      v.Version,
+		Digest:       v.Digest,
+		SystemPrompt: f.Body,
+		EnvelopeType: f.EnvelopeType,
+		Variables:    f.Variables,
+		Raw:          string(raw),
+	}, nil
+}
+
+// parse returns the parsed form of raw, whose digest the store has just
+// verified.
+func (l *library) parse(digest string, raw []byte) (*promptfile.File, error) {
+	l.mu.RLock()
+	f, ok := l.parsed[digest]
+	l.mu.RUnlock()
+	if ok {
+		return f, nil
+	}
+	f, err := promptfile.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	if len(l.parsed) >= parsedCacheSize {
+		clear(l.parsed)
+	}
+	l.parsed[digest] = f
+	l.mu.Unlock()
+	return f, nil
+}
+
+// storeError maps a store failure to the family's code.
+func storeError(promptID string, err error) error {
+	details := map[string]string{"promptId": promptID}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return wop.Errorf(promptlibrary.CodePromptNotFound, "%v", err).WithDetails(details)
+	case errors.Is(err, store.ErrVersionNotFound):
+		return wop.Errorf(promptlibrary.CodePromptVersionNotFound, "%v", err).WithDetails(details)
+	case errors.Is(err, store.ErrDigestMismatch), errors.Is(err, store.ErrCorrupt):
+		return wop.Errorf(promptlibrary.CodePromptDigestMismatch, "%v", err).WithDetails(details)
+	default:
+		return wop.Errorf(promptlibrary.CodePromptStoreUnavailable, "%v", err).WithRetryable(true).WithDetails(details)
+	}
+}

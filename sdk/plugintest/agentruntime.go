@@ -1,0 +1,330 @@
+package plugintest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// AgentRuntimeConfig says how to run the agentRuntime family checks.
+type AgentRuntimeConfig struct {
+	// Binary, Env and StartTimeout are as in Config.
+	Binary       string
+	Env          []string
+	StartTimeout time.Duration
+	// Config is a configuration the plugin accepts.
+	Config json.RawMessage
+	// MailboxCapacity is the mailbox size Config sets. When positive, the
+	// checks fill a mailbox and expect mailbox_full; zero skips that.
+	MailboxCapacity int
+}
+
+// AgentRuntime starts cfg.Binary, configures it and checks that it serves
+// agentRuntime as CONTRACT §4.3 requires. The checks answer the plugin's
+// host-service callbacks themselves: promptLibrary.get with a fixed
+// prompt and aiEnvelope.generate with scripted answers, so no provider is
+// involved. One subtest per rule:
+//
+//   - Advertised: the family is described with spawn, delegate, consensus
+//     and messageSend, and needs aiEnvelope.
+//   - Spawn: an inline manifest gives an instance id and the manifest's
+//     digest (agentruntime.Manifest.Digest); the same key gives the same
+//     instance; an invalid manifest is validation_error.
+//   - Delegate: the agent whose skills match the task is selected, the
+//     run went through aiEnvelope.generate on the host, and an unknown
+//     agent is agent_not_found.
+//   - Consensus: agreeing participants converge on their vote with ballots
+//     in participant order; a split under unanimous does not converge.
+//   - MessageSend: a resent key gives the same message id, an unknown
+//     recipient is agent_not_found, and a full mailbox is mailbox_full,
+//     retryable.
+func AgentRuntime(t *testing.T, cfg AgentRuntimeConfig) {
+	t.Helper()
+	host := &agentHost{}
+	p := Start(t, Config{Binary: cfg.Binary, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout, HostServices: host.serve})
+	t.Run("Advertised", func(t *testing.T) {
+		desc := p.Describe(t)
+		i := slices.IndexFunc(desc.Families, func(f FamilyDescription) bool { return f.Name == agentruntime.Family })
+		if i < 0 {
+			t.Fatalf("the plugin does not describe the %s family", agentruntime.Family)
+		}
+		f := desc.Families[i]
+		for _, m := range []string{agentruntime.MethodSpawn, agentruntime.MethodDelegate, agentruntime.MethodConsensus, agentruntime.MethodMessageSend} {
+			if !slices.Contains(f.Methods, m) {
+				t.Errorf("%s lacks the method %s: %v", agentruntime.Family, m, f.Methods)
+			}
+		}
+		if !slices.Contains(f.Needs, wop.FamilyAIEnvelope) {
+			t.Errorf("%s does not need %s (needs %v): the host must not advertise it without a model", agentruntime.Family, wop.FamilyAIEnvelope, f.Needs)
+		}
+	})
+	p.Configure(t, cfg.Config)
+
+	call := func(t *testing.T, method string, req any) (json.RawMessage, error) {
+		t.Helper()
+		b, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+		defer cancel()
+		return p.Invoke(ctx, agentruntime.Family, method, b, wop.CallContext{RunID: "plugintest-run", Caller: "pack:plugintest", Deadline: time.Now().Add(rpcTimeout)})
+	}
+	spawn := func(t *testing.T, key string, m *agentruntime.Manifest) *agentruntime.SpawnResult {
+		t.Helper()
+		raw, _ := json.Marshal(m)
+		out, err := call(t, agentruntime.MethodSpawn, &agentruntime.SpawnRequest{Manifest: raw, IdempotencyKey: key})
+		if err != nil {
+			t.Fatalf("spawn %s: %s", m.ID, formatError(err))
+		}
+		var res agentruntime.SpawnResult
+		if err := json.Unmarshal(out, &res); err != nil || res.AgentInstanceID == "" {
+			t.Fatalf("spawn %s answered %s (%v): want an agentInstanceId", m.ID, out, err)
+		}
+		return &res
+	}
+	writer := agentCheckManifest("plugintest-writer", "Writes and edits prose.", "copy-editing", "prose")
+	analyst := agentCheckManifest("plugintest-analyst", "Reads numbers.", "spreadsheet-analysis", "statistics")
+	var writerID, analystID string
+
+	t.Run("Spawn", func(t *testing.T) {
+		res := spawn(t, "plugintest-spawn-writer", writer)
+		want, err := writer.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ManifestDigest != want {
+			t.Errorf("manifestDigest = %q, want %q (sha256 of the canonical manifest)", res.ManifestDigest, want)
+		}
+		if res.SpawnedAt.IsZero() {
+			t.Error("spawnedAt is missing")
+		}
+		again := spawn(t, "plugintest-spawn-writer", writer)
+		if again.AgentInstanceID != res.AgentInstanceID {
+			t.Errorf("the same idempotencyKey spawned a second instance: %s then %s", res.AgentInstanceID, again.AgentInstanceID)
+		}
+		writerID = res.AgentInstanceID
+		analystID = spawn(t, "plugintest-spawn-analyst", analyst).AgentInstanceID
+		bad := *writer
+		bad.SystemPromptRef = "unpinned"
+		raw, _ := json.Marshal(&bad)
+		_, err = call(t, agentruntime.MethodSpawn, &agentruntime.SpawnRequest{Manifest: raw, IdempotencyKey: "plugintest-spawn-bad"})
+		expectCode(t, err, wop.CodeValidation, "spawn with an unpinned systemPromptRef")
+	})
+	if writerID == "" || analystID == "" {
+		return
+	}
+
+	t.Run("Delegate", func(t *testing.T) {
+		host.script(func(string) string { return "analysis done" })
+		before := host.generated()
+		out, err := call(t, agentruntime.MethodDelegate, &agentruntime.DelegateRequest{
+			Task:   json.RawMessage(`"statistics of this spreadsheet analysis"`),
+			Agents: []string{writerID, analystID},
+		})
+		if err != nil {
+			t.Fatalf("delegate: %s", formatError(err))
+		}
+		var res agentruntime.DelegateResult
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("delegate answered %s: %v", out, err)
+		}
+		if res.SelectedAgentID != analystID {
+			t.Errorf("selectedAgentId = %q, want the analyst %q, whose skills match the task", res.SelectedAgentID, analystID)
+		}
+		if res.DelegationID == "" || res.Status != agentruntime.StatusCompleted {
+			t.Errorf("delegate = %s: want a delegationId and status completed", out)
+		}
+		if !strings.Contains(string(res.Output), "analysis done") {
+			t.Errorf("output = %s, want the agent's answer %q", res.Output, "analysis done")
+		}
+		if host.generated() == before {
+			t.Error("the agent answered without calling aiEnvelope.generate on the host")
+		}
+		_, err = call(t, agentruntime.MethodDelegate, &agentruntime.DelegateRequest{Task: json.RawMessage(`"x"`), Agents: []string{"plugintest-no-such-agent"}})
+		expectCode(t, err, agentruntime.CodeAgentNotFound, "delegate to an unknown agent")
+	})
+
+	t.Run("Consensus", func(t *testing.T) {
+		host.script(func(string) string { return `{"vote":"approve","rationale":"fine"}` })
+		participants := []string{analystID, writerID}
+		out, err := call(t, agentruntime.MethodConsensus, &agentruntime.ConsensusRequest{
+			Proposal: json.RawMessage(`{"release":"1.0"}`), Participants: participants, Strategy: agentruntime.StrategyMajority,
+		})
+		if err != nil {
+			t.Fatalf("consensus: %s", formatError(err))
+		}
+		var res agentruntime.ConsensusResult
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("consensus answered %s: %v", out, err)
+		}
+		if !res.Converged || !agentJSONSame(res.Decision, json.RawMessage(`"approve"`)) || res.Agreement != 1 || res.Rounds < 1 {
+			t.Errorf("consensus = %s: want converged on \"approve\" with agreement 1", out)
+		}
+		if len(res.Ballots) != len(participants) {
+			t.Fatalf("ballots = %s, want one per participant", out)
+		}
+		for i, b := range res.Ballots {
+			if b.Participant != i || b.AgentID != participants[i] {
+				t.Errorf("ballot %d = participant %d agent %q, want participant %d agent %q: ballots go in participant order",
+					i, b.Participant, b.AgentID, i, participants[i])
+			}
+		}
+
+		host.script(func(agent string) string {
+			if strings.Contains(agent, writerID) {
+				return `{"vote":"reject"}`
+			}
+			return `{"vote":"approve"}`
+		})
+		out, err = call(t, agentruntime.MethodConsensus, &agentruntime.ConsensusRequest{
+			Proposal: json.RawMessage(`{"release":"1.0"}`), Participants: participants, Strategy: agentruntime.StrategyUnanimous,
+		})
+		if err != nil {
+			t.Fatalf("split consensus: %s", formatError(err))
+		}
+		res = agentruntime.ConsensusResult{}
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("consensus answered %s: %v", out, err)
+		}
+		if res.Converged || len(res.Decision) != 0 {
+			t.Errorf("a split vote under unanimous = %s: want converged false and no decision", out)
+		}
+	})
+
+	t.Run("MessageSend", func(t *testing.T) {
+		send := func(key string) (json.RawMessage, error) {
+			return call(t, agentruntime.MethodMessageSend, &agentruntime.MessageSendRequest{
+				FromAgentID: writerID, ToAgentID: analystID, Channel: "plugintest", Content: json.RawMessage(`{"n":1}`), IdempotencyKey: key,
+			})
+		}
+		first, err := send("plugintest-msg-0")
+		if err != nil {
+			t.Fatalf("messageSend: %s", formatError(err))
+		}
+		again, err := send("plugintest-msg-0")
+		if err != nil {
+			t.Fatalf("messageSend again: %s", formatError(err))
+		}
+		var a, b agentruntime.MessageSendResult
+		_ = json.Unmarshal(first, &a)
+		_ = json.Unmarshal(again, &b)
+		if a.MessageID == "" || a.MessageID != b.MessageID {
+			t.Errorf("the same idempotencyKey gave messages %q and %q; want one message", a.MessageID, b.MessageID)
+		}
+		_, err = call(t, agentruntime.MethodMessageSend, &agentruntime.MessageSendRequest{
+			FromAgentID: writerID, ToAgentID: "plugintest-no-such-agent", Channel: "plugintest", Content: json.RawMessage(`1`), IdempotencyKey: "k",
+		})
+		expectCode(t, err, agentruntime.CodeAgentNotFound, "messageSend to an unknown agent")
+		if cfg.MailboxCapacity <= 0 {
+			return
+		}
+		var full error
+		for i := 1; i <= cfg.MailboxCapacity; i++ {
+			if _, full = send(fmt.Sprint("plugintest-msg-", i)); full != nil {
+				break
+			}
+		}
+		if we := expectCode(t, full, agentruntime.CodeMailboxFull, fmt.Sprintf("message %d to a mailbox of %d", cfg.MailboxCapacity+1, cfg.MailboxCapacity)); we != nil && !we.Retryable {
+			t.Errorf("mailbox_full is not retryable: %s", formatError(full))
+		}
+	})
+}
+
+func agentCheckManifest(id, description, skill, tag string) *agentruntime.Manifest {
+	return &agentruntime.Manifest{
+		ID: id, Name: id, Description: description,
+		SystemPromptRef: "plugintest-system@1",
+		ToolAllowlist:   []string{},
+		Skills:          []agentruntime.Skill{{ID: skill, Tags: []string{tag}}},
+	}
+}
+
+// agentHost answers the plugin's callbacks for the agentRuntime checks.
+type agentHost struct {
+	mu      sync.Mutex
+	answer  func(caller string) string
+	nGenned int
+}
+
+func (h *agentHost) script(fn func(caller string) string) {
+	h.mu.Lock()
+	h.answer = fn
+	h.mu.Unlock()
+}
+
+func (h *agentHost) generated() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.nGenned
+}
+
+func (h *agentHost) serve(_ context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
+	switch family + "." + method {
+	case "promptLibrary.get":
+		var req struct {
+			PromptID string `json:"promptId"`
+		}
+		_ = json.Unmarshal(payload, &req)
+		raw := "You are a test agent. Answer briefly."
+		return json.Marshal(map[string]any{
+			"promptId": req.PromptID, "name": "plugintest-system", "version": "1",
+			"digest": "sha256:" + agentSHA256Hex(raw), "systemPrompt": raw, "raw": raw,
+		})
+	case "aiEnvelope.generate":
+		var req struct {
+			EnvelopeType string `json:"envelopeType"`
+		}
+		_ = json.Unmarshal(payload, &req)
+		h.mu.Lock()
+		h.nGenned++
+		answer := h.answer
+		h.mu.Unlock()
+		text := "ok"
+		if answer != nil {
+			text = answer(call.Caller)
+		}
+		res := map[string]any{
+			"envelopeType": req.EnvelopeType, "envelopeId": fmt.Sprint("env_", time.Now().UnixNano()), "status": "completed",
+			"payload": json.RawMessage(agentJSONString(text)), "text": text, "finishReason": "stop",
+			"usage": map[string]int{"inputTokens": 10, "outputTokens": 5}, "model": "plugintest", "provider": "plugintest", "warnings": []any{},
+		}
+		// A JSON answer is also given as the parsed payload, as a
+		// provider asked for json output would.
+		if json.Valid([]byte(text)) {
+			res["payload"] = json.RawMessage(text)
+		}
+		return json.Marshal(res)
+	}
+	return nil, wop.NotProvided("host." + family + "." + method)
+}
+
+func agentJSONString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func agentJSONSame(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}
+
+func agentSHA256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

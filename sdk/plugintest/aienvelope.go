@@ -1,0 +1,274 @@
+package plugintest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// AIEnvelopeConfig says how to run the aiEnvelope family checks.
+type AIEnvelopeConfig struct {
+	// Binary, Env and StartTimeout are as in Config.
+	Binary       string
+	Env          []string
+	StartTimeout time.Duration
+	// Config is a configuration under which generate succeeds with the
+	// plugin's default provider.
+	Config json.RawMessage
+	// AsyncConfig, when set, is a configuration that turns async on; the
+	// await checks run against it in a second process. Nil skips them.
+	AsyncConfig json.RawMessage
+	// UserMessage is the prompt the checks send (default "Say hello.").
+	UserMessage string
+	// JSONSchema, when set, is an output schema the default provider is
+	// expected to satisfy; the checks then ask for JSON output and
+	// validate the payload's presence.
+	JSONSchema json.RawMessage
+}
+
+// AIEnvelope starts cfg.Binary, configures it and checks that it serves
+// aiEnvelope as CONTRACT §4.1 requires, one subtest per rule:
+//
+//   - Advertised: the family is described with generate; await is
+//     advertised as a facet only under AsyncConfig.
+//   - Generate: a completed result with the contract's fields: the
+//     envelopeType echoed, an envelopeId, status completed, a finishReason,
+//     usage, model, provider, a warnings array, and payload equal to the
+//     text as a JSON string.
+//   - Variables: {{name}} placeholders are filled; a missing variable is
+//     envelope_validation_failed.
+//   - Idempotency: the same key and request answer the same envelope; the
+//     same key with another request is idempotency_key_mismatch; a request
+//     without a key is validation_error.
+//   - AsyncRefused: without the await facet, async is refused.
+//   - JSONOutput (with JSONSchema): payload is a JSON value, text its
+//     encoding.
+//   - Await (with AsyncConfig): async answers pending at once, await
+//     returns the completed envelope with the same id, and an unknown id
+//     is not_found.
+func AIEnvelope(t *testing.T, cfg AIEnvelopeConfig) {
+	t.Helper()
+	msg := cfg.UserMessage
+	if msg == "" {
+		msg = "Say hello."
+	}
+	p := Start(t, Config{Binary: cfg.Binary, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	t.Run("Advertised", func(t *testing.T) {
+		desc := p.Describe(t)
+		i := slices.IndexFunc(desc.Families, func(f FamilyDescription) bool { return f.Name == aienvelope.Family })
+		if i < 0 {
+			t.Fatalf("the plugin does not describe the %s family", aienvelope.Family)
+		}
+		if !slices.Contains(desc.Families[i].Methods, aienvelope.MethodGenerate) {
+			t.Errorf("%s lacks the method %s: %v", aienvelope.Family, aienvelope.MethodGenerate, desc.Families[i].Methods)
+		}
+	})
+	facets := p.Configure(t, cfg.Config)
+	_, hasAwait := facets[aienvelope.Family][aienvelope.FacetAwait]
+
+	call := func(t *testing.T, method string, req any) (json.RawMessage, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+		defer cancel()
+		b, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Invoke(ctx, aienvelope.Family, method, b, wop.CallContext{RunID: "plugintest", Caller: "pack:plugintest", Depth: 1, Deadline: time.Now().Add(rpcTimeout)})
+	}
+	key := func(t *testing.T, suffix string) string {
+		return "plugintest-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + suffix
+	}
+
+	t.Run("Generate", func(t *testing.T) {
+		req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.generate", UserMessage: msg, IdempotencyKey: key(t, "1")}
+		res, err := call(t, aienvelope.MethodGenerate, req)
+		if err != nil {
+			t.Fatalf("generate failed: %s", formatError(err))
+		}
+		for _, pr := range GenerateResultProblems(res, req.EnvelopeType, false) {
+			t.Error(pr)
+		}
+	})
+
+	t.Run("Variables", func(t *testing.T) {
+		req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.vars", SystemPrompt: "You are {{persona}}.", UserMessage: msg + " {{suffix}}",
+			Variables: map[string]any{"persona": "terse", "suffix": "Thanks."}, IdempotencyKey: key(t, "ok")}
+		if _, err := call(t, aienvelope.MethodGenerate, req); err != nil {
+			t.Errorf("generate with every variable given failed: %s", formatError(err))
+		}
+		req.Variables = map[string]any{"persona": "terse"}
+		req.IdempotencyKey = key(t, "missing")
+		_, err := call(t, aienvelope.MethodGenerate, req)
+		expectCode(t, err, aienvelope.CodeEnvelopeValidationFailed, "generate with the variable suffix missing")
+	})
+
+	t.Run("Idempotency", func(t *testing.T) {
+		req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.idem", UserMessage: msg, IdempotencyKey: key(t, "k")}
+		first, err := call(t, aienvelope.MethodGenerate, req)
+		if err != nil {
+			t.Fatalf("generate failed: %s", formatError(err))
+		}
+		second, err := call(t, aienvelope.MethodGenerate, req)
+		if err != nil {
+			t.Fatalf("the same generate again failed: %s", formatError(err))
+		}
+		if id1, id2 := envelopeID(first), envelopeID(second); id1 == "" || id1 != id2 {
+			t.Errorf("the same key and request gave envelopes %q and %q; want the recorded one", id1, id2)
+		}
+		if !jsonEqual(first, second) {
+			t.Errorf("the same key and request gave different envelopes:\n%s\n%s", first, second)
+		}
+		other := req
+		other.UserMessage = msg + " (changed)"
+		_, err = call(t, aienvelope.MethodGenerate, other)
+		expectCode(t, err, wop.CodeIdempotencyKeyMismatch, "the same key with a different request")
+		nokey := req
+		nokey.IdempotencyKey = ""
+		_, err = call(t, aienvelope.MethodGenerate, nokey)
+		expectCode(t, err, wop.CodeValidation, "generate without an idempotencyKey")
+	})
+
+	if !hasAwait {
+		t.Run("AsyncRefused", func(t *testing.T) {
+			req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.async", UserMessage: msg, IdempotencyKey: key(t, "a"), Async: true}
+			_, err := call(t, aienvelope.MethodGenerate, req)
+			if err == nil {
+				t.Fatal("async generate succeeded although the await facet is not advertised")
+			}
+		})
+	}
+
+	if len(cfg.JSONSchema) > 0 {
+		t.Run("JSONOutput", func(t *testing.T) {
+			req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.json", UserMessage: msg, IdempotencyKey: key(t, "j"),
+				Output: &aienvelope.Output{Type: aienvelope.OutputJSON, Schema: cfg.JSONSchema}}
+			res, err := call(t, aienvelope.MethodGenerate, req)
+			if err != nil {
+				t.Fatalf("generate with JSON output failed: %s", formatError(err))
+			}
+			for _, pr := range GenerateResultProblems(res, req.EnvelopeType, true) {
+				t.Error(pr)
+			}
+		})
+	}
+
+	if len(cfg.AsyncConfig) == 0 {
+		return
+	}
+	t.Run("Await", func(t *testing.T) {
+		ap := Start(t, Config{Binary: cfg.Binary, Config: cfg.AsyncConfig, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+		f := ap.Configure(t, cfg.AsyncConfig)
+		if _, ok := f[aienvelope.Family][aienvelope.FacetAwait]; !ok {
+			t.Fatalf("under AsyncConfig the facets of %s are %v; want await", aienvelope.Family, f[aienvelope.Family])
+		}
+		acall := func(method string, req any) (json.RawMessage, error) {
+			ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+			defer cancel()
+			b, _ := json.Marshal(req)
+			return ap.Invoke(ctx, aienvelope.Family, method, b, wop.CallContext{RunID: "plugintest", Depth: 1, Deadline: time.Now().Add(rpcTimeout)})
+		}
+		req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.await", UserMessage: msg, IdempotencyKey: key(t, "w"), Async: true}
+		raw, err := acall(aienvelope.MethodGenerate, req)
+		if err != nil {
+			t.Fatalf("async generate failed: %s", formatError(err))
+		}
+		var pending aienvelope.GenerateResult
+		if err := json.Unmarshal(raw, &pending); err != nil || pending.EnvelopeID == "" ||
+			(pending.Status != aienvelope.StatusPending && pending.Status != aienvelope.StatusCompleted) {
+			t.Fatalf("async generate answered %s; want {envelopeType, envelopeId, status: pending}", raw)
+		}
+		done, err := acall(aienvelope.MethodAwait, aienvelope.AwaitRequest{EnvelopeID: pending.EnvelopeID, TimeoutMs: (rpcTimeout - 5*time.Second).Milliseconds()})
+		if err != nil {
+			t.Fatalf("await failed: %s", formatError(err))
+		}
+		for _, pr := range GenerateResultProblems(done, req.EnvelopeType, false) {
+			t.Error("await: " + pr)
+		}
+		if id := envelopeID(done); id != pending.EnvelopeID {
+			t.Errorf("await answered envelope %q; want %q", id, pending.EnvelopeID)
+		}
+		_, err = acall(aienvelope.MethodAwait, aienvelope.AwaitRequest{EnvelopeID: "plugintest-no-such-envelope", TimeoutMs: 0})
+		expectCode(t, err, wop.CodeNotFound, "await of an unknown envelopeId")
+	})
+}
+
+func envelopeID(raw json.RawMessage) string {
+	var r struct {
+		EnvelopeID string `json:"envelopeId"`
+	}
+	_ = json.Unmarshal(raw, &r)
+	return r.EnvelopeID
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y bytes.Buffer
+	if json.Compact(&x, a) != nil || json.Compact(&y, b) != nil {
+		return false
+	}
+	return x.String() == y.String()
+}
+
+// GenerateResultProblems lists how raw, a completed generate or await
+// answer, departs from the contract's result shape. envelopeType is what
+// the request sent; jsonOutput says the request asked for JSON output.
+func GenerateResultProblems(raw json.RawMessage, envelopeType string, jsonOutput bool) []string {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return []string{fmt.Sprintf("the result is not a JSON object: %s", raw)}
+	}
+	var out []string
+	for _, f := range []string{"envelopeType", "envelopeId", "status", "payload", "text", "finishReason", "usage", "model", "provider", "warnings"} {
+		if _, ok := fields[f]; !ok {
+			out = append(out, fmt.Sprintf("the result lacks %q: %s", f, raw))
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	var r aienvelope.GenerateResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return []string{fmt.Sprintf("the result does not decode as a GenerateResult: %v: %s", err, raw)}
+	}
+	if r.EnvelopeType != envelopeType {
+		out = append(out, fmt.Sprintf("envelopeType is %q; want the request's %q", r.EnvelopeType, envelopeType))
+	}
+	if r.EnvelopeID == "" {
+		out = append(out, "envelopeId is empty")
+	}
+	if r.Status != aienvelope.StatusCompleted {
+		out = append(out, fmt.Sprintf("status is %q; want %q", r.Status, aienvelope.StatusCompleted))
+	}
+	if r.FinishReason == "" {
+		out = append(out, "finishReason is empty")
+	}
+	if r.Model == "" || r.Provider == "" {
+		out = append(out, fmt.Sprintf("model %q and provider %q must both be named", r.Model, r.Provider))
+	}
+	if w := bytes.TrimSpace(fields["warnings"]); len(w) == 0 || w[0] != '[' {
+		out = append(out, fmt.Sprintf("warnings is %s; want an array (empty when there are none)", fields["warnings"]))
+	}
+	if r.Usage.InputTokens < 0 || r.Usage.OutputTokens < 0 {
+		out = append(out, fmt.Sprintf("usage %+v has negative counts", r.Usage))
+	}
+	switch {
+	case jsonOutput:
+		if len(r.ToolCalls) == 0 && !jsonEqual(r.Payload, json.RawMessage(r.Text)) {
+			out = append(out, fmt.Sprintf("with JSON output, payload %s must be the parsed text %q", r.Payload, r.Text))
+		}
+	default:
+		want, _ := json.Marshal(r.Text)
+		if !jsonEqual(r.Payload, want) {
+			out = append(out, fmt.Sprintf("with text output, payload %s must be the text as a JSON string %s", r.Payload, want))
+		}
+	}
+	return out
+}

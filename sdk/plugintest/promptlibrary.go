@@ -1,0 +1,154 @@
+package plugintest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// StoredPrompt is one version the plugin under test holds. Raw is the exact
+// text the plugin must return; its digest is computed by the checks.
+type StoredPrompt struct {
+	Name, Version, Raw string
+}
+
+// PromptLibraryConfig says how to run the promptLibrary family checks.
+type PromptLibraryConfig struct {
+	// Binary, Config, Env and StartTimeout are as in Config.
+	Binary       string
+	Config       json.RawMessage
+	Env          []string
+	StartTimeout time.Duration
+	// Prompts are versions the plugin serves under Config; publish them
+	// before calling PromptLibrary. At least one is needed, and no two may
+	// share a name: the checks invent a missing version of each name.
+	Prompts []StoredPrompt
+}
+
+// PromptLibrary starts a fresh process of cfg.Binary, configures it and
+// checks that it serves promptLibrary.get as CONTRACT §4.2 requires, one
+// subtest per rule:
+//
+//   - Advertised: the family is described with the method get.
+//   - Pinned: each stored prompt, asked as name@version, name@sha256:<hex>
+//     and name@version#sha256:<hex>, comes back verbatim: raw is the stored
+//     text, digest is sha256 of raw, name and version are the stored ones,
+//     promptId echoes the request, and a second get answers the same bytes.
+//   - Unpinned: a bare name, name@latest, a label, a range and malformed
+//     pins fail with prompt_unpinned; the plugin never substitutes a version.
+//   - Missing: an unknown name is prompt_not_found; an unknown version or
+//     digest of a known name is prompt_version_not_found.
+//   - DigestMismatch: a version pinned with another version's digest is
+//     prompt_digest_mismatch.
+func PromptLibrary(t *testing.T, cfg PromptLibraryConfig) {
+	t.Helper()
+	if len(cfg.Prompts) == 0 {
+		t.Fatal("plugintest: PromptLibraryConfig.Prompts is empty; publish at least one prompt and list it")
+	}
+	p := Start(t, Config{Binary: cfg.Binary, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+
+	t.Run("Advertised", func(t *testing.T) {
+		desc := p.Describe(t)
+		i := slices.IndexFunc(desc.Families, func(f FamilyDescription) bool { return f.Name == promptlibrary.Family })
+		if i < 0 {
+			t.Fatalf("the plugin does not describe the %s family", promptlibrary.Family)
+		}
+		if !slices.Contains(desc.Families[i].Methods, promptlibrary.MethodGet) {
+			t.Errorf("%s lacks the method %s: %v", promptlibrary.Family, promptlibrary.MethodGet, desc.Families[i].Methods)
+		}
+	})
+	p.Configure(t, cfg.Config)
+
+	get := func(t *testing.T, promptID string) (json.RawMessage, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+		defer cancel()
+		req, err := json.Marshal(promptlibrary.GetRequest{PromptID: promptID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Invoke(ctx, promptlibrary.Family, promptlibrary.MethodGet, req, wop.CallContext{RunID: "plugintest", Depth: 1})
+	}
+	wantCode := func(t *testing.T, promptID, code string) {
+		t.Helper()
+		res, err := get(t, promptID)
+		if err == nil {
+			t.Errorf("get %q answered %.200s; want code %s", promptID, res, code)
+			return
+		}
+		if got := wop.CodeOf(err); got != code {
+			t.Errorf("get %q: %v; want code %s", promptID, err, code)
+		}
+	}
+
+	t.Run("Pinned", func(t *testing.T) {
+		for _, sp := range cfg.Prompts {
+			digest := promptlibrary.DigestOf([]byte(sp.Raw))
+			for _, id := range []string{sp.Name + "@" + sp.Version, sp.Name + "@" + digest, sp.Name + "@" + sp.Version + "#" + digest} {
+				first, err := get(t, id)
+				if err != nil {
+					t.Errorf("get %q: %v", id, err)
+					continue
+				}
+				for _, pr := range promptAnswerProblems(first, sp, id) {
+					t.Error(pr)
+				}
+				again, err := get(t, id)
+				if err != nil || !bytes.Equal(first, again) {
+					t.Errorf("get %q twice gave different answers (%v):\n%s\n%s", id, err, first, again)
+				}
+			}
+		}
+	})
+
+	sp := cfg.Prompts[0]
+	t.Run("Unpinned", func(t *testing.T) {
+		for _, id := range []string{sp.Name, sp.Name + "@latest", sp.Name + "@production", sp.Name + "@", sp.Name + "@~" + sp.Version,
+			sp.Name + "@>=" + sp.Version, sp.Name + "@sha256:abc", ""} {
+			wantCode(t, id, promptlibrary.CodePromptUnpinned)
+		}
+	})
+
+	t.Run("Missing", func(t *testing.T) {
+		wantCode(t, "plugintest/no-such-prompt@1", promptlibrary.CodePromptNotFound)
+		wantCode(t, sp.Name+"@999999999", promptlibrary.CodePromptVersionNotFound)
+		wantCode(t, sp.Name+"@"+promptlibrary.DigestOf([]byte("plugintest: never published")), promptlibrary.CodePromptVersionNotFound)
+	})
+
+	t.Run("DigestMismatch", func(t *testing.T) {
+		other := promptlibrary.DigestOf([]byte("plugintest: another version"))
+		wantCode(t, sp.Name+"@"+sp.Version+"#"+other, promptlibrary.CodePromptDigestMismatch)
+	})
+}
+
+// promptAnswerProblems lists how res fails to be the verbatim answer for
+// sp asked as promptID.
+func promptAnswerProblems(res json.RawMessage, sp StoredPrompt, promptID string) []string {
+	var got promptlibrary.Prompt
+	if err := json.Unmarshal(res, &got); err != nil {
+		return []string{fmt.Sprintf("get %q: the answer is not a prompt: %v: %.200s", promptID, err, res)}
+	}
+	var out []string
+	add := func(format string, args ...any) {
+		out = append(out, fmt.Sprintf("get %q: "+format, append([]any{promptID}, args...)...))
+	}
+	if got.Raw != sp.Raw {
+		add("raw is not the stored text verbatim (%d bytes, want %d)", len(got.Raw), len(sp.Raw))
+	}
+	if want := promptlibrary.DigestOf([]byte(sp.Raw)); got.Digest != want {
+		add("digest %q, want %q (sha256 of raw)", got.Digest, want)
+	}
+	if got.Name != sp.Name || got.Version != sp.Version {
+		add("answered %s@%s, want %s@%s", got.Name, got.Version, sp.Name, sp.Version)
+	}
+	if got.PromptID != promptID {
+		add("promptId %q does not echo the request", got.PromptID)
+	}
+	return out
+}
