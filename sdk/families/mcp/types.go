@@ -35,8 +35,16 @@ const (
 
 // Server health statuses.
 const (
-	StatusReachable    = "reachable"
-	StatusUnreachable  = "unreachable"
+	// StatusReachable: the server answered the probe and shares a
+	// protocol revision, at or above the configured minimum, with the host;
+	// ProtocolVersion names it.
+	StatusReachable = "reachable"
+	// StatusUnreachable: no well-formed answer came back (connection
+	// refused, process failed to start or died, timeout, malformed reply).
+	StatusUnreachable = "unreachable"
+	// StatusIncompatible: the server answered but no revision could be
+	// agreed: it shares none at or above the minimum, or it refused the
+	// probe and the legacy handshake.
 	StatusIncompatible = "incompatible"
 )
 

@@ -1,0 +1,334 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// StdioOptions says how to start a stdio server.
+type StdioOptions struct {
+	// Command is the executable and its arguments.
+	Command []string
+	// Env is added to the plugin's own environment.
+	Env map[string]string
+	// Dir is the working directory; empty inherits the plugin's.
+	Dir string
+}
+
+// stdioTransport supervises one server process. The process is started on
+// first use and started again on the next use after it exits.
+type stdioTransport struct {
+	opts     StdioOptions
+	maxBytes int
+	logger   hclog.Logger
+	handle   serverRequestFunc
+	nextID   *atomic.Int64
+
+	mu     sync.Mutex
+	proc   *process
+	gen    int
+	closed bool
+}
+
+// process is one running server.
+type process struct {
+	gen     int
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	writeMu sync.Mutex
+
+	mu      sync.Mutex
+	pending map[string]chan *message
+	err     error         // why the process is gone, once it is
+	done    chan struct{} // closed when the process is gone
+}
+
+func newStdioTransport(opts StdioOptions, maxBytes int, logger hclog.Logger, handle serverRequestFunc, nextID *atomic.Int64) *stdioTransport {
+	return &stdioTransport{opts: opts, maxBytes: maxBytes, logger: logger, handle: handle, nextID: nextID}
+}
+
+// current returns the running process, starting one if there is none.
+func (t *stdioTransport) current() (*process, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, errors.New("client closed")
+	}
+	if t.proc != nil {
+		select {
+		case <-t.proc.done:
+		default:
+			return t.proc, nil
+		}
+	}
+	t.gen++
+	p, err := t.start(t.gen)
+	if err != nil {
+		return nil, err
+	}
+	t.proc = p
+	return p, nil
+}
+
+func (t *stdioTransport) start(gen int) (*process, error) {
+	cmd := exec.Command(t.opts.Command[0], t.opts.Command[1:]...)
+	cmd.Dir = t.opts.Dir
+	cmd.Env = os.Environ()
+	for k, v := range t.opts.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	// Its own process group, so that Shutdown also ends whatever the
+	// server spawned.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", t.opts.Command[0], err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", t.opts.Command[0], err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", t.opts.Command[0], err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", t.opts.Command[0], err)
+	}
+	p := &process{gen: gen, cmd: cmd, stdin: stdin, pending: map[string]chan *message{}, done: make(chan struct{})}
+	t.logger.Debug("server process started", "pid", cmd.Process.Pid, "generation", gen)
+	go t.logStderr(stderr)
+	go t.read(p, stdout)
+	return p, nil
+}
+
+// logStderr forwards the server's log lines; stderr is never a signal.
+func (t *stdioTransport) logStderr(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	for sc.Scan() {
+		t.logger.Debug("server stderr", "line", sc.Text())
+	}
+	_, _ = io.Copy(io.Discard, r)
+}
+
+// read dispatches the server's messages until the stream ends or breaks.
+func (t *stdioTransport) read(p *process, stdout io.Reader) {
+	r := bufio.NewReaderSize(stdout, 64<<10)
+	var cause error
+	for {
+		line, err := readLine(r, t.maxBytes)
+		if err != nil {
+			cause = err
+			break
+		}
+		if len(line) == 0 {
+			continue
+		}
+		m, err := decodeMessage(line)
+		if err != nil {
+			// The stream can no longer be trusted to match answers to
+			// requests: end the process and fail what is waiting.
+			cause = err
+			break
+		}
+		switch {
+		case m.isRequest():
+			go t.answer(p, m)
+		case m.isResponse():
+			key := normalizeID(m.ID)
+			p.mu.Lock()
+			ch, ok := p.pending[key]
+			delete(p.pending, key)
+			p.mu.Unlock()
+			if !ok {
+				t.logger.Warn("server answered an unknown request id; ignored", "id", key)
+				continue
+			}
+			ch <- m
+		default:
+			// Notifications (progress, log messages) are not surfaced.
+		}
+	}
+	t.fail(p, cause)
+}
+
+// fail ends p and wakes every waiting call with cause.
+func (t *stdioTransport) fail(p *process, cause error) {
+	p.mu.Lock()
+	if p.err == nil {
+		if errors.Is(cause, io.EOF) {
+			cause = errors.New("server process closed its output")
+		}
+		p.err = cause
+	}
+	p.mu.Unlock()
+	killGroup(p.cmd)
+	_ = p.stdin.Close()
+	err := p.cmd.Wait()
+	t.logger.Debug("server process ended", "generation", p.gen, "cause", cause, "exit", err)
+	close(p.done)
+}
+
+// killGroup kills the server's process group.
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Process.Kill()
+}
+
+// readLine reads one newline-terminated message of at most max bytes.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(buf)+len(chunk) > max+1 {
+			return nil, fmt.Errorf("server message over the %d-byte limit", max)
+		}
+		buf = append(buf, chunk...)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if len(buf) > 0 && errors.Is(err, io.EOF) {
+			break
+		}
+		return nil, err
+	}
+	for len(buf) > 0 && (buf[len(buf)-1] == '\n' || buf[len(buf)-1] == '\r') {
+		buf = buf[:len(buf)-1]
+	}
+	return buf, nil
+}
+
+// answer replies to a server request (legacy sessions).
+func (t *stdioTransport) answer(p *process, m *message) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	result, rpcErr := t.handle(ctx, m.Method, m.Params)
+	_ = p.write(encodeResponse(m.ID, result, rpcErr))
+}
+
+func (p *process) write(line []byte) error {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if _, err := p.stdin.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("write to server: %w", err)
+	}
+	return nil
+}
+
+func (p *process) gone() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return fmt.Errorf("server process gone: %w", p.err)
+}
+
+func (t *stdioTransport) roundTrip(ctx context.Context, req *request) (*response, error) {
+	p, err := t.current()
+	if err != nil {
+		return nil, transportErr(req.Method, err)
+	}
+	id := t.nextID.Add(1)
+	key := strconv.FormatInt(id, 10)
+	ch := make(chan *message, 1)
+	p.mu.Lock()
+	if p.err != nil {
+		p.mu.Unlock()
+		return nil, transportErr(req.Method, p.gone())
+	}
+	p.pending[key] = ch
+	p.mu.Unlock()
+	if err := p.write(encodeRequest(id, req.Method, req.Params)); err != nil {
+		p.mu.Lock()
+		delete(p.pending, key)
+		p.mu.Unlock()
+		return nil, transportErr(req.Method, err)
+	}
+	select {
+	case m := <-ch:
+		return &response{Result: m.Result, Error: m.Error}, nil
+	case <-p.done:
+		return nil, transportErr(req.Method, p.gone())
+	case <-ctx.Done():
+		p.mu.Lock()
+		delete(p.pending, key)
+		p.mu.Unlock()
+		// Tell the server to stop; a late answer is dropped as unknown.
+		params, _ := json.Marshal(map[string]any{"requestId": id, "reason": "timed out"})
+		_ = p.write(encodeNotification("notifications/cancelled", params))
+		return nil, transportErr(req.Method, fmt.Errorf("no answer: %w", ctx.Err()))
+	}
+}
+
+func (t *stdioTransport) notify(_ context.Context, req *request) error {
+	p, err := t.current()
+	if err != nil {
+		return transportErr(req.Method, err)
+	}
+	if err := p.write(encodeNotification(req.Method, req.Params)); err != nil {
+		return transportErr(req.Method, err)
+	}
+	return nil
+}
+
+// sessionKey names the process generation: a new process needs a new
+// legacy handshake. It starts the process if none runs.
+func (t *stdioTransport) sessionKey() string {
+	p, err := t.current()
+	if err != nil {
+		return ""
+	}
+	return strconv.Itoa(p.gen)
+}
+
+func (t *stdioTransport) resetSession() {}
+
+// restart ends the current process so the next request starts a fresh
+// one; used after a legacy server exits on, or ignores, the probe.
+func (t *stdioTransport) restart() {
+	t.mu.Lock()
+	p := t.proc
+	t.mu.Unlock()
+	if p == nil {
+		return
+	}
+	killGroup(p.cmd)
+	<-p.done
+}
+
+// close stops the server: stdin closed first so a well-behaved server can
+// exit on its own, then the whole process group is killed.
+func (t *stdioTransport) close() {
+	t.mu.Lock()
+	t.closed = true
+	p := t.proc
+	t.mu.Unlock()
+	if p == nil {
+		return
+	}
+	_ = p.stdin.Close()
+	select {
+	case <-p.done:
+	case <-time.After(2 * time.Second):
+		killGroup(p.cmd)
+		<-p.done
+	}
+}

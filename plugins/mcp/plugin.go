@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wophost/wophost/plugins/mcp/client"
+	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/plugin"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// version is the plugin's version, also sent as clientInfo.version.
+const version = "0.1.0"
+
+// revisionsRefreshedAt is the day the revision list was last checked
+// against the MCP specification, advertised as refreshedAt.
+const revisionsRefreshedAt = "2026-11-29"
+
+// mcpPlugin holds one client per configured server.
+type mcpPlugin struct {
+	mu      sync.RWMutex
+	cfg     *config
+	clients map[string]*client.Client
+}
+
+func newPlugin() *plugin.Plugin {
+	p := &mcpPlugin{cfg: &config{maxRounds: defaultMaxRounds}, clients: map[string]*client.Client{}}
+	return &plugin.Plugin{
+		Name:         "wophost-mcp",
+		Version:      version,
+		ConfigSchema: configSchema(),
+		Configure:    p.configure,
+		Shutdown:     p.shutdown,
+		Families: []*plugin.Family{{
+			Name:    mcp.Family,
+			Status:  "stable",
+			Since:   "2.0",
+			Witness: "seam-gated",
+			Methods: map[string]plugin.Handler{
+				mcp.MethodCallTool:     plugin.Typed(p.callTool),
+				mcp.MethodListTools:    plugin.Typed(p.listTools),
+				mcp.MethodReadResource: plugin.Typed(p.readResource),
+				mcp.MethodServerHealth: plugin.Typed(p.serverHealth),
+			},
+			Facets: p.facets,
+			// Sampling requests are answered through aiEnvelope when the
+			// host advertises it.
+			Uses: []string{aienvelope.Family},
+		}},
+	}
+}
+
+func (p *mcpPlugin) configure(_ context.Context, req *plugin.ConfigureRequest) error {
+	var rc rawConfig
+	if err := req.Decode(&rc); err != nil {
+		return err
+	}
+	cfg, errs := validate(&rc)
+	if len(errs) > 0 {
+		return errs
+	}
+	logger := req.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	clients := make(map[string]*client.Client, len(cfg.servers))
+	for id, s := range cfg.servers {
+		l := logger.Named("server").With("server", id)
+		c, err := client.New(client.Options{
+			Stdio:           s.stdio,
+			HTTP:            s.http,
+			CallTimeout:     s.timeout,
+			DiscoverTimeout: s.discoverTimeout,
+			MinimumRevision: s.minimumRevision,
+			MaxRounds:       cfg.maxRounds,
+			MaxMessageBytes: cfg.maxMessage,
+			ClientInfo:      json.RawMessage(`{"name":"wophost-mcp","version":"` + version + `"}`),
+			Inputs:          &policy{server: s, fallback: req.Host, logger: l},
+			Logger:          l,
+		})
+		if err != nil {
+			for _, c := range clients {
+				c.Close()
+			}
+			return &plugin.ConfigError{Path: []string{"server", id}, Summary: "Invalid server", Detail: err.Error()}
+		}
+		clients[id] = c
+	}
+	p.mu.Lock()
+	old := p.clients
+	p.cfg, p.clients = cfg, clients
+	p.mu.Unlock()
+	for _, c := range old {
+		c.Close()
+	}
+	return nil
+}
+
+func (p *mcpPlugin) shutdown() {
+	p.mu.Lock()
+	old := p.clients
+	p.clients = map[string]*client.Client{}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range old {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Close()
+		}()
+	}
+	wg.Wait()
+}
+
+// facets is the family's advertisement under the current configuration.
+func (p *mcpPlugin) facets() map[string]any {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	ids := make([]string, 0, len(p.cfg.servers))
+	minimum := client.RevisionModern
+	for id, s := range p.cfg.servers {
+		ids = append(ids, id)
+		if s.minimumRevision < minimum {
+			minimum = s.minimumRevision
+		}
+	}
+	if len(ids) == 0 {
+		minimum = client.RevisionLegacy
+	}
+	sort.Strings(ids)
+	return map[string]any{
+		mcp.FacetClient:    map[string]any{"servers": ids},
+		"revisions":        client.Revisions,
+		"preferredVersion": client.RevisionModern,
+		"minimumRevision":  minimum,
+		"refreshedAt":      revisionsRefreshedAt,
+		"mrtr":             map[string]int{"maxRounds": p.cfg.maxRounds},
+	}
+}
+
+// server finds the client for serverId or fails with not_found.
+func (p *mcpPlugin) server(id string) (*client.Client, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	c, ok := p.clients[id]
+	if !ok {
+		return nil, wop.Errorf(wop.CodeNotFound, "no MCP server %q is configured", id)
+	}
+	return c, nil
+}
+
+func (p *mcpPlugin) callTool(ctx context.Context, req *plugin.Request, in *mcp.CallToolRequest) (json.RawMessage, error) {
+	c, err := p.server(in.ServerID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.CallTool(withCaller(ctx, req.Host), in.Name, in.Arguments)
+	return res, rejection(in.ServerID, err)
+}
+
+func (p *mcpPlugin) listTools(ctx context.Context, req *plugin.Request, in *mcp.ListToolsRequest) (json.RawMessage, error) {
+	c, err := p.server(in.ServerID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.ListTools(withCaller(ctx, req.Host), in.Cursor)
+	return res, rejection(in.ServerID, err)
+}
+
+func (p *mcpPlugin) readResource(ctx context.Context, req *plugin.Request, in *mcp.ReadResourceRequest) (json.RawMessage, error) {
+	c, err := p.server(in.ServerID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.ReadResource(withCaller(ctx, req.Host), in.URI)
+	return res, rejection(in.ServerID, err)
+}
+
+func (p *mcpPlugin) serverHealth(ctx context.Context, _ *plugin.Request, in *mcp.ServerHealthRequest) (*mcp.ServerHealthResult, error) {
+	c, err := p.server(in.ServerID)
+	if err != nil {
+		return nil, err
+	}
+	h := c.Health(ctx)
+	return &mcp.ServerHealthResult{ServerID: in.ServerID, Status: h.Status, CheckedAt: h.CheckedAt,
+		ProtocolVersion: h.ProtocolVersion, Discover: h.Discover}, nil
+}
+
+// rejection maps a client error to the only codes a call may reject with:
+// mcp_error for the server's JSON-RPC error (its object unaltered in
+// details.error), upstream_unavailable for everything else.
+func rejection(serverID string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var rpc *client.RPCError
+	if errors.As(err, &rpc) {
+		return wop.Errorf(wop.CodeMCPError, "MCP server %q answered with error %d: %s", serverID, rpc.Code, rpc.Message).
+			WithDetails(map[string]json.RawMessage{"error": rpc.Raw})
+	}
+	return wop.Errorf(wop.CodeUpstreamUnavailable, "MCP server %q: %v", serverID, err).WithRetryable(true)
+}

@@ -1,0 +1,215 @@
+package plugintest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// MCPConfig says how to run the mcp family checks.
+type MCPConfig struct {
+	// Binary, Env and StartTimeout are as in Config.
+	Binary       string
+	Env          []string
+	StartTimeout time.Duration
+	// Config is a configuration that declares ServerID.
+	Config json.RawMessage
+	// ServerID is a configured server that is reachable during the test.
+	ServerID string
+	// Tool is a tool ServerID offers, called with ToolArguments (nil sends
+	// none). It must complete without asking for input.
+	Tool          string
+	ToolArguments json.RawMessage
+	// ResourceURI, when set, is a resource ServerID serves.
+	ResourceURI string
+	// UnknownTool, when set, names a tool ServerID does not offer; calling
+	// it must reject with mcp_error carrying the server's error object.
+	UnknownTool string
+}
+
+// MCP starts cfg.Binary, configures it and checks that it serves the mcp
+// family as CONTRACT §4.4 requires, one subtest per rule:
+//
+//   - Advertised: the family carries the client facet listing ServerID,
+//     revisions including 2026-07-28, preferredVersion, minimumRevision,
+//     refreshedAt and mrtr.maxRounds between 1 and 16.
+//   - UnknownServer: every method rejects an unknown serverId with
+//     not_found.
+//   - ListTools: one page comes back as a ListToolsResult object; the
+//     empty-string cursor is accepted as a cursor (the server, not the
+//     provider, decides what it means).
+//   - CallTool: the tool's CallToolResult comes back, never an
+//     InputRequiredResult.
+//   - ReadResource: when ResourceURI is set, a ReadResourceResult.
+//   - MCPError: when UnknownTool is set, the rejection is mcp_error with
+//     details.error a JSON-RPC error object.
+//   - ServerHealth: {serverId, status, checkedAt, protocolVersion?,
+//     discover?} with a known status and no other field, so no connection
+//     or session state.
+func MCP(t *testing.T, cfg MCPConfig) {
+	t.Helper()
+	p := Start(t, Config{Binary: cfg.Binary, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	facets := p.Configure(t, cfg.Config)
+	call := func(t *testing.T, method string, req any) (json.RawMessage, error) {
+		t.Helper()
+		payload, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+		defer cancel()
+		return p.Invoke(ctx, mcp.Family, method, payload, wop.CallContext{RunID: "plugintest", NodeID: "plugintest", Deadline: time.Now().Add(rpcTimeout)})
+	}
+
+	t.Run("Advertised", func(t *testing.T) {
+		rec, ok := facets[mcp.Family]
+		if !ok {
+			t.Fatalf("the plugin does not serve %s", mcp.Family)
+		}
+		var client struct {
+			Servers []string `json:"servers"`
+		}
+		if err := json.Unmarshal(rec[mcp.FacetClient], &client); err != nil || !slices.Contains(client.Servers, cfg.ServerID) {
+			t.Errorf("client facet %s does not list %q", rec[mcp.FacetClient], cfg.ServerID)
+		}
+		var revisions []string
+		if err := json.Unmarshal(rec["revisions"], &revisions); err != nil || !slices.Contains(revisions, "2026-07-28") {
+			t.Errorf("revisions %s does not include 2026-07-28", rec["revisions"])
+		}
+		for _, k := range []string{"preferredVersion", "minimumRevision", "refreshedAt"} {
+			var s string
+			if err := json.Unmarshal(rec[k], &s); err != nil || s == "" {
+				t.Errorf("%s = %s, want a non-empty string", k, rec[k])
+			}
+		}
+		var pref string
+		_ = json.Unmarshal(rec["preferredVersion"], &pref)
+		if !slices.Contains(revisions, pref) {
+			t.Errorf("preferredVersion %q is not among the revisions %v", pref, revisions)
+		}
+		var mrtr struct {
+			MaxRounds *int `json:"maxRounds"`
+		}
+		if err := json.Unmarshal(rec["mrtr"], &mrtr); err != nil || mrtr.MaxRounds == nil || *mrtr.MaxRounds < 1 || *mrtr.MaxRounds > 16 {
+			t.Errorf("mrtr = %s, want {maxRounds: 1..16}", rec["mrtr"])
+		}
+	})
+
+	t.Run("UnknownServer", func(t *testing.T) {
+		const id = "plugintest-no-such-server"
+		for method, req := range map[string]any{
+			mcp.MethodCallTool:     mcp.CallToolRequest{ServerID: id, Name: "x"},
+			mcp.MethodListTools:    mcp.ListToolsRequest{ServerID: id},
+			mcp.MethodReadResource: mcp.ReadResourceRequest{ServerID: id, URI: "file:///x"},
+			mcp.MethodServerHealth: mcp.ServerHealthRequest{ServerID: id},
+		} {
+			_, err := call(t, method, req)
+			expectCode(t, err, wop.CodeNotFound, method+" with an unknown serverId")
+		}
+	})
+
+	t.Run("ListTools", func(t *testing.T) {
+		res, err := call(t, mcp.MethodListTools, mcp.ListToolsRequest{ServerID: cfg.ServerID})
+		if err != nil {
+			t.Fatalf("listTools: %s", formatError(err))
+		}
+		var page struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		if err := json.Unmarshal(res, &page); err != nil || page.Tools == nil {
+			t.Errorf("listTools result is not a ListToolsResult: %s", res)
+		}
+		empty := ""
+		if _, err := call(t, mcp.MethodListTools, mcp.ListToolsRequest{ServerID: cfg.ServerID, Cursor: &empty}); err != nil {
+			if code := wop.CodeOf(err); code != mcp.CodeMCPError {
+				t.Errorf("listTools with an empty-string cursor: %s (an mcp_error from the server is fine, a refusal by the provider is not)", formatError(err))
+			}
+		}
+	})
+
+	t.Run("CallTool", func(t *testing.T) {
+		res, err := call(t, mcp.MethodCallTool, mcp.CallToolRequest{ServerID: cfg.ServerID, Name: cfg.Tool, Arguments: cfg.ToolArguments})
+		if err != nil {
+			t.Fatalf("callTool %s: %s", cfg.Tool, formatError(err))
+		}
+		var r struct {
+			ResultType *string            `json:"resultType"`
+			Content    *[]json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal(res, &r); err != nil || r.Content == nil {
+			t.Errorf("callTool result is not a CallToolResult: %s", res)
+		}
+		if r.ResultType != nil && *r.ResultType != "complete" {
+			t.Errorf("callTool returned resultType %q: input requests must be handled by the provider", *r.ResultType)
+		}
+	})
+
+	if cfg.ResourceURI != "" {
+		t.Run("ReadResource", func(t *testing.T) {
+			res, err := call(t, mcp.MethodReadResource, mcp.ReadResourceRequest{ServerID: cfg.ServerID, URI: cfg.ResourceURI})
+			if err != nil {
+				t.Fatalf("readResource: %s", formatError(err))
+			}
+			var r struct {
+				Contents *[]json.RawMessage `json:"contents"`
+			}
+			if err := json.Unmarshal(res, &r); err != nil || r.Contents == nil {
+				t.Errorf("readResource result is not a ReadResourceResult: %s", res)
+			}
+		})
+	}
+
+	if cfg.UnknownTool != "" {
+		t.Run("MCPError", func(t *testing.T) {
+			_, err := call(t, mcp.MethodCallTool, mcp.CallToolRequest{ServerID: cfg.ServerID, Name: cfg.UnknownTool})
+			we := expectCode(t, err, mcp.CodeMCPError, "callTool of an unknown tool")
+			if we == nil {
+				return
+			}
+			var d struct {
+				Error *struct {
+					Code    *int64  `json:"code"`
+					Message *string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(we.Details, &d); err != nil || d.Error == nil || d.Error.Code == nil || d.Error.Message == nil {
+				t.Errorf("mcp_error details %s do not carry the JSON-RPC error object under error", we.Details)
+			}
+		})
+	}
+
+	t.Run("ServerHealth", func(t *testing.T) {
+		res, err := call(t, mcp.MethodServerHealth, mcp.ServerHealthRequest{ServerID: cfg.ServerID})
+		if err != nil {
+			t.Fatalf("serverHealth: %s", formatError(err))
+		}
+		var fields map[string]json.RawMessage
+		dec := json.NewDecoder(bytes.NewReader(res))
+		dec.UseNumber()
+		if err := dec.Decode(&fields); err != nil {
+			t.Fatalf("serverHealth result is not an object: %s", res)
+		}
+		for k := range fields {
+			if !slices.Contains([]string{"serverId", "status", "checkedAt", "protocolVersion", "discover"}, k) {
+				t.Errorf("serverHealth carries %q: only serverId, status, checkedAt, protocolVersion and discover are allowed", k)
+			}
+		}
+		var h mcp.ServerHealthResult
+		if err := json.Unmarshal(res, &h); err != nil {
+			t.Fatalf("serverHealth result: %v (%s)", err, res)
+		}
+		if h.ServerID != cfg.ServerID || h.CheckedAt.IsZero() ||
+			!slices.Contains([]string{mcp.StatusReachable, mcp.StatusUnreachable, mcp.StatusIncompatible}, h.Status) {
+			t.Errorf("serverHealth = %s", res)
+		}
+		if h.Status != mcp.StatusReachable {
+			t.Errorf("serverHealth of a reachable server reports %q", h.Status)
+		}
+	})
+}

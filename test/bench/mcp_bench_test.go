@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/test/testbin"
+)
+
+// mcpBenchConfig serves mcp from the plugin with the demo toolbox server,
+// and the test pack that calls it.
+func mcpBenchConfig(tb testing.TB) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "mcppack")
+	if err := testbin.LayOutPack("test/mcpservers/mcppack", binary(tb, "./test/mcpservers/mcppack"), dir); err != nil {
+		tb.Fatal(err)
+	}
+	return writeConfig(tb, fmt.Sprintf(`
+capability "mcp" {
+  plugin = %q
+  config {
+    server "toolbox" {
+      command = [%q]
+    }
+  }
+}
+pack "test.mcppack" { path = %q }
+`, binary(tb, "./plugins/mcp"), binary(tb, "./examples/mcpservers/toolbox"), dir))
+}
+
+const addArgs = `{"a":20,"b":22}`
+
+// sdkSession connects the official Go SDK client to its own toolbox
+// process over stdio.
+func sdkSession(tb testing.TB) *mcp.ClientSession {
+	tb.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
+	s, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(binary(tb, "./examples/mcpservers/toolbox"))}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func sdkCalls(ctx context.Context, s *mcp.ClientSession, n int) error {
+	for range n {
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 20, "b": 22}})
+		if err != nil {
+			return err
+		}
+		if res.IsError {
+			return fmt.Errorf("add failed: %v", res.Content)
+		}
+	}
+	return nil
+}
+
+func hostCallTool(ctx context.Context, h *host.Host, n int) error {
+	payload := json.RawMessage(`{"serverId":"toolbox","name":"add","arguments":` + addArgs + `}`)
+	for range n {
+		res, err := h.Call(ctx, "mcp", "callTool", payload, host.RunOptions{})
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(res), `"sum":42`) {
+			return fmt.Errorf("unexpected result %s", res)
+		}
+	}
+	return nil
+}
+
+func packCallTool(ctx context.Context, h *host.Host, n int) error {
+	in := json.RawMessage(`{"method":"callTool","request":{"serverId":"toolbox","name":"add","arguments":` + addArgs + `}}`)
+	for range n {
+		res, err := h.Run(ctx, "mcppack.call", in, host.RunOptions{})
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(res.Output), `"sum":42`) {
+			return fmt.Errorf("unexpected result %s", res.Output)
+		}
+	}
+	return nil
+}
+
+// BenchmarkMCPCallTool compares b.N tools/call made by the Go SDK client
+// straight to the demo toolbox server with b.N callTool calls through the
+// host and the mcp plugin to another process of the same server, back to
+// back in one function.
+func BenchmarkMCPCallTool(b *testing.B) {
+	compareMCP(b, hostCallTool)
+}
+
+// BenchmarkMCPCallToolFromPack is BenchmarkMCPCallTool with a pack in the
+// way: each call is one node run that calls ctx.MCP.CallTool.
+func BenchmarkMCPCallToolFromPack(b *testing.B) {
+	compareMCP(b, packCallTool)
+}
+
+func compareMCP(b *testing.B, viaHost func(ctx context.Context, h *host.Host, n int) error) {
+	ctx := context.Background()
+	s := sdkSession(b)
+	h := startHost(b, mcpBenchConfig(b))
+	if err := sdkCalls(ctx, s, warmCalls); err != nil {
+		b.Fatal(err)
+	}
+	if err := viaHost(ctx, h, warmCalls); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	t0 := time.Now()
+	err := sdkCalls(ctx, s, b.N)
+	direct := time.Since(t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 = time.Now()
+	err = viaHost(ctx, h, b.N)
+	hosted := time.Since(t0)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := float64(direct.Nanoseconds()) / float64(b.N)
+	v := float64(hosted.Nanoseconds()) / float64(b.N)
+	b.ReportMetric(d, "sdk-ns/call")
+	b.ReportMetric(v, "host-ns/call")
+	b.ReportMetric(v/d, "ratio")
+}

@@ -1,0 +1,65 @@
+// Command mcppack is the node pack the mcp integration tests and the
+// benchmark drive: its one node makes an mcp call through ctx.MCP, the
+// typed client pack authors use, and returns the result as it came.
+package main
+
+import (
+	_ "embed"
+	"encoding/json"
+
+	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/pack"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+//go:embed pack.json
+var manifest []byte
+
+type callInput struct {
+	Method  string          `json:"method"`
+	Request json.RawMessage `json:"request"`
+}
+
+func main() {
+	pack.Serve(&pack.Pack{
+		Manifest: manifest,
+		Nodes: map[string]pack.Node{
+			"mcppack.call": pack.TypedNode(func(ctx *pack.Ctx, in *callInput) (any, error) {
+				return call(ctx, in)
+			}),
+		},
+	})
+}
+
+func call(ctx *pack.Ctx, in *callInput) (any, error) {
+	switch in.Method {
+	case mcp.MethodCallTool:
+		var r mcp.CallToolRequest
+		if err := json.Unmarshal(in.Request, &r); err != nil {
+			return nil, wop.Errorf(wop.CodeValidation, "request: %v", err)
+		}
+		return ctx.MCP.CallTool(ctx, &r)
+	case mcp.MethodListTools:
+		var r mcp.ListToolsRequest
+		if err := json.Unmarshal(in.Request, &r); err != nil {
+			return nil, wop.Errorf(wop.CodeValidation, "request: %v", err)
+		}
+		return ctx.MCP.ListTools(ctx, &r)
+	case mcp.MethodReadResource:
+		var r mcp.ReadResourceRequest
+		if err := json.Unmarshal(in.Request, &r); err != nil {
+			return nil, wop.Errorf(wop.CodeValidation, "request: %v", err)
+		}
+		return ctx.MCP.ReadResource(ctx, &r)
+	case mcp.MethodServerHealth:
+		var r mcp.ServerHealthRequest
+		if err := json.Unmarshal(in.Request, &r); err != nil {
+			return nil, wop.Errorf(wop.CodeValidation, "request: %v", err)
+		}
+		// Returned raw, so the test sees exactly the fields the host sent.
+		var out json.RawMessage
+		err := ctx.Call(mcp.Family, mcp.MethodServerHealth, &r, &out)
+		return out, err
+	}
+	return nil, wop.Errorf(wop.CodeValidation, "unknown method %q", in.Method)
+}
