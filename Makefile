@@ -30,12 +30,18 @@ run: build ## Run the demo against host.hcl.example, offline.
 	@$(BIN)/host --config host.hcl.example plugins
 	@echo '$$ host packs'
 	@$(BIN)/host --config host.hcl.example packs
+	@echo '$$ host prompts publish examples/prompts/kvdemo-describe.prompt'
+	@$(BIN)/host --config host.hcl.example prompts publish examples/prompts/kvdemo-describe.prompt
 	@echo '$$ host run kvdemo.remember --input examples/inputs/remember.json'
 	@$(BIN)/host --config host.hcl.example run kvdemo.remember --input examples/inputs/remember.json
 	@echo '$$ host call acme.kv.get --input examples/inputs/recall.json'
 	@$(BIN)/host --config host.hcl.example call acme.kv.get --input examples/inputs/recall.json
-	@echo '$$ host run kvdemo.describe --input examples/inputs/recall.json   # refused: aiEnvelope is not advertised'
-	@$(BIN)/host --config host.hcl.example run kvdemo.describe --input examples/inputs/recall.json || true
+	@echo '$$ host run kvdemo.describe --input examples/inputs/recall.json   # pinned prompt + aiEnvelope (local provider)'
+	@$(BIN)/host --config host.hcl.example run kvdemo.describe --input examples/inputs/recall.json
+	@echo '$$ host run kvdemo.wordcount --input examples/inputs/recall.json  # an MCP tool on the toolbox server'
+	@$(BIN)/host --config host.hcl.example run kvdemo.wordcount --input examples/inputs/recall.json
+	@echo '$$ host call mcp.callTool --input examples/inputs/mcp-add.json'
+	@$(BIN)/host --config host.hcl.example call mcp.callTool --input examples/inputs/mcp-add.json
 
 test: ## Run every test of both modules; the race detector covers the concurrent packages.
 	$(GO) vet ./... && cd sdk && $(GO) vet ./...
@@ -45,7 +51,7 @@ test: ## Run every test of both modules; the race detector covers the concurrent
 	cd sdk && $(GO) test -count=1 -race ./...
 
 bench: ## Measure a ctx call through the host against a direct Invoke, and start-up time.
-	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./test/bench/
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 -timeout 30m ./test/bench/
 
 # The MCP conformance suite and its peers come from npm, pinned, into an
 # ignored folder. The suite needs Node 22, itself installed from npm.

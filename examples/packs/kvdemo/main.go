@@ -1,6 +1,7 @@
 // Command kvdemo is the example node pack: nodes that remember, recall and
 // forget values through the acme.kv vendor family, and one that describes
-// a value with aiEnvelope when the host advertises it.
+// a value with aiEnvelope under a pinned prompt, and one that counts its
+// words with an MCP tool.
 package main
 
 import (
@@ -16,10 +17,11 @@ func main() {
 	pack.Serve(&pack.Pack{
 		Manifest: manifest,
 		Nodes: map[string]pack.Node{
-			"kvdemo.remember": pack.TypedNode(remember),
-			"kvdemo.recall":   pack.TypedNode(recall),
-			"kvdemo.forget":   pack.TypedNode(forget),
-			"kvdemo.describe": pack.TypedNode(describe),
+			"kvdemo.remember":  pack.TypedNode(remember),
+			"kvdemo.recall":    pack.TypedNode(recall),
+			"kvdemo.forget":    pack.TypedNode(forget),
+			"kvdemo.describe":  pack.TypedNode(describe),
+			"kvdemo.wordcount": pack.TypedNode(wordcount),
 		},
 	})
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/wophost/wophost/examples/plugins/kv/kvapi"
 	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/pack"
 )
 
@@ -43,17 +46,22 @@ func forget(ctx *pack.Ctx, in *keyOnly) (*kvapi.DeleteResult, error) {
 	return &res, err
 }
 
-// describe asks a language model about a stored value. The host refuses
-// this node before it runs unless aiEnvelope is advertised, so ctx's
-// field is set whenever the node runs.
+// describe asks a language model about a stored value, under the system
+// prompt the pack pins in its lock map ("kvdemo/describe" in pack.json's
+// prompts). The host refuses this node before it runs unless aiEnvelope and
+// promptLibrary are advertised, so both ctx fields are set when it runs.
 func describe(ctx *pack.Ctx, in *keyOnly) (map[string]string, error) {
 	var got kvapi.GetResult
 	if err := ctx.Call(kvapi.Family, kvapi.MethodGet, kvapi.GetRequest{Key: in.Key}, &got); err != nil {
 		return nil, err
 	}
+	prompt, err := ctx.PromptLibrary.Get(ctx, &promptlibrary.GetRequest{PromptID: "kvdemo/describe"})
+	if err != nil {
+		return nil, err
+	}
 	res, err := ctx.AIEnvelope.Generate(ctx, &aienvelope.GenerateRequest{
-		EnvelopeType:   "kvdemo.describe",
-		SystemPrompt:   "Describe the value in one sentence.",
+		EnvelopeType:   prompt.EnvelopeType,
+		SystemPrompt:   prompt.SystemPrompt,
 		UserMessage:    fmt.Sprintf("%s = {{value}}", got.Key),
 		Variables:      map[string]any{"value": got.Value},
 		IdempotencyKey: ctx.Run.RunID,
@@ -61,5 +69,22 @@ func describe(ctx *pack.Ctx, in *keyOnly) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{"key": got.Key, "description": res.Text}, nil
+	return map[string]string{"key": got.Key, "prompt": prompt.PromptID + " " + prompt.Digest, "description": res.Text}, nil
+}
+
+// toolboxServer is the serverId of the demo MCP server in host.hcl.example.
+const toolboxServer = "toolbox"
+
+// wordcount counts the words of a stored value with an MCP tool and
+// returns the tool's result as the server sent it.
+func wordcount(ctx *pack.Ctx, in *keyOnly) (json.RawMessage, error) {
+	var got kvapi.GetResult
+	if err := ctx.Call(kvapi.Family, kvapi.MethodGet, kvapi.GetRequest{Key: in.Key}, &got); err != nil {
+		return nil, err
+	}
+	args, err := json.Marshal(map[string]string{"text": got.Value})
+	if err != nil {
+		return nil, err
+	}
+	return ctx.MCP.CallTool(ctx, &mcp.CallToolRequest{ServerID: toolboxServer, Name: "wordcount", Arguments: args})
 }
