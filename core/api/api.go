@@ -209,6 +209,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		Timeout:        time.Duration(req.TimeoutMs) * time.Millisecond,
 		IdempotencyKey: req.IdempotencyKey,
 		Traceparent:    r.Header.Get("traceparent"),
+		Record:         true,
 	})
 	if s.opts.OnRun != nil {
 		s.opts.OnRun(typeID, time.Since(start), err)
