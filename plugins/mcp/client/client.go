@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // Protocol revisions the client speaks, newest first.
@@ -30,11 +32,13 @@ const (
 	CodeUnsupportedProtocolVersion = -32022
 )
 
-// _meta keys of every modern request.
+// _meta keys of every modern request, and the trace context's key (one
+// of the spec's unprefixed exceptions), sent when the call has one.
 const (
 	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaTraceparent        = "traceparent"
 )
 
 // Health statuses.
@@ -199,14 +203,19 @@ func (c *Client) setModern(v string) {
 	c.era, c.version = eraModern, v
 }
 
-// meta builds the params object of a modern request: the caller's fields
-// plus the _meta triple.
-func (c *Client) modernParams(version string, fields map[string]json.RawMessage) (json.RawMessage, error) {
-	meta, err := marshalJSON(map[string]json.RawMessage{
+// modernParams builds the params object of a modern request: the caller's
+// fields plus the _meta triple, and the W3C traceparent when the call has
+// one, so the server's side joins the node run's trace.
+func (c *Client) modernParams(version, traceparent string, fields map[string]json.RawMessage) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{
 		metaProtocolVersion:    mustJSON(version),
 		metaClientCapabilities: c.capabilities(),
 		metaClientInfo:         c.opts.ClientInfo,
-	})
+	}
+	if traceparent != "" {
+		m[metaTraceparent] = mustJSON(traceparent)
+	}
+	meta, err := marshalJSON(m)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +237,12 @@ func marshalJSON(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// traceparentOf returns the W3C traceparent of the call ctx belongs to.
+func traceparentOf(ctx context.Context) string {
+	cc, _ := wop.CallContextFrom(ctx)
+	return cc.Traceparent
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -264,7 +279,7 @@ func (c *Client) send(ctx context.Context, cl *call) (json.RawMessage, error) {
 		if e == eraLegacy {
 			return c.sendLegacy(ctx, cl)
 		}
-		params, err := c.modernParams(version, cl.fields)
+		params, err := c.modernParams(version, traceparentOf(ctx), cl.fields)
 		if err != nil {
 			return nil, transportErr(cl.method, err)
 		}
@@ -376,7 +391,7 @@ func (c *Client) discover(ctx context.Context) (json.RawMessage, string, error) 
 		version = RevisionModern
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		params, err := c.modernParams(version, nil)
+		params, err := c.modernParams(version, "", nil)
 		if err != nil {
 			return nil, "", transportErr("server/discover", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // passthroughResult mirrors test/mcpservers/scripted.PassthroughResult.
@@ -39,7 +41,9 @@ func TestResultsPassThroughByteForByte(t *testing.T) {
 func TestRequestCarriesMetaAndExactArguments(t *testing.T) {
 	c := scripted(t, Options{Inputs: &answerer{caps: `{"elicitation":{}}`}}, "modern")
 	args := `{"n":12345678901234567890,"f":1.000000000000000000001,"s":"<&>","deep":[[[{"x":null}]]]}`
-	res, err := c.CallTool(ctx(t), "echo_params", json.RawMessage(args))
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	callCtx := wop.WithCallContext(ctx(t), wop.CallContext{RunID: "run_1", Traceparent: traceparent})
+	res, err := c.CallTool(callCtx, "echo_params", json.RawMessage(args))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +63,9 @@ func TestRequestCarriesMetaAndExactArguments(t *testing.T) {
 	if string(m[metaProtocolVersion]) != `"2026-07-28"` || string(m[metaClientCapabilities]) != `{"elicitation":{}}` ||
 		!strings.Contains(string(m[metaClientInfo]), `"name"`) {
 		t.Errorf("_meta = %v", m)
+	}
+	if got := string(m[metaTraceparent]); got != `"`+traceparent+`"` {
+		t.Errorf("_meta.traceparent = %s, want the call's %s", got, traceparent)
 	}
 }
 

@@ -130,6 +130,11 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) (*provid
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Anthropic-Version", APIVersion)
+	// The W3C trace context of the call, so the provider's side of the
+	// request joins the node run's trace.
+	if cc, ok := wop.CallContextFrom(ctx); ok && cc.Traceparent != "" {
+		hreq.Header.Set("traceparent", cc.Traceparent)
+	}
 	hreq.Header.Set("X-Api-Key", p.cfg.APIKey)
 	resp, err := p.client.Do(hreq)
 	if err != nil {

@@ -136,6 +136,11 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) (*provid
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
+	// The W3C trace context of the call, so the provider's side of the
+	// request joins the node run's trace.
+	if cc, ok := wop.CallContextFrom(ctx); ok && cc.Traceparent != "" {
+		hreq.Header.Set("traceparent", cc.Traceparent)
+	}
 	if p.cfg.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+p.cfg.APIKey)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/wophost/wophost/plugins/aienvelope/internal/wiretest"
 	"github.com/wophost/wophost/plugins/aienvelope/provider"
 	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 const secret = "sk-proj-wophostTESTSECRET0123456789"
@@ -127,7 +128,9 @@ func TestRequestOnTheWire(t *testing.T) {
 		Output: &aienvelope.Output{Type: aienvelope.OutputJSON, Schema: json.RawMessage(`{"type":"object"}`)},
 		Tools:  []aienvelope.Tool{{Name: "get_weather", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}},
 	}
-	got, err := newProvider(srv.URL, 0).Generate(context.Background(), req)
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	callCtx := wop.WithCallContext(context.Background(), wop.CallContext{RunID: "run_1", Traceparent: traceparent})
+	got, err := newProvider(srv.URL, 0).Generate(callCtx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +140,9 @@ func TestRequestOnTheWire(t *testing.T) {
 	r := srv.Requests()[0]
 	if r.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer "+secret {
 		t.Errorf("path %s auth %q", r.Path, r.Header.Get("Authorization"))
+	}
+	if r.Header.Get("traceparent") != traceparent {
+		t.Errorf("traceparent header %q, want the call's", r.Header.Get("traceparent"))
 	}
 	want := `{"model":"override","messages":[{"role":"system","content":"sys"},{"role":"user","content":"weather?"},` +
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"Paris\"}"}}]},` +
