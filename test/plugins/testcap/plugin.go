@@ -79,6 +79,12 @@ func newPlugin() *plugin.Plugin {
 					WithRetryable(true).
 					WithDetails(map[string]any{"n": 42, "nested": map[string]any{"list": []int{1, 2, 3}}, "text": "ünïcode"})
 			},
+			// log writes one line through the request's logger, which the
+			// host re-emits with the plugin's name.
+			"log": func(_ context.Context, req *plugin.Request) (any, error) {
+				req.Logger.Info("handled a log call")
+				return map[string]bool{"logged": true}, nil
+			},
 			"pid": func(context.Context, *plugin.Request) (any, error) {
 				return map[string]int{"pid": os.Getpid()}, nil
 			},
