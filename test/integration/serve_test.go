@@ -329,10 +329,22 @@ func TestServeReload(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(more), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A call in flight at the reload finishes on the old plugin set.
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	inFlight := make(chan reply, 1)
+	go func() {
+		inFlight <- request(t, "POST", d.base+"/v1/nodes/probe.sleep:execute",
+			`{"input":{"ms":1500,"inPack":true,"pidfile":"`+pidfile+`"}}`, nil)
+	}()
+	oldPIDs := readPIDs(t, pidfile)
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	d.waitForLog(t, "reloaded")
+	if r := <-inFlight; r.status != 200 {
+		t.Fatalf("the call in flight during the reload: %d %s", r.status, r.body)
+	}
+	assertGone(t, "the previous plugin set after the reload", oldPIDs)
 	after := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
 	if !strings.Contains(after.body, "test.other") || after.header.Get("ETag") == before.header.Get("ETag") {
 		t.Fatalf("after the reload: %s (ETag %s, before %s)", after.body, after.header.Get("ETag"), before.header.Get("ETag"))
