@@ -97,6 +97,7 @@ func (g *globals) serve() error {
 			MaxBodyBytes: int64(cfg.Host.MaxMessageBytes),
 			Metrics:      d.metrics.Handler(),
 			OnRun:        d.metrics.RunFinished,
+			Agents:       agentsForAPI,
 			Logger:       logger.Named("api"),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

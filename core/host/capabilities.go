@@ -312,9 +312,17 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 	// broker listener only waits to time out.
 	var hs wophostv1.HostServicesServer
 	if len(allowed) > 0 {
-		hs = hostservices.ForPlugin(h.router, h.runs, h.logger, c.cfg.Name, func(family, facet string) bool {
+		srv := hostservices.ForPlugin(h.router, h.runs, h.logger, c.cfg.Name, func(family, facet string) bool {
 			return allowed[family] || (facet != "" && allowed[family+"."+facet])
 		})
+		// Only the agent runtime may call on behalf of an agent, and
+		// its agents' calls are held to their manifests.
+		for _, f := range c.families {
+			if f.Name == wop.FamilyAgentRuntime {
+				srv.ForAgents(h.agents.ByDigest)
+			}
+		}
+		hs = srv
 	}
 	res, err := proc.Configure(ctx, c.config, stateDir, hs)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/wophost/wophost/core/agents"
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/loader"
@@ -39,6 +40,10 @@ type Host struct {
 	// prompts resolves and checks promptLibrary.get calls and records
 	// what each run resolved (runrecord.go).
 	prompts *dispatch.PromptPolicy
+	// agents is the agent registry (agents.manifestRuntime, agents.go);
+	// agentCheck runs the install checks of agent manifests.
+	agents     *agents.Registry
+	agentCheck *agents.Checker
 
 	mu       sync.RWMutex
 	caps     map[string]*capability
@@ -87,6 +92,7 @@ func New(cfg *config.Config, files *config.Loader, logger hclog.Logger, version 
 	h.router.SetTracer(h.tracer)
 	h.prompts = dispatch.NewPromptPolicy(h.promptLockMap)
 	h.router.SetPolicy(wop.FamilyPromptLibrary, h.prompts)
+	h.setUpAgents()
 	return h
 }
 

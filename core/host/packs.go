@@ -13,10 +13,12 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/wophost/wophost/core/agents"
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/hostservices"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/manifest"
+	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -44,6 +46,9 @@ type Pack struct {
 	manifest     *manifest.Manifest
 	proc         *loader.Pack
 	hostServices *hostservices.Server
+	// agents are the pack's checked agent manifests, installed into the
+	// host's registry once every pack has loaded.
+	agents []*agents.Entry
 	// serveOnce serves HostServices on the pack's broker at its first
 	// run: a broker listener nobody dials only waits to time out.
 	serveOnce sync.Once
@@ -56,6 +61,7 @@ type PackInfo struct {
 	Path     string    `json:"path"`
 	State    PackState `json:"state"`
 	Nodes    []string  `json:"nodes,omitempty"`
+	Agents   []string  `json:"agents,omitempty"`
 	Degraded []string  `json:"degraded,omitempty"`
 	Error    string    `json:"error,omitempty"`
 }
@@ -67,6 +73,9 @@ func (h *Host) Packs() []PackInfo {
 	out := make([]PackInfo, 0, len(h.packs))
 	for _, p := range h.packs {
 		info := PackInfo{Name: p.Name, Version: p.Version, Path: p.Path, State: p.State, Nodes: p.TypeIDs, Degraded: p.Degraded}
+		for _, a := range p.agents {
+			info.Agents = append(info.Agents, a.ID)
+		}
 		if p.Err != nil {
 			info.Error = p.Err.Error()
 		}
@@ -120,6 +129,16 @@ func (h *Host) startPacks(ctx context.Context, rep *Report) {
 				}
 			}
 		}
+		if p.State != PackRefused && len(p.agents) > 0 {
+			if err := h.agents.Install(p.agents); err != nil {
+				p.State, p.Err = PackRefused, err
+				rep.Packs = append(rep.Packs, &hcl.Diagnostic{
+					Severity: hcl.DiagError, Summary: "Pack refused",
+					Detail:  fmt.Sprintf("Pack %q: %s", p.Name, err),
+					Subject: p.cfg.DefRange.Ptr(),
+				})
+			}
+		}
 		if p.State == PackRefused {
 			if p.proc != nil {
 				p.proc.Kill()
@@ -171,6 +190,13 @@ func (h *Host) loadPack(ctx context.Context, p *Pack) error {
 		sort.Strings(missing)
 		return wop.Errorf(wop.CodePackPeerDependencyMissing, "required peer dependencies are not advertised: %s", strings.Join(missing, ", ")).
 			WithDetails(map[string]any{"missing": missing})
+	}
+	if len(m.Agents) > 0 {
+		if !h.reg.Has(wop.FamilyAgents, agentruntime.FacetManifestRuntime) {
+			h.logger.Info("pack's agents not installed: agents.manifestRuntime is not advertised", "pack", p.Name, "agents", len(m.Agents))
+		} else if p.agents, err = h.agentCheck.CheckPack(ctx, p.Name, m.Agents); err != nil {
+			return err
+		}
 	}
 	entry := filepath.Join(p.Path, filepath.FromSlash(m.Runtime.Entry))
 	if _, err := loader.Verify(entry, ""); err != nil {

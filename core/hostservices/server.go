@@ -6,10 +6,13 @@ package hostservices
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/sdk/families/agentruntime"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
@@ -27,6 +30,10 @@ type Server struct {
 	// checked against the families the plugin needs or uses.
 	plugin        string
 	pluginAllowed func(family, facet string) bool
+	// agentManifest, set only for the plugin serving agentRuntime, finds
+	// the manifest an agent caller names by digest. Another plugin that
+	// claims to call for an agent is refused.
+	agentManifest func(digest string) (*agentruntime.Manifest, bool)
 }
 
 var _ wophostv1.HostServicesServer = (*Server)(nil)
@@ -40,6 +47,15 @@ func ForPack(router *dispatch.Router, runs *dispatch.Runs, logger hclog.Logger, 
 // call the families allowed reports.
 func ForPlugin(router *dispatch.Router, runs *dispatch.Runs, logger hclog.Logger, plugin string, allowed func(family, facet string) bool) *Server {
 	return &Server{router: router, runs: runs, logger: logger, plugin: plugin, pluginAllowed: allowed}
+}
+
+// ForAgents lets the plugin make calls on behalf of agents: a call whose
+// claimed Caller is "agent:<agentInstanceId>@<manifestDigest>" is checked
+// against the manifest manifest(digest) returns (CONTRACT §4.3). Only the
+// plugin serving agentRuntime gets it. It returns s.
+func (s *Server) ForAgents(manifest func(digest string) (*agentruntime.Manifest, bool)) *Server {
+	s.agentManifest = manifest
+	return s
 }
 
 // Call implements HostServices.Call.
@@ -61,6 +77,11 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 	} else {
 		caller = dispatch.Caller{Name: "plugin " + s.plugin, Allowed: s.pluginAllowed}
 		call = run.CallContext("plugin:" + s.plugin)
+		if err := s.checkAgent(claimed.Caller, req.GetFamily(), req.GetMethod(), req.GetPayload(), &caller); err != nil {
+			s.logger.Debug("host-service call refused", "run_id", run.ID, "node_id", run.NodeID,
+				"family", req.GetFamily(), "method", req.GetMethod(), "caller", claimed.Caller, "code", wop.CodeOf(err))
+			return nil, wire.ToStatus(err)
+		}
 		call.Depth = claimed.Depth + 1
 		// A plugin may narrow the deadline (its own budget) but never
 		// extend the run's.
@@ -81,4 +102,52 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 		return nil, wire.ToStatus(err)
 	}
 	return &wophostv1.CallResponse{Result: out}, nil
+}
+
+// checkAgent enforces an agent's manifest on a call its runtime makes for
+// it: the agent may reach only the MCP servers its toolAllowlist names,
+// and call only the tools it lists. A caller that does not claim to be an
+// agent passes; a claim from a plugin that does not run agents, a
+// malformed claim or an unknown manifest digest is refused.
+func (s *Server) checkAgent(claimed, family, method string, payload []byte, caller *dispatch.Caller) error {
+	agent, isAgent, err := dispatch.ParseAgentCaller(claimed)
+	capability := "host." + family + "." + method
+	refuse := func(format string, args ...any) *wop.Error {
+		return wop.Errorf(wop.CodeCapabilityNotDeclared, format, args...).WithCapability(capability)
+	}
+	switch {
+	case !isAgent:
+		return nil
+	case s.agentManifest == nil:
+		return refuse("plugin %s does not run agents and may not call as %q", s.plugin, claimed)
+	case err != nil:
+		return refuse("%v", err)
+	}
+	m, ok := s.agentManifest(agent.Digest)
+	if !ok {
+		return refuse("agent %s runs a manifest (%s) the host did not install or let through spawn", agent.InstanceID, agent.Digest)
+	}
+	caller.Name = "plugin " + s.plugin + " agent " + agent.InstanceID + " (" + m.ID + ")"
+	if family != wop.FamilyMCP {
+		return nil
+	}
+	var req struct {
+		ServerID string `json:"serverId"`
+		Name     string `json:"name"`
+	}
+	if err := json.Unmarshal(payload, &req); err != nil {
+		return wop.Errorf(wop.CodeValidation, "%s request: %v", capability, err).WithCapability(capability)
+	}
+	details := map[string]string{"agentInstanceId": agent.InstanceID, "manifestId": m.ID, "manifestDigest": agent.Digest, "serverId": req.ServerID}
+	if method == "callTool" {
+		details["name"] = req.Name
+		if !m.Allows(req.ServerID, req.Name) {
+			return refuse("agent %s (%s) may not call %s/%s: it is not in the manifest's toolAllowlist", agent.InstanceID, m.ID, req.ServerID, req.Name).WithDetails(details)
+		}
+		return nil
+	}
+	if !slices.Contains(m.MCPServers(), req.ServerID) {
+		return refuse("agent %s (%s) may not reach MCP server %q: no toolAllowlist entry names it", agent.InstanceID, m.ID, req.ServerID).WithDetails(details)
+	}
+	return nil
 }

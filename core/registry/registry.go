@@ -61,8 +61,10 @@ type Registry struct {
 	entries map[string]*entry
 	// advertised is recomputed on every change: family name → served.
 	advertised map[string]served
-	doc        []byte
-	now        func() time.Time
+	// provided are the families the host serves itself (Provide).
+	provided []Family
+	doc      []byte
+	now      func() time.Time
 }
 
 type served struct {
@@ -92,6 +94,18 @@ func (r *Registry) Declare(name, plugin string) {
 		r.order = append(r.order, name)
 	}
 	r.entries[name] = &entry{rec: Record{Name: name, Plugin: plugin, State: StateDeclared, Changed: r.now()}}
+	r.recompute()
+}
+
+// Provide makes the host itself serve f: it is advertised while every
+// family f.Needs names is advertised, and it takes precedence over a
+// plugin describing a family of the same name. Its calls have no plugin to
+// go to, so f should list no Methods. The host's agent registry is one:
+// agents.manifestRuntime, which advertising agentRuntime implies.
+func (r *Registry) Provide(f Family) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.provided = append(r.provided, f)
 	r.recompute()
 }
 
@@ -237,6 +251,14 @@ var implied = map[string][]string{
 	wop.FamilyAgentRuntime: {wop.FamilyAgents + ".manifestRuntime"},
 }
 
+// hostInvoker answers calls to a family the host provides itself; such
+// families have no methods, so the router refuses calls before this.
+type hostInvoker struct{}
+
+func (hostInvoker) Invoke(_ context.Context, family, method string, _ []byte, _ wop.CallContext) ([]byte, error) {
+	return nil, wop.Errorf(wop.CodeNotFound, "family %s has no method %q", family, method)
+}
+
 // recompute derives the advertised set from the ready entries: a family is
 // advertised only while every family it needs or implies is advertised,
 // which may take several passes to settle.
@@ -250,6 +272,9 @@ func (r *Registry) recompute() {
 		for _, f := range e.families {
 			adv[f.Name] = served{family: f, capability: n, invoker: e.invoker}
 		}
+	}
+	for _, f := range r.provided {
+		adv[f.Name] = served{family: f, invoker: hostInvoker{}}
 	}
 	for changed := true; changed; {
 		changed = false
