@@ -1,0 +1,79 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/wophost/wophost/core/agents"
+	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// manifestRuntimeFacet is the host's agents.manifestRuntime record: the
+// registry is host-wide and handoff targets are checked at install.
+const manifestRuntimeFacet = `{"handoffValidation":true,"installScope":"host"}`
+
+// installCallTimeout bounds each host-service call an install makes.
+const installCallTimeout = 30 * time.Second
+
+// setUpAgents creates the agent registry, advertises agents.manifestRuntime
+// whenever agentRuntime is advertised (which itself needs aiEnvelope), and
+// puts the spawn policy in front of the agentRuntime plugin.
+func (h *Host) setUpAgents() {
+	h.agents = agents.New()
+	h.agentCheck = &agents.Checker{ResolvePrompt: h.resolvePrompt, MCPServers: h.mcpServers}
+	h.reg.Provide(registry.Family{
+		Name: wop.FamilyAgents, Status: "stable", Since: "2.0", Witness: "witnessable-gated",
+		Needs:  []string{wop.FamilyAgentRuntime},
+		Facets: map[string]json.RawMessage{agentruntime.FacetManifestRuntime: json.RawMessage(manifestRuntimeFacet)},
+	})
+	h.router.SetPolicy(wop.FamilyAgentRuntime, dispatch.NewAgentPolicy(h.agents, h.agentCheck))
+}
+
+// Agents lists the agent registry, sorted by id.
+func (h *Host) Agents() []*agents.Entry { return h.agents.List() }
+
+// resolvePrompt fetches a pinned prompt through the router, as the
+// operator would, so that the host's prompt policy checks the answer.
+func (h *Host) resolvePrompt(ctx context.Context, ref string) (agents.ResolvedPrompt, error) {
+	ctx, cancel := context.WithTimeout(ctx, installCallTimeout)
+	defer cancel()
+	payload, err := json.Marshal(promptlibrary.GetRequest{PromptID: ref})
+	if err != nil {
+		return agents.ResolvedPrompt{}, err
+	}
+	run := &dispatch.Run{ID: dispatch.NewID("run"), NodeID: dispatch.NewID("node"), TypeID: "host.agents.install"}
+	run.Deadline, _ = ctx.Deadline()
+	out, err := h.router.Call(ctx, dispatch.Caller{Name: "host (agent install)"}, wop.FamilyPromptLibrary, promptlibrary.MethodGet, payload, run.CallContext("host"))
+	if err != nil {
+		return agents.ResolvedPrompt{}, err
+	}
+	var p promptlibrary.Prompt
+	if err := json.Unmarshal(out, &p); err != nil {
+		return agents.ResolvedPrompt{}, wop.Errorf(wop.CodeUpstreamUnavailable, "promptLibrary.get %s: %v", ref, err)
+	}
+	return agents.ResolvedPrompt{Ref: ref, Name: p.Name, Version: p.Version, Digest: p.Digest}, nil
+}
+
+// mcpServers returns the servers of the advertised mcp.client facet.
+func (h *Host) mcpServers() ([]string, bool) {
+	facets, ok := h.reg.Advertised()[wop.FamilyMCP]
+	if !ok {
+		return nil, false
+	}
+	raw, ok := facets["client"]
+	if !ok {
+		return nil, false
+	}
+	var client struct {
+		Servers []string `json:"servers"`
+	}
+	if err := json.Unmarshal(raw, &client); err != nil {
+		return nil, true
+	}
+	return client.Servers, true
+}
