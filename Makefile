@@ -20,18 +20,19 @@ build: ## Build the host, the plugins and the example packs.
 	$(GO) build -o $(BIN)/wophost-kv ./examples/plugins/kv
 	@for d in $(PLUGIN_DIRS); do echo "$(GO) build -o $(BIN)/wophost-$${d#plugins/} ./$$d"; $(GO) build -o $(BIN)/wophost-$${d#plugins/} ./$$d || exit 1; done
 	$(GO) build -o examples/packs/kvdemo/bin/kvdemo ./examples/packs/kvdemo
+	$(GO) build -o examples/packs/council/bin/council ./examples/packs/council
 	$(GO) build -o $(BIN)/mcp-conformance ./cmd/mcp-conformance
 	@for d in $(wildcard examples/mcpservers/*/main.go); do d=$${d%/main.go}; echo "$(GO) build -o $(BIN)/mcpserver-$${d#examples/mcpservers/} ./$$d"; $(GO) build -o $(BIN)/mcpserver-$${d#examples/mcpservers/} ./$$d || exit 1; done
 
 run: build ## Run the demo against host.hcl.example, offline.
+	@echo '$$ host prompts publish examples/prompts/*.prompt   # the pinned prompts the demo packs use'
+	@$(BIN)/host --config host.hcl.example prompts publish examples/prompts/kvdemo-describe.prompt examples/prompts/council-reviewer.prompt examples/prompts/council-maintainer.prompt
 	@echo '$$ host capabilities'
 	@$(BIN)/host --config host.hcl.example capabilities
 	@echo '$$ host plugins'
 	@$(BIN)/host --config host.hcl.example plugins
 	@echo '$$ host packs'
 	@$(BIN)/host --config host.hcl.example packs
-	@echo '$$ host prompts publish examples/prompts/kvdemo-describe.prompt'
-	@$(BIN)/host --config host.hcl.example prompts publish examples/prompts/kvdemo-describe.prompt
 	@echo '$$ host run kvdemo.remember --input examples/inputs/remember.json'
 	@$(BIN)/host --config host.hcl.example run kvdemo.remember --input examples/inputs/remember.json
 	@echo '$$ host call acme.kv.get --input examples/inputs/recall.json'
@@ -42,6 +43,10 @@ run: build ## Run the demo against host.hcl.example, offline.
 	@$(BIN)/host --config host.hcl.example run kvdemo.wordcount --input examples/inputs/recall.json
 	@echo '$$ host call mcp.callTool --input examples/inputs/mcp-add.json'
 	@$(BIN)/host --config host.hcl.example call mcp.callTool --input examples/inputs/mcp-add.json
+	@echo '$$ host agents'
+	@$(BIN)/host --config host.hcl.example agents
+	@echo '$$ host run council.decide --input examples/inputs/council-proposal.json   # two agents vote (local provider)'
+	@$(BIN)/host --config host.hcl.example run council.decide --input examples/inputs/council-proposal.json
 
 test: ## Run every test of both modules; the race detector covers the concurrent packages.
 	$(GO) vet ./... && cd sdk && $(GO) vet ./...
