@@ -11,7 +11,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # built as bin/wophost-NAME.
 PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard plugins/*/main.go))
 
-.PHONY: all build run test test-race bench proto proto-check lint clean conformance
+.PHONY: all build run test test-race bench proto proto-check lint clean conformance fuzz
 
 all: build
 
@@ -57,6 +57,25 @@ test: ## Run every test of both modules; the race detector covers the concurrent
 
 bench: ## Measure a ctx call through the host against a direct Invoke, and start-up time.
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 -timeout 30m ./test/bench/
+
+# Fuzz targets, one per untrusted boundary, as package:FuzzName. Those of
+# the sdk module run from its directory.
+FUZZTIME       ?= 10s
+FUZZ_TARGETS   := core/config:FuzzLoad core/config:FuzzDecodePluginConfig core/manifest:FuzzParse \
+                  plugins/aienvelope:FuzzPrepare plugins/promptlib/promptfile:FuzzParse \
+                  plugins/mcp:FuzzRequest plugins/mcp/client:FuzzDecodeResponse
+SDK_FUZZ_TARGETS := families/agentruntime:FuzzParseManifest families/agentruntime:FuzzParsePackAgents \
+                  families/promptlibrary:FuzzParsePin
+
+fuzz: ## Run each fuzz target for FUZZTIME (one at a time); a crasher fails the run and is saved under testdata/fuzz.
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "== fuzz $${t#*:} ./$${t%%:*} ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./$${t%%:*}; \
+	done
+	@set -e; cd sdk && for t in $(SDK_FUZZ_TARGETS); do \
+	  echo "== fuzz $${t#*:} sdk/$${t%%:*} ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./$${t%%:*}; \
+	done
 
 # The MCP conformance suite and its peers come from npm, pinned, into an
 # ignored folder. The suite needs Node 22, itself installed from npm.

@@ -17,6 +17,9 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
+
+	"github.com/wophost/wophost/core/loader"
+	"github.com/wophost/wophost/core/manifest"
 )
 
 // Defaults applied when the host block or one of its attributes is absent.
@@ -87,6 +90,9 @@ type Capability struct {
 	Required bool
 	// StartTimeout is the block's start_timeout or the host default.
 	StartTimeout time.Duration
+	// AllowWritable accepts a plugin executable, or its directory, that
+	// users other than the owner may write; by default it is refused.
+	AllowWritable bool
 	// Config is the body of the config block, decoded later against the
 	// plugin's schema; hcl.EmptyBody() when the block is absent.
 	Config hcl.Body
@@ -107,6 +113,9 @@ type Pack struct {
 	Name string
 	// Path is the absolute path of the pack directory.
 	Path string
+	// AllowWritable accepts a pack directory, manifest or entry
+	// executable that users other than the owner may write.
+	AllowWritable bool
 
 	DefRange  hcl.Range
 	PathRange hcl.Range
@@ -145,8 +154,10 @@ type rawCapability struct {
 	Families     *hcl.Attribute `hcl:"families"`
 	Required     *hcl.Attribute `hcl:"required"`
 	StartTimeout *hcl.Attribute `hcl:"start_timeout"`
-	Config       *rawConfig     `hcl:"config,block"`
-	DefRange     hcl.Range      `hcl:",def_range"`
+	// AllowWritable is allow_writable.
+	AllowWritable *hcl.Attribute `hcl:"allow_writable"`
+	Config        *rawConfig     `hcl:"config,block"`
+	DefRange      hcl.Range      `hcl:",def_range"`
 }
 
 type rawConfig struct {
@@ -155,10 +166,11 @@ type rawConfig struct {
 }
 
 type rawPack struct {
-	Name      string         `hcl:"name,label"`
-	Path      *hcl.Attribute `hcl:"path"`
-	PathRange hcl.Range      `hcl:"path,attr_value_range"`
-	DefRange  hcl.Range      `hcl:",def_range"`
+	Name          string         `hcl:"name,label"`
+	Path          *hcl.Attribute `hcl:"path"`
+	PathRange     hcl.Range      `hcl:"path,attr_value_range"`
+	AllowWritable *hcl.Attribute `hcl:"allow_writable"`
+	DefRange      hcl.Range      `hcl:",def_range"`
 }
 
 // Allowed values, as shown to the operator when a value is rejected.
@@ -483,6 +495,7 @@ func (d *decoder) capability(r *rawCapability, host Host, pluginDirOK bool) *Cap
 		c.Families = families
 	}
 	d.attr(r.Required, &c.Required)
+	d.attr(r.AllowWritable, &c.AllowWritable)
 	if dur, ok := d.durationAttr(r.StartTimeout); ok {
 		c.StartTimeout = dur
 	}
@@ -507,6 +520,7 @@ func (d *decoder) pack(r *rawPack) *Pack {
 	if r.Name == "" {
 		d.errorf(r.DefRange, "Invalid pack name", "A pack's label is its name and must not be empty.")
 	}
+	d.attr(r.AllowWritable, &p.AllowWritable)
 	nErrs := len(d.diags)
 	if path, ok := d.stringAttr(r.Path); ok {
 		// Checked when the host loads the pack (CheckPackDir): a broken
@@ -585,9 +599,25 @@ func resolvePlugin(dir, pluginDir, plugin string) (string, bool) {
 }
 
 // CheckPlugin reports, at the plugin attribute, a plugin executable that
-// is missing, a directory, or not executable; nil when it looks usable.
+// is missing, a directory, or not executable, or that users other than
+// its owner may write (or whose directory they may) unless the block sets
+// allow_writable; nil when it looks usable.
 func CheckPlugin(c *Capability, pluginDir string) *hcl.Diagnostic {
-	return checkPlugin(c.PluginPath, c.pluginBare, pluginDir, c.PluginRange)
+	if d := checkPlugin(c.PluginPath, c.pluginBare, pluginDir, c.PluginRange); d != nil {
+		return d
+	}
+	if c.AllowWritable {
+		return nil
+	}
+	if err := loader.CheckWritable(c.PluginPath); err != nil {
+		return &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Plugin is writable by others",
+			Detail:   fmt.Sprintf("Capability %q: %s.", c.Name, err),
+			Subject:  c.PluginRange.Ptr(),
+		}
+	}
+	return nil
 }
 
 func checkPlugin(path string, bare bool, pluginDir string, rng hcl.Range) *hcl.Diagnostic {
@@ -628,9 +658,41 @@ func checkPlugin(path string, bare bool, pluginDir string, rng hcl.Range) *hcl.D
 }
 
 // CheckPackDir reports, at the path attribute, a pack directory that is
-// missing or has no pack.json; nil when it looks usable.
+// missing or has no pack.json; nil when it looks usable. Unless the block
+// sets allow_writable, it also refuses a pack whose directory, pack.json
+// or runtime.entry executable users other than the owner may write. A
+// pack.json that cannot be read or validated is left for the manifest
+// check to report.
 func CheckPackDir(p *Pack) *hcl.Diagnostic {
-	return checkPackDir(p.Path, p.PathRange)
+	if d := checkPackDir(p.Path, p.PathRange); d != nil {
+		return d
+	}
+	if p.AllowWritable {
+		return nil
+	}
+	writable := func(err error) *hcl.Diagnostic {
+		return &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Pack is writable by others",
+			Detail:   fmt.Sprintf("Pack %q: %s.", p.Name, err),
+			Subject:  p.PathRange.Ptr(),
+		}
+	}
+	if err := loader.CheckWritable(filepath.Join(p.Path, PackManifest)); err != nil {
+		return writable(err)
+	}
+	m, _, err := manifest.Load(p.Path)
+	if err != nil {
+		return nil
+	}
+	entry := filepath.Join(p.Path, filepath.FromSlash(m.Runtime.Entry))
+	if _, err := os.Stat(entry); err != nil {
+		return nil
+	}
+	if err := loader.CheckWritable(entry); err != nil {
+		return writable(err)
+	}
+	return nil
 }
 
 func checkPackDir(path string, rng hcl.Range) *hcl.Diagnostic {

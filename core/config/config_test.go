@@ -708,6 +708,37 @@ func TestFunctions(t *testing.T) {
 			line:     2, col: 22,
 		},
 		{
+			name:    "file inside through dot-dot",
+			files:   map[string]string{"sub/x.txt": "", "dir.txt": "inside"},
+			src:     `host { plugin_dir = file("sub/../dir.txt") }`,
+			wantDir: "inside",
+		},
+		{
+			name:     "file escapes the config dir",
+			src:      "host {\n  plugin_dir = file(\"../secret.txt\")\n}\n",
+			wantDiag: `"../secret.txt" leaves the config file's directory`,
+			line:     2, col: 22,
+		},
+		{
+			name:     "file escapes midway",
+			src:      "host {\n  plugin_dir = file(\"sub/../../secret.txt\")\n}\n",
+			wantDiag: "leaves the config file's directory",
+			line:     2, col: 22,
+		},
+		{
+			name:     "file is a device",
+			src:      "host {\n  plugin_dir = file(\"/dev/zero\")\n}\n",
+			wantDiag: "not a regular file",
+			line:     2, col: 22,
+		},
+		{
+			name:     "file too large",
+			files:    map[string]string{"big.txt": strings.Repeat("x", MaxFileBytes+1)},
+			src:      "host {\n  plugin_dir = file(\"big.txt\")\n}\n",
+			wantDiag: "larger than",
+			line:     2, col: 22,
+		},
+		{
 			name:     "no variables",
 			src:      "host {\n  plugin_dir = var.dir\n}\n",
 			wantDiag: "Variables may not be used here",

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"unicode/utf8"
@@ -50,8 +51,17 @@ func envFunc() function.Function {
 	})
 }
 
+// MaxFileBytes bounds what file() reads: config values are secrets,
+// certificates and small documents, and a mistyped path must not make the
+// host read a device or a huge file into memory.
+const MaxFileBytes = 4 << 20
+
 // fileFunc is file(path), reading relative to dir so a config behaves the
-// same whatever the host's working directory.
+// same whatever the host's working directory. A relative path must stay
+// inside dir: "../" cannot reach beyond the config's directory, so a config
+// copied from elsewhere cannot read files its author did not place beside
+// it. An absolute path is taken as written, since the operator chose it.
+// Only regular files up to MaxFileBytes are read.
 func fileFunc(dir string) function.Function {
 	return function.New(&function.Spec{
 		Description: "Returns the contents of a UTF-8 text file, relative to the config file's directory.",
@@ -61,8 +71,15 @@ func fileFunc(dir string) function.Function {
 		Type: function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			p := args[0].AsString()
+			if p == "" {
+				return cty.UnknownVal(cty.String), function.NewArgErrorf(0, "file path is empty")
+			}
+			if !filepath.IsAbs(p) && !filepath.IsLocal(p) {
+				return cty.UnknownVal(cty.String), function.NewArgErrorf(0,
+					"file %q leaves the config file's directory (%s); a relative path must stay inside it, use an absolute path to read a file elsewhere", p, dir)
+			}
 			full := resolvePath(dir, p)
-			b, err := os.ReadFile(full)
+			b, err := readBounded(full, MaxFileBytes)
 			if err != nil {
 				return cty.UnknownVal(cty.String), function.NewArgError(0, fmt.Errorf("cannot read file %q: %w", p, err))
 			}
@@ -72,4 +89,36 @@ func fileFunc(dir string) function.Function {
 			return cty.StringVal(string(b)), nil
 		},
 	})
+}
+
+// readBounded reads the regular file at path, refusing anything else
+// (devices, FIFOs, directories) and anything larger than limit.
+func readBounded(path string, limit int64) ([]byte, error) {
+	// Stat before opening: opening a FIFO for reading blocks until a
+	// writer comes along.
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (mode %s)", fi.Mode())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (mode %s)", fi.Mode())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return b, nil
 }

@@ -86,22 +86,25 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 	if call.Depth > r.depthLimit {
 		return nil, wop.Errorf(wop.CodeCallDepthExceeded, "call depth %d is over the limit of %d", call.Depth, r.depthLimit).WithCapability(capability)
 	}
-	inv, fam, ok := r.reg.Lookup(family)
-	if !ok {
-		return nil, wop.NotProvided("host." + family)
-	}
+	// Least privilege comes before advertisement: an undeclared call is
+	// capability_not_declared whether or not the host serves the family,
+	// so a caller cannot probe what the host serves without declaring it.
 	facet := requiredFacet(family, method)
-	if facet != "" {
-		if _, ok := fam.Facets[facet]; !ok {
-			return nil, wop.NotProvided("host." + family + "." + facet)
-		}
-	}
 	if caller.Allowed != nil && !caller.Allowed(family, facet) {
 		what := family
 		if facet != "" {
 			what += "." + facet
 		}
 		return nil, wop.Errorf(wop.CodeCapabilityNotDeclared, "%s did not declare %s", caller.Name, what).WithCapability(capability)
+	}
+	inv, fam, ok := r.reg.Lookup(family)
+	if !ok {
+		return nil, wop.NotProvided("host." + family)
+	}
+	if facet != "" {
+		if _, ok := fam.Facets[facet]; !ok {
+			return nil, wop.NotProvided("host." + family + "." + facet)
+		}
 	}
 	if !slices.Contains(fam.Methods, method) {
 		return nil, wop.Errorf(wop.CodeNotFound, "family %s has no method %q", family, method).WithCapability(capability)

@@ -7,7 +7,6 @@ package pack
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -68,11 +67,11 @@ type Ctx struct {
 
 // Call makes a host-service call to any family, vendor families included:
 // req is marshalled to JSON and the result unmarshalled into res (a
-// pointer, *json.RawMessage for the raw bytes, or nil).
+// pointer, *json.RawMessage for the raw bytes, or nil). The host decides
+// every refusal, also for a family it does not advertise, so an
+// undeclared call is capability_not_declared whether or not the family is
+// served.
 func (c *Ctx) Call(family, method string, req, res any) error {
-	if _, ok := c.advertised[family]; !ok {
-		return wop.NotProvided(fmt.Sprintf("host.%s.%s", family, method))
-	}
 	return c.host.Call(c, family, method, req, res)
 }
 

@@ -111,6 +111,17 @@ func TestUndeclaredCallIsRefused(t *testing.T) {
 	if e.Code != "capability_not_declared" || e.Capability != "host.test.other.echo" {
 		t.Errorf("got %+v, want capability_not_declared for host.test.other.echo", e)
 	}
+	// A vendor family the host does not serve either: still not declared,
+	// so a pack cannot probe what the host serves.
+	res = runHost(t, `{"family":"acme.unserved","method":"get"}`, "--config", cfg, "run", "probe.call", "--input", "-")
+	if e := decodeEnvelope(t, res); e.Code != "capability_not_declared" || e.Capability != "host.acme.unserved.get" {
+		t.Errorf("got %+v, want capability_not_declared for host.acme.unserved.get", e)
+	}
+	// A declared family the host does not serve is not provided.
+	res = runHost(t, `{"family":"aiEnvelope","method":"generate","payload":{}}`, "--config", cfg, "run", "probe.call", "--input", "-")
+	if e := decodeEnvelope(t, res); e.Code != "capability_not_provided" {
+		t.Errorf("got %+v, want capability_not_provided for the declared, unserved aiEnvelope", e)
+	}
 	// The same call is fine for the declared family.
 	ok := runHost(t, `{"family":"test.echo","method":"echo","payload":{"a":1}}`, "--config", cfg, "run", "probe.call", "--input", "-")
 	if ok.code != 0 || !strings.Contains(ok.stdout, `"a": 1`) {
