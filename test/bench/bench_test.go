@@ -277,13 +277,40 @@ func operatorCalls(ctx context.Context, h *host.Host, n int) error {
 }
 
 // reportPair reports both per-call costs and their ratio, the figure the
-// benchmark exists for.
-func reportPair(b *testing.B, direct, viaHost time.Duration, hostUnit string) {
+// benchmark exists for. directUnit names the baseline's metric.
+func reportPair(b *testing.B, direct, viaHost time.Duration, directUnit string) {
 	d := float64(direct.Nanoseconds()) / float64(b.N)
 	h := float64(viaHost.Nanoseconds()) / float64(b.N)
-	b.ReportMetric(d, "direct-ns/call")
-	b.ReportMetric(h, hostUnit)
+	b.ReportMetric(d, directUnit)
+	b.ReportMetric(h, "host-ns/call")
 	b.ReportMetric(h/d, "ratio")
+}
+
+// timePair warms both paths up, then times b.N calls of direct and b.N
+// calls of viaHost back to back in one function, so the ratio compares
+// measurements taken under the same load, and reports them.
+func timePair(b *testing.B, directUnit string, direct, viaHost func(n int) error) {
+	if err := direct(warmCalls); err != nil {
+		b.Fatal(err)
+	}
+	if err := viaHost(warmCalls); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	t0 := time.Now()
+	err := direct(b.N)
+	directTook := time.Since(t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 = time.Now()
+	err = viaHost(b.N)
+	hostTook := time.Since(t0)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	reportPair(b, directTook, hostTook, directUnit)
 }
 
 // BenchmarkCtxCall compares b.N raw Invokes on testcap with b.N ctx calls
@@ -301,35 +328,15 @@ func BenchmarkOperatorCall(b *testing.B) {
 	compareWithDirect(b, operatorCalls)
 }
 
-// compareWithDirect times b.N raw Invokes on testcap, then b.N calls made
-// by viaHost through a host serving the same plugin, back to back in one
-// function, and reports both with their ratio.
+// compareWithDirect times b.N raw Invokes on testcap against b.N calls
+// made by viaHost through a host serving the same plugin.
 func compareWithDirect(b *testing.B, viaHost func(ctx context.Context, h *host.Host, n int) error) {
 	ctx := context.Background()
 	c := startDirect(b)
 	h := startHost(b, echoConfig(b))
-	if err := directCalls(ctx, c, warmCalls); err != nil {
-		b.Fatal(err)
-	}
-	if err := viaHost(ctx, h, warmCalls); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-
-	t0 := time.Now()
-	err := directCalls(ctx, c, b.N)
-	direct := time.Since(t0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	t0 = time.Now()
-	err = viaHost(ctx, h, b.N)
-	hosted := time.Since(t0)
-	b.StopTimer()
-	if err != nil {
-		b.Fatal(err)
-	}
-	reportPair(b, direct, hosted, "host-ns/call")
+	timePair(b, "direct-ns/call",
+		func(n int) error { return directCalls(ctx, c, n) },
+		func(n int) error { return viaHost(ctx, h, n) })
 }
 
 // BenchmarkStartToReady measures config.Load + host.New + Start until the

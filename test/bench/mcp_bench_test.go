@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -107,33 +106,13 @@ func BenchmarkMCPCallToolFromPack(b *testing.B) {
 	compareMCP(b, packCallTool)
 }
 
+// compareMCP times b.N calls of the Go SDK client straight to the server
+// against b.N calls made by viaHost.
 func compareMCP(b *testing.B, viaHost func(ctx context.Context, h *host.Host, n int) error) {
 	ctx := context.Background()
 	s := sdkSession(b)
 	h := startHost(b, mcpBenchConfig(b))
-	if err := sdkCalls(ctx, s, warmCalls); err != nil {
-		b.Fatal(err)
-	}
-	if err := viaHost(ctx, h, warmCalls); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	t0 := time.Now()
-	err := sdkCalls(ctx, s, b.N)
-	direct := time.Since(t0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	t0 = time.Now()
-	err = viaHost(ctx, h, b.N)
-	hosted := time.Since(t0)
-	b.StopTimer()
-	if err != nil {
-		b.Fatal(err)
-	}
-	d := float64(direct.Nanoseconds()) / float64(b.N)
-	v := float64(hosted.Nanoseconds()) / float64(b.N)
-	b.ReportMetric(d, "sdk-ns/call")
-	b.ReportMetric(v, "host-ns/call")
-	b.ReportMetric(v/d, "ratio")
+	timePair(b, "sdk-ns/call",
+		func(n int) error { return sdkCalls(ctx, s, n) },
+		func(n int) error { return viaHost(ctx, h, n) })
 }
