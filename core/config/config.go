@@ -31,6 +31,8 @@ const (
 	DefaultStartTimeout    = 15 * time.Second
 	DefaultMaxMessageBytes = 16 << 20
 	DefaultCallDepthLimit  = 8
+	DefaultCrashLimit      = 5
+	DefaultCrashWindow     = 10 * time.Minute
 )
 
 // Bounds for the numeric host settings.
@@ -38,6 +40,7 @@ const (
 	MinMessageBytes   = 64 << 10
 	MaxMessageBytes   = 1 << 30
 	MaxCallDepthLimit = 64
+	MaxCrashLimit     = 100
 )
 
 // PackManifest is the file every pack directory must contain.
@@ -66,6 +69,10 @@ type Host struct {
 	StartTimeout    time.Duration
 	MaxMessageBytes int
 	CallDepthLimit  int
+	// CrashLimit is how many crashes of one plugin within CrashWindow the
+	// host restarts; the next one leaves the capability failed.
+	CrashLimit  int
+	CrashWindow time.Duration
 	// HTTP configures the listener of `host serve`; nil when the host
 	// block has no http block.
 	HTTP *HTTP
@@ -140,6 +147,8 @@ type rawHost struct {
 	StartTimeout    *hcl.Attribute `hcl:"start_timeout"`
 	MaxMessageBytes *hcl.Attribute `hcl:"max_message_bytes"`
 	CallDepthLimit  *hcl.Attribute `hcl:"call_depth_limit"`
+	CrashLimit      *hcl.Attribute `hcl:"crash_limit"`
+	CrashWindow     *hcl.Attribute `hcl:"crash_window"`
 	HTTP            []*rawHTTP     `hcl:"http,block"`
 	Tracing         []*rawTracing  `hcl:"tracing,block"`
 	DefRange        hcl.Range      `hcl:",def_range"`
@@ -406,6 +415,8 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		StartTimeout:    DefaultStartTimeout,
 		MaxMessageBytes: DefaultMaxMessageBytes,
 		CallDepthLimit:  DefaultCallDepthLimit,
+		CrashLimit:      DefaultCrashLimit,
+		CrashWindow:     DefaultCrashWindow,
 	}
 	if len(hosts) == 0 {
 		return h, true
@@ -440,6 +451,12 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	}
 	if n, ok := d.intAttr(r.CallDepthLimit, 1, MaxCallDepthLimit); ok {
 		h.CallDepthLimit = n
+	}
+	if n, ok := d.intAttr(r.CrashLimit, 1, MaxCrashLimit); ok {
+		h.CrashLimit = n
+	}
+	if dur, ok := d.durationAttr(r.CrashWindow); ok {
+		h.CrashWindow = dur
 	}
 	h.HTTP = d.http(r.HTTP)
 	h.Tracing = d.tracing(r.Tracing)

@@ -149,6 +149,8 @@ pack "community.demo" {
 		StartTimeout:    20 * time.Second,
 		MaxMessageBytes: 1 << 20,
 		CallDepthLimit:  4,
+		CrashLimit:      DefaultCrashLimit,
+		CrashWindow:     DefaultCrashWindow,
 	}
 	if cfg.Host != wantHost {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, wantHost)
@@ -222,6 +224,8 @@ func TestLoadDefaults(t *testing.T) {
 		StartTimeout:    15 * time.Second,
 		MaxMessageBytes: 16 << 20,
 		CallDepthLimit:  8,
+		CrashLimit:      5,
+		CrashWindow:     10 * time.Minute,
 	}
 	if cfg.Host != want {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, want)
@@ -779,5 +783,24 @@ func assertPos(t *testing.T, what string, r hcl.Range, file string, line, col in
 	t.Helper()
 	if r.Filename != file || r.Start.Line != line || r.Start.Column != col {
 		t.Errorf("%s at %s:%d:%d, want %s:%d:%d", what, r.Filename, r.Start.Line, r.Start.Column, file, line, col)
+	}
+}
+
+func TestCrashLimitSettings(t *testing.T) {
+	cfg, _ := mustLoad(t, newFixture(t, "host {\n  crash_limit  = 3\n  crash_window = \"1m\"\n}\n"))
+	if cfg.Host.CrashLimit != 3 || cfg.Host.CrashWindow != time.Minute {
+		t.Fatalf("crash_limit %d, crash_window %s", cfg.Host.CrashLimit, cfg.Host.CrashWindow)
+	}
+	f := newFixture(t, "host {\n  crash_limit  = 0\n  crash_window = \"-1m\"\n}\n")
+	_, diags := NewLoader().Load(f.path)
+	if d := findDiag(diags, "Invalid crash_limit"); d == nil {
+		t.Errorf("crash_limit = 0 accepted: %v", summaries(diags))
+	} else {
+		assertPos(t, "crash_limit", *d.Subject, f.path, 2, 18)
+	}
+	if d := findDiag(diags, "Invalid duration"); d == nil {
+		t.Errorf("crash_window = -1m accepted: %v", summaries(diags))
+	} else {
+		assertPos(t, "crash_window", *d.Subject, f.path, 3, 18)
 	}
 }

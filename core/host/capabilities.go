@@ -44,6 +44,22 @@ type capability struct {
 
 	mu   sync.Mutex
 	proc *loader.Capability
+	// crashes are the times of the plugin's recent unexpected exits.
+	crashes []time.Time
+}
+
+// crashed records a crash at now and reports how many fell within window.
+func (c *capability) crashed(now time.Time, window time.Duration) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	recent := c.crashes[:0]
+	for _, t := range c.crashes {
+		if now.Sub(t) < window {
+			recent = append(recent, t)
+		}
+	}
+	c.crashes = append(recent, now)
+	return len(c.crashes)
 }
 
 func (c *capability) current() *loader.Capability {
@@ -363,6 +379,12 @@ func (h *Host) watch(c *capability, proc *loader.Capability) {
 		}
 		h.logger.Error("plugin exited unexpectedly", "capability", c.cfg.Name)
 		h.reg.Crash(c.cfg.Name, errors.New("plugin process exited unexpectedly"))
+		limit, window := h.cfg.Host.CrashLimit, h.cfg.Host.CrashWindow
+		if n := c.crashed(time.Now(), window); n >= limit {
+			h.failCapability(c, registry.StateCrashed,
+				fmt.Errorf("crashed %d times within %s (crash_limit = %d); not restarted until the host restarts or reloads", n, window, limit))
+			return
+		}
 		h.restart(c)
 	}()
 }
@@ -372,9 +394,11 @@ func (h *Host) watch(c *capability, proc *loader.Capability) {
 func (h *Host) restart(c *capability) {
 	delay := restartBase
 	for n := 1; n <= restartAttempts; n++ {
-		h.reg.Restarting(c.cfg.Name, n)
-		time.Sleep(delay)
-		if h.isClosing() {
+		h.reg.Restarting(c.cfg.Name)
+		// Close must not wait out a backoff.
+		select {
+		case <-time.After(delay):
+		case <-h.done:
 			return
 		}
 		delay = min(delay*2, restartCap)

@@ -50,6 +50,8 @@ type Host struct {
 	packs    []*Pack
 	byTypeID map[string]*Pack
 	closing  bool
+	// done is closed when Close begins, to cut restart backoffs short.
+	done     chan struct{}
 	watchers sync.WaitGroup
 }
 
@@ -77,6 +79,7 @@ func New(cfg *config.Config, files *config.Loader, logger hclog.Logger, version 
 		runs:     dispatch.NewRuns(),
 		caps:     map[string]*capability{},
 		byTypeID: map[string]*Pack{},
+		done:     make(chan struct{}),
 	}
 	h.traces = tracing.Noop()
 	if t := cfg.Host.Tracing; t != nil {
@@ -134,6 +137,9 @@ func (h *Host) Start(ctx context.Context) *Report {
 // survives it.
 func (h *Host) Close() {
 	h.mu.Lock()
+	if !h.closing {
+		close(h.done)
+	}
 	h.closing = true
 	caps := make([]*capability, 0, len(h.caps))
 	for _, c := range h.caps {

@@ -151,10 +151,12 @@ func (r *Registry) Crash(name string, err error) {
 	})
 }
 
-// Restarting records restart attempt n of a crashed capability.
-func (r *Registry) Restarting(name string, n int) {
+// Restarting records one more restart attempt of a crashed capability;
+// Restarts counts every attempt since the host started.
+func (r *Registry) Restarting(name string) {
 	r.update(name, func(e *entry) {
-		e.rec.State, e.rec.Restarts = StateRestarting, n
+		e.rec.State = StateRestarting
+		e.rec.Restarts++
 	})
 }
 

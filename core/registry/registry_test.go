@@ -338,7 +338,7 @@ func TestFailAndCrashWithdraw(t *testing.T) {
 	}
 
 	// A crashed capability keeps its families and comes back when ready.
-	r.Restarting("kv", 1)
+	r.Restarting("kv")
 	assertDoc(t, r, docHead+`}`)
 	r.Ready("kv", []Family{{Name: "acme.kv"}}, &fakeInvoker{name: "kv2"})
 	assertDoc(t, r, docHead+`,"extensions":{"acme.kv":{"status":"experimental","since":"2.0"}}}`)
@@ -383,7 +383,9 @@ func TestRecords(t *testing.T) {
 	r.Describe("mid", "wophost-mid", "1.0.0", []string{"mcp"})
 	r.Fail("mid", StateConfigured, errors.New("refused config"))
 	r.Crash("zeta", errors.New("signal: killed"))
-	r.Restarting("zeta", 3)
+	for range 3 {
+		r.Restarting("zeta")
+	}
 	r.Advance("unknown", StateReady) // updates of an undeclared capability are ignored
 
 	recs := r.Records()
@@ -464,7 +466,7 @@ func TestDocumentStable(t *testing.T) {
 	for i := range 20 {
 		r.Advance("idle", StateStarted)
 		r.Describe("idle", "idle", "1", nil)
-		r.Restarting("idle", i)
+		r.Restarting("idle")
 		if got := r.Document(); !bytes.Equal(got, first) {
 			t.Fatalf("document changed on recompute %d:\n got %s\nwant %s", i, got, first)
 		}

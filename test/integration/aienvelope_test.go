@@ -150,10 +150,17 @@ func TestAIEnvelopeAwaitFacet(t *testing.T) {
 		if facets := advertisedFacets(t, h); facets["await"] {
 			t.Fatalf("await advertised without async: %v", facets)
 		}
-		_, err := probeCall(t, h, "await", `{"envelopeId":"env_x","timeoutMs":10}`)
+		// Unadvertised: refused as not provided (the operator may call any
+		// family, so only advertisement stands in the way).
+		_, err := h.Call(context.Background(), "aiEnvelope", "await", json.RawMessage(`{"envelopeId":"env_x","timeoutMs":10}`), host.RunOptions{})
 		we := wop.AsError(err)
 		if we == nil || we.Code != wop.CodeCapabilityNotProvided || we.Capability != "host.aiEnvelope.await" {
 			t.Errorf("await without the facet: %v", err)
+		}
+		// From a pack that did not declare the facet: not declared, which
+		// the host checks first.
+		if _, err := probeCall(t, h, "await", `{"envelopeId":"env_x","timeoutMs":10}`); wop.CodeOf(err) != wop.CodeCapabilityNotDeclared {
+			t.Errorf("undeclared await without the facet: %v", err)
 		}
 		_, err = probeCall(t, h, "generate", `{"envelopeType":"x","userMessage":"hi","idempotencyKey":"a-1","async":true}`)
 		if c := wop.CodeOf(err); c != wop.CodeValidation || !strings.Contains(err.Error(), "async") {
