@@ -32,6 +32,8 @@ const (
 	DefaultMaxMessageBytes = 16 << 20
 	DefaultCallDepthLimit  = 8
 	DefaultCrashLimit      = 5
+	DefaultRunTimeout      = 10 * time.Minute
+	DefaultMaxConcurrent   = 64
 	DefaultCrashWindow     = 10 * time.Minute
 )
 
@@ -41,6 +43,7 @@ const (
 	MaxMessageBytes   = 1 << 30
 	MaxCallDepthLimit = 64
 	MaxCrashLimit     = 100
+	MaxConcurrent     = 10000
 )
 
 // PackManifest is the file every pack directory must contain.
@@ -73,6 +76,8 @@ type Host struct {
 	// host restarts; the next one leaves the capability failed.
 	CrashLimit  int
 	CrashWindow time.Duration
+	// RunTimeout bounds a node run that sets no deadline of its own.
+	RunTimeout time.Duration
 	// HTTP configures the listener of `host serve`; nil when the host
 	// block has no http block.
 	HTTP *HTTP
@@ -97,6 +102,9 @@ type Capability struct {
 	Required bool
 	// StartTimeout is the block's start_timeout or the host default.
 	StartTimeout time.Duration
+	// MaxConcurrentCalls bounds the calls in flight to the plugin; more
+	// wait for a slot until their deadline.
+	MaxConcurrentCalls int
 	// AllowWritable accepts a plugin executable, or its directory, that
 	// users other than the owner may write; by default it is refused.
 	AllowWritable bool
@@ -149,20 +157,22 @@ type rawHost struct {
 	CallDepthLimit  *hcl.Attribute `hcl:"call_depth_limit"`
 	CrashLimit      *hcl.Attribute `hcl:"crash_limit"`
 	CrashWindow     *hcl.Attribute `hcl:"crash_window"`
+	RunTimeout      *hcl.Attribute `hcl:"run_timeout"`
 	HTTP            []*rawHTTP     `hcl:"http,block"`
 	Tracing         []*rawTracing  `hcl:"tracing,block"`
 	DefRange        hcl.Range      `hcl:",def_range"`
 }
 
 type rawCapability struct {
-	Name         string         `hcl:"name,label"`
-	Plugin       *hcl.Attribute `hcl:"plugin"`
-	PluginRange  hcl.Range      `hcl:"plugin,attr_value_range"`
-	SHA256       *hcl.Attribute `hcl:"sha256"`
-	SHA256Range  hcl.Range      `hcl:"sha256,attr_value_range"`
-	Families     *hcl.Attribute `hcl:"families"`
-	Required     *hcl.Attribute `hcl:"required"`
-	StartTimeout *hcl.Attribute `hcl:"start_timeout"`
+	Name          string         `hcl:"name,label"`
+	Plugin        *hcl.Attribute `hcl:"plugin"`
+	PluginRange   hcl.Range      `hcl:"plugin,attr_value_range"`
+	SHA256        *hcl.Attribute `hcl:"sha256"`
+	SHA256Range   hcl.Range      `hcl:"sha256,attr_value_range"`
+	Families      *hcl.Attribute `hcl:"families"`
+	Required      *hcl.Attribute `hcl:"required"`
+	StartTimeout  *hcl.Attribute `hcl:"start_timeout"`
+	MaxConcurrent *hcl.Attribute `hcl:"max_concurrent_calls"`
 	// AllowWritable is allow_writable.
 	AllowWritable *hcl.Attribute `hcl:"allow_writable"`
 	Config        *rawConfig     `hcl:"config,block"`
@@ -417,6 +427,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		CallDepthLimit:  DefaultCallDepthLimit,
 		CrashLimit:      DefaultCrashLimit,
 		CrashWindow:     DefaultCrashWindow,
+		RunTimeout:      DefaultRunTimeout,
 	}
 	if len(hosts) == 0 {
 		return h, true
@@ -458,6 +469,9 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	if dur, ok := d.durationAttr(r.CrashWindow); ok {
 		h.CrashWindow = dur
 	}
+	if dur, ok := d.durationAttr(r.RunTimeout); ok {
+		h.RunTimeout = dur
+	}
 	h.HTTP = d.http(r.HTTP)
 	h.Tracing = d.tracing(r.Tracing)
 	return h, pluginDirOK
@@ -465,13 +479,14 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 
 func (d *decoder) capability(r *rawCapability, host Host, pluginDirOK bool) *Capability {
 	c := &Capability{
-		Name:         r.Name,
-		StartTimeout: host.StartTimeout,
-		Config:       hcl.EmptyBody(),
-		DefRange:     r.DefRange,
-		PluginRange:  r.PluginRange,
-		SHA256Range:  r.SHA256Range,
-		ConfigRange:  r.DefRange,
+		Name:               r.Name,
+		StartTimeout:       host.StartTimeout,
+		MaxConcurrentCalls: DefaultMaxConcurrent,
+		Config:             hcl.EmptyBody(),
+		DefRange:           r.DefRange,
+		PluginRange:        r.PluginRange,
+		SHA256Range:        r.SHA256Range,
+		ConfigRange:        r.DefRange,
 	}
 	if r.Config != nil {
 		c.ConfigRange = r.Config.DefRange
@@ -513,6 +528,9 @@ func (d *decoder) capability(r *rawCapability, host Host, pluginDirOK bool) *Cap
 	}
 	d.attr(r.Required, &c.Required)
 	d.attr(r.AllowWritable, &c.AllowWritable)
+	if n, ok := d.intAttr(r.MaxConcurrent, 1, MaxConcurrent); ok {
+		c.MaxConcurrentCalls = n
+	}
 	if dur, ok := d.durationAttr(r.StartTimeout); ok {
 		c.StartTimeout = dur
 	}

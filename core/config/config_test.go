@@ -151,6 +151,7 @@ pack "community.demo" {
 		CallDepthLimit:  4,
 		CrashLimit:      DefaultCrashLimit,
 		CrashWindow:     DefaultCrashWindow,
+		RunTimeout:      DefaultRunTimeout,
 	}
 	if cfg.Host != wantHost {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, wantHost)
@@ -226,6 +227,7 @@ func TestLoadDefaults(t *testing.T) {
 		CallDepthLimit:  8,
 		CrashLimit:      5,
 		CrashWindow:     10 * time.Minute,
+		RunTimeout:      10 * time.Minute,
 	}
 	if cfg.Host != want {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, want)
@@ -802,5 +804,24 @@ func TestCrashLimitSettings(t *testing.T) {
 		t.Errorf("crash_window = -1m accepted: %v", summaries(diags))
 	} else {
 		assertPos(t, "crash_window", *d.Subject, f.path, 3, 18)
+	}
+}
+
+func TestBoundsSettings(t *testing.T) {
+	f := newFixture(t, "host {\n  run_timeout = \"90s\"\n}\ncapability \"kv\" {\n  plugin               = \"wophost-kv\"\n  max_concurrent_calls = 3\n}\n")
+	cfg, _ := mustLoad(t, f)
+	if cfg.Host.RunTimeout != 90*time.Second || cfg.Capabilities[0].MaxConcurrentCalls != 3 {
+		t.Fatalf("run_timeout %s, max_concurrent_calls %d", cfg.Host.RunTimeout, cfg.Capabilities[0].MaxConcurrentCalls)
+	}
+	cfg, _ = mustLoad(t, newFixture(t, "capability \"kv\" {\n  plugin = \"wophost-kv\"\n}\n"))
+	if cfg.Host.RunTimeout != DefaultRunTimeout || cfg.Capabilities[0].MaxConcurrentCalls != DefaultMaxConcurrent {
+		t.Fatalf("defaults: run_timeout %s, max_concurrent_calls %d", cfg.Host.RunTimeout, cfg.Capabilities[0].MaxConcurrentCalls)
+	}
+	f = newFixture(t, "capability \"kv\" {\n  plugin               = \"wophost-kv\"\n  max_concurrent_calls = 0\n}\n")
+	_, diags := NewLoader().Load(f.path)
+	if d := findDiag(diags, "Invalid max_concurrent_calls"); d == nil {
+		t.Errorf("max_concurrent_calls = 0 accepted: %v", summaries(diags))
+	} else {
+		assertPos(t, "max_concurrent_calls", *d.Subject, f.path, 3, 26)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/hostservices"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
@@ -362,7 +363,7 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 		})
 	}
 	h.reg.Advance(c.cfg.Name, registry.StateConfigured)
-	h.reg.Ready(c.cfg.Name, families, proc)
+	h.reg.Ready(c.cfg.Name, families, dispatch.Limit(proc, c.cfg.MaxConcurrentCalls, c.cfg.Name))
 	h.logger.Info("capability ready", "capability", c.cfg.Name, "plugin", c.desc.Name, "version", c.desc.Version)
 	return nil
 }

@@ -73,9 +73,15 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	if err := node.ValidateInput(input); err != nil {
 		return nil, err
 	}
-	if opts.Timeout > 0 {
+	// A run without a deadline of its own gets the host's run_timeout, so
+	// no node can hold its pack and plugins forever.
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = h.cfg.Host.RunTimeout
+	}
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	run := &dispatch.Run{

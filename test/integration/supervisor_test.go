@@ -95,3 +95,26 @@ func TestCloseDuringRestartBackoff(t *testing.T) {
 		t.Fatal("Close is still waiting 20 s after a crash")
 	}
 }
+
+// A node run without a deadline of its own ends at the host's run_timeout.
+func TestRunTimeoutBoundsANodeWithoutDeadline(t *testing.T) {
+	cfg := writeConfig(t, `
+host {
+  plugin_dir  = "BIN"
+  run_timeout = "1s"
+}
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+pack "test.probe" { path = "`+probePack(t)+`" }
+`)
+	start := time.Now()
+	res := runHost(t, `{"ms":60000,"inPack":true}`, "--config", cfg, "run", "probe.sleep", "--input", "-")
+	if e := decodeEnvelope(t, res); e.Code != "deadline_exceeded" {
+		t.Fatalf("got %+v, want deadline_exceeded", e)
+	}
+	if took := time.Since(start); took > 45*time.Second {
+		t.Fatalf("the run took %s despite run_timeout = 1s", took)
+	}
+}
