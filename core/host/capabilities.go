@@ -380,6 +380,9 @@ func (h *Host) watch(c *capability, proc *loader.Capability) {
 		}
 		h.logger.Error("plugin exited unexpectedly", "capability", c.cfg.Name)
 		h.reg.Crash(c.cfg.Name, errors.New("plugin process exited unexpectedly"))
+		// The process is gone, but its client side (the gRPC connection,
+		// the broker) is not until it is killed.
+		proc.Kill()
 		limit, window := h.cfg.Host.CrashLimit, h.cfg.Host.CrashWindow
 		if n := c.crashed(time.Now(), window); n >= limit {
 			h.failCapability(c, registry.StateCrashed,
