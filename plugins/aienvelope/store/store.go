@@ -62,8 +62,11 @@ CREATE INDEX IF NOT EXISTS envelopes_pending ON envelopes(state) WHERE state = '
 
 // Open opens (creating if needed) the database at path in WAL mode with a
 // busy timeout, so a second connection waits instead of failing.
+// synchronous=FULL syncs the WAL at every commit: an envelope or job the
+// plugin has answered for survives a crash of the machine, not only of
+// the process.
 func Open(path string) (*Store, error) {
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
