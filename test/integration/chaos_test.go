@@ -17,10 +17,12 @@ import (
 
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/sdk/wop"
+	"github.com/wophost/wophost/test/testbin"
 )
 
-// chaosKills is how many times the chaos test kills the aiEnvelope plugin.
-const chaosKills = 4
+// chaosKills is how many times the chaos test kills a plugin, taking the
+// aiEnvelope, promptLibrary and agentRuntime plugins in turn.
+const chaosKills = 6
 
 // children returns the pids of the processes whose parent is this one
 // and whose command line contains name ("" for all of them).
@@ -60,11 +62,14 @@ func openFDs() int {
 	return len(entries)
 }
 
-// TestChaos keeps a steady load of ctx calls from pack code on two
-// families while the aiEnvelope plugin is killed with SIGKILL again and
-// again. The echo family must serve throughout, aiEnvelope must come back
-// within the restart backoff, every envelope it accepted must still be
-// answered from its store with the same id, and nothing may leak.
+// TestChaos keeps a steady load of ctx calls from two packs on five
+// families while the aiEnvelope, promptLibrary and agentRuntime plugins
+// are killed with SIGKILL in turn, again and again. The echo and kv
+// families must serve throughout, each killed family must come back within
+// the restart backoff, nothing accepted may be lost (every envelope is
+// answered again from the aiEnvelope store with the same id, every
+// published prompt resolves to its bytes, every message an agent mailbox
+// accepted is recognised again by its key), and nothing may leak.
 // `go test -v -run TestChaos ./test/integration/` prints the figures.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
@@ -72,7 +77,13 @@ func TestChaos(t *testing.T) {
 	}
 	goroutinesBefore, fdsBefore := runtime.NumGoroutine(), openFDs()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "rules.json"), []byte(`{"rules":[]}`), 0o644); err != nil {
+	kvdemo := filepath.Join(dir, "kvdemo")
+	if err := testbin.LayOutPack("examples/packs/kvdemo", binary(t, "./examples/packs/kvdemo"), kvdemo); err != nil {
+		t.Fatal(err)
+	}
+	prompt := filepath.Join(dir, "chaos.prompt")
+	promptText := "---\nname: chaos/system\nversion: 1\n---\nYou are under chaos. Answer anyway.\n"
+	if err := os.WriteFile(prompt, []byte(promptText), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg := writeConfig(t, fmt.Sprintf(`
@@ -84,11 +95,28 @@ capability "echo" {
   plugin   = "testcap"
   families = ["test.echo"]
 }
+capability "kv" {
+  plugin = "wophost-kv"
+}
 capability "ai" {
   plugin = %q
 }
+capability "prompts" {
+  plugin   = %q
+  families = ["promptLibrary"]
+}
+capability "agents" {
+  plugin = %q
+  config {
+    mailbox_capacity = 100000
+  }
+}
 pack "test.probe" { path = %q }
-`, binary(t, "./plugins/aienvelope"), probePack(t)))
+pack "community.kvdemo" { path = %q }
+`, binary(t, "./plugins/aienvelope"), binary(t, "./plugins/promptlib"), binary(t, "./plugins/agentrt"), probePack(t), kvdemo))
+	if res := runHost(t, "", "--config", cfg, "prompts", "publish", prompt); res.code != 0 {
+		t.Fatalf("publish: %s%s", res.stdout, res.stderr)
+	}
 	h := startHost(t, cfg)
 
 	call := func(family, method, payload string) (json.RawMessage, error) {
@@ -100,14 +128,78 @@ pack "test.probe" { path = %q }
 		return res.Output, nil
 	}
 
+	// Two agents to send messages between.
+	agents := make([]string, 2)
+	for i := range agents {
+		manifest := fmt.Sprintf(`{"id":"chaos-%d","name":"Chaos %d","description":"takes messages","systemPromptRef":"chaos/system@1","toolAllowlist":[]}`, i, i)
+		out, err := call("agentRuntime", "spawn", fmt.Sprintf(`{"manifest":%s,"idempotencyKey":"spawn-%d"}`, manifest, i))
+		var r struct {
+			AgentInstanceID string `json:"agentInstanceId"`
+		}
+		if err != nil || json.Unmarshal(out, &r) != nil || r.AgentInstanceID == "" {
+			t.Fatalf("spawn %d: %s %v", i, out, err)
+		}
+		agents[i] = r.AgentInstanceID
+	}
+	message := func(i int) string {
+		return fmt.Sprintf(`{"fromAgentId":%q,"toAgentId":%q,"channel":"chaos","content":{"n":%d},"idempotencyKey":"msg-%d"}`, agents[0], agents[1], i, i)
+	}
+	messages := map[int]string{} // index → messageId
+
 	var mu sync.Mutex
 	served := map[string]int{}
 	errorsByCode := map[string]int{}
 	accepted := map[string]string{} // idempotency key → envelopeId
-	var echoFailures []string
+	var echoFailures []string // failures of the families nobody kills
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	// The second pack: kvdemo stores values through acme.kv, never killed.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			in := fmt.Sprintf(`{"key":"k%d","value":"v%d"}`, i%10, i)
+			if _, err := h.Run(context.Background(), "kvdemo.remember", json.RawMessage(in), host.RunOptions{Timeout: 30 * time.Second}); err != nil {
+				mu.Lock()
+				echoFailures = append(echoFailures, "kvdemo.remember: "+err.Error())
+				mu.Unlock()
+			} else {
+				mu.Lock()
+				served["acme.kv"]++
+				mu.Unlock()
+			}
+		}
+	}()
+	// Messages between the two agents, into a durable mailbox.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			out, err := call("agentRuntime", "messageSend", message(i))
+			mu.Lock()
+			var r struct {
+				MessageID string `json:"messageId"`
+			}
+			if err != nil {
+				errorsByCode["agentRuntime "+wop.CodeOf(err)]++
+			} else if json.Unmarshal(out, &r) == nil && r.MessageID != "" {
+				messages[i] = r.MessageID
+				served["agentRuntime"]++
+			}
+			mu.Unlock()
+		}
+	}()
 	for w := range 3 {
 		wg.Add(1)
 		go func() {
@@ -127,11 +219,20 @@ pack "test.probe" { path = %q }
 					served["test.echo"]++
 					mu.Unlock()
 				}
+				if out, err := call("promptLibrary", "get", `{"promptId":"chaos/system@1"}`); err != nil {
+					mu.Lock()
+					errorsByCode["promptLibrary "+wop.CodeOf(err)]++
+					mu.Unlock()
+				} else if strings.Contains(string(out), "You are under chaos.") {
+					mu.Lock()
+					served["promptLibrary"]++
+					mu.Unlock()
+				}
 				key := fmt.Sprintf("chaos-%d-%d", w, i)
 				out, err := call("aiEnvelope", "generate", fmt.Sprintf(`{"envelopeType":"chaos","userMessage":"n %d","idempotencyKey":%q}`, i, key))
 				mu.Lock()
 				if err != nil {
-					errorsByCode[wop.CodeOf(err)]++
+					errorsByCode["aiEnvelope "+wop.CodeOf(err)]++
 				} else {
 					var r struct {
 						EnvelopeID string `json:"envelopeId"`
@@ -149,22 +250,35 @@ pack "test.probe" { path = %q }
 	var recoveries []time.Duration
 	for k := range chaosKills {
 		time.Sleep(300 * time.Millisecond)
-		pids := children("aienvelope")
+		// Recovered when a call from pack code succeeds again.
+		target, up := "aienvelope", func() error {
+			_, err := call("aiEnvelope", "generate", fmt.Sprintf(`{"envelopeType":"probe","userMessage":"up?","idempotencyKey":"probe-%d-%d"}`, k, time.Now().UnixNano()))
+			return err
+		}
+		switch k % 3 {
+		case 1:
+			target, up = "promptlib", func() error {
+				_, err := call("promptLibrary", "get", `{"promptId":"chaos/system@1"}`)
+				return err
+			}
+		case 2:
+			target, up = "agentrt", func() error {
+				_, err := call("agentRuntime", "messageSend", fmt.Sprintf(`{"fromAgentId":%q,"toAgentId":%q,"channel":"up","content":1,"idempotencyKey":"up-%d-%d"}`, agents[0], agents[1], k, time.Now().UnixNano()))
+				return err
+			}
+		}
+		pids := children(target)
 		if len(pids) != 1 {
-			t.Fatalf("kill %d: aiEnvelope plugin processes %v, want one", k, pids)
+			t.Fatalf("kill %d: %s plugin processes %v, want one", k, target, pids)
 		}
 		killed := time.Now()
 		if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		// Recovered when a generate from pack code succeeds again.
 		deadline := killed.Add(30 * time.Second)
-		for {
-			if _, err := call("aiEnvelope", "generate", fmt.Sprintf(`{"envelopeType":"probe","userMessage":"up?","idempotencyKey":"probe-%d-%d"}`, k, time.Now().UnixNano())); err == nil {
-				break
-			}
+		for up() != nil {
 			if time.Now().After(deadline) {
-				t.Fatalf("kill %d: aiEnvelope did not come back within 30 s", k)
+				t.Fatalf("kill %d: %s did not come back within 30 s", k, target)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -195,6 +309,28 @@ pack "test.probe" { path = %q }
 		}
 	}
 
+	// The mailboxes lost nothing: every accepted message is recognised by
+	// its key and answers with the same id.
+	for i, id := range messages {
+		out, err := call("agentRuntime", "messageSend", message(i))
+		var r struct {
+			MessageID string `json:"messageId"`
+		}
+		if err != nil || json.Unmarshal(out, &r) != nil || r.MessageID != id {
+			lost++
+			t.Errorf("message %d (%s) lost: %s %v", i, id, out, err)
+		}
+	}
+	// The prompt store lost nothing either: the published version resolves
+	// to the same bytes, and verify finds nothing wrong.
+	if out, err := call("promptLibrary", "get", `{"promptId":"chaos/system@1"}`); err != nil || !strings.Contains(string(out), "Answer anyway.") {
+		lost++
+		t.Errorf("the published prompt after the kills: %s %v", out, err)
+	}
+	if res := runHost(t, "", "--config", cfg, "prompts", "verify"); res.code != 0 {
+		t.Errorf("prompts verify after the kills: %s%s", res.stdout, res.stderr)
+	}
+
 	h.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && (len(children("")) > 0 || runtime.NumGoroutine() > goroutinesBefore+5) {
@@ -203,19 +339,20 @@ pack "test.probe" { path = %q }
 	procsLeft, goroutineLeak, fdLeak := len(children("")), runtime.NumGoroutine()-goroutinesBefore, openFDs()-fdsBefore
 
 	slices.Sort(recoveries)
-	t.Logf("chaos: %d kills of the aiEnvelope plugin under load from 3 workers", chaosKills)
-	t.Logf("calls served: test.echo %d, aiEnvelope %d; echo failures %d; aiEnvelope errors by code %v",
-		served["test.echo"], served["aiEnvelope"], len(echoFailures), errorsByCode)
+	t.Logf("chaos: %d kills (aiEnvelope, promptLibrary and agentRuntime in turn) under load from two packs, five workers", chaosKills)
+	t.Logf("calls served: test.echo %d, acme.kv %d, aiEnvelope %d, promptLibrary %d, agentRuntime %d; failures of unkilled families %d; errors of killed families by code %v",
+		served["test.echo"], served["acme.kv"], served["aiEnvelope"], served["promptLibrary"], served["agentRuntime"], len(echoFailures), errorsByCode)
 	t.Logf("recovery after a kill: p50 %s, max %s", recoveries[len(recoveries)/2].Round(time.Millisecond), recoveries[len(recoveries)-1].Round(time.Millisecond))
-	t.Logf("accepted envelopes %d, lost %d; after Close: processes left %d, goroutines %+d, file descriptors %+d",
-		len(keys), lost, procsLeft, goroutineLeak, fdLeak)
+	t.Logf("accepted envelopes %d, messages %d, lost %d; after Close: processes left %d, goroutines %+d, file descriptors %+d",
+		len(keys), len(messages), lost, procsLeft, goroutineLeak, fdLeak)
 
 	if len(echoFailures) > 0 {
-		t.Errorf("test.echo failed while aiEnvelope was killed: %v", echoFailures[:min(3, len(echoFailures))])
+		t.Errorf("families nobody killed failed: %v", echoFailures[:min(3, len(echoFailures))])
 	}
-	for code := range errorsByCode {
+	for fc := range errorsByCode {
+		_, code, _ := strings.Cut(fc, " ")
 		if code != wop.CodeUnavailable && code != wop.CodeCapabilityNotProvided {
-			t.Errorf("aiEnvelope failed with %s during the kills; want only unavailable or capability_not_provided", code)
+			t.Errorf("%s during the kills; want only unavailable or capability_not_provided", fc)
 		}
 	}
 	if served["aiEnvelope"] == 0 || len(keys) == 0 {
