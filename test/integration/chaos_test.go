@@ -150,57 +150,12 @@ pack "community.kvdemo" { path = %q }
 	served := map[string]int{}
 	errorsByCode := map[string]int{}
 	accepted := map[string]string{} // idempotency key → envelopeId
-	var echoFailures []string // failures of the families nobody kills
+	var echoFailures []string       // failures of the families nobody kills
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	// The second pack: kvdemo stores values through acme.kv, never killed.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			in := fmt.Sprintf(`{"key":"k%d","value":"v%d"}`, i%10, i)
-			if _, err := h.Run(context.Background(), "kvdemo.remember", json.RawMessage(in), host.RunOptions{Timeout: 30 * time.Second}); err != nil {
-				mu.Lock()
-				echoFailures = append(echoFailures, "kvdemo.remember: "+err.Error())
-				mu.Unlock()
-			} else {
-				mu.Lock()
-				served["acme.kv"]++
-				mu.Unlock()
-			}
-		}
-	}()
-	// Messages between the two agents, into a durable mailbox.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			out, err := call("agentRuntime", "messageSend", message(i))
-			mu.Lock()
-			var r struct {
-				MessageID string `json:"messageId"`
-			}
-			if err != nil {
-				errorsByCode["agentRuntime "+wop.CodeOf(err)]++
-			} else if json.Unmarshal(out, &r) == nil && r.MessageID != "" {
-				messages[i] = r.MessageID
-				served["agentRuntime"]++
-			}
-			mu.Unlock()
-		}
-	}()
-	for w := range 3 {
+	// worker runs body with 0, 1, 2, … until stop is closed.
+	worker := func(body func(i int)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -210,41 +165,66 @@ pack "community.kvdemo" { path = %q }
 					return
 				default:
 				}
-				if _, err := call("test.echo", "echo", `{"w":1}`); err != nil {
-					mu.Lock()
-					echoFailures = append(echoFailures, err.Error())
-					mu.Unlock()
-				} else {
-					mu.Lock()
-					served["test.echo"]++
-					mu.Unlock()
-				}
-				if out, err := call("promptLibrary", "get", `{"promptId":"chaos/system@1"}`); err != nil {
-					mu.Lock()
-					errorsByCode["promptLibrary "+wop.CodeOf(err)]++
-					mu.Unlock()
-				} else if strings.Contains(string(out), "You are under chaos.") {
-					mu.Lock()
-					served["promptLibrary"]++
-					mu.Unlock()
-				}
-				key := fmt.Sprintf("chaos-%d-%d", w, i)
-				out, err := call("aiEnvelope", "generate", fmt.Sprintf(`{"envelopeType":"chaos","userMessage":"n %d","idempotencyKey":%q}`, i, key))
-				mu.Lock()
-				if err != nil {
-					errorsByCode["aiEnvelope "+wop.CodeOf(err)]++
-				} else {
-					var r struct {
-						EnvelopeID string `json:"envelopeId"`
-					}
-					if json.Unmarshal(out, &r) == nil && r.EnvelopeID != "" {
-						accepted[key] = r.EnvelopeID
-						served["aiEnvelope"]++
-					}
-				}
-				mu.Unlock()
+				body(i)
 			}
 		}()
+	}
+	// The second pack: kvdemo stores values through acme.kv, never killed.
+	worker(func(i int) {
+		in := fmt.Sprintf(`{"key":"k%d","value":"v%d"}`, i%10, i)
+		_, err := h.Run(context.Background(), "kvdemo.remember", json.RawMessage(in), host.RunOptions{Timeout: 30 * time.Second})
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			echoFailures = append(echoFailures, "kvdemo.remember: "+err.Error())
+		} else {
+			served["acme.kv"]++
+		}
+	})
+	// Messages between the two agents, into a durable mailbox.
+	worker(func(i int) {
+		out, err := call("agentRuntime", "messageSend", message(i))
+		var r struct {
+			MessageID string `json:"messageId"`
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errorsByCode["agentRuntime "+wop.CodeOf(err)]++
+		} else if json.Unmarshal(out, &r) == nil && r.MessageID != "" {
+			messages[i] = r.MessageID
+			served["agentRuntime"]++
+		}
+	})
+	// Three workers in the probe pack: echo, a pinned prompt, an envelope.
+	for w := range 3 {
+		worker(func(i int) {
+			_, echoErr := call("test.echo", "echo", `{"w":1}`)
+			prompt, promptErr := call("promptLibrary", "get", `{"promptId":"chaos/system@1"}`)
+			key := fmt.Sprintf("chaos-%d-%d", w, i)
+			envelope, aiErr := call("aiEnvelope", "generate", fmt.Sprintf(`{"envelopeType":"chaos","userMessage":"n %d","idempotencyKey":%q}`, i, key))
+			var r struct {
+				EnvelopeID string `json:"envelopeId"`
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if echoErr != nil {
+				echoFailures = append(echoFailures, echoErr.Error())
+			} else {
+				served["test.echo"]++
+			}
+			if promptErr != nil {
+				errorsByCode["promptLibrary "+wop.CodeOf(promptErr)]++
+			} else if strings.Contains(string(prompt), "You are under chaos.") {
+				served["promptLibrary"]++
+			}
+			if aiErr != nil {
+				errorsByCode["aiEnvelope "+wop.CodeOf(aiErr)]++
+			} else if json.Unmarshal(envelope, &r) == nil && r.EnvelopeID != "" {
+				accepted[key] = r.EnvelopeID
+				served["aiEnvelope"]++
+			}
+		})
 	}
 
 	var recoveries []time.Duration
