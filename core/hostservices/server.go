@@ -106,8 +106,9 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 
 // checkAgent enforces an agent's manifest on a call its runtime makes for
 // it: the agent may reach only the MCP servers its toolAllowlist names,
-// and call only the tools it lists. A caller that does not claim to be an
-// agent passes; a claim from a plugin that does not run agents, a
+// and call only the tools it lists. The agent runtime's own calls to mcp
+// without an agent claim are refused; other calls that do not claim to be
+// an agent pass. A claim from a plugin that does not run agents, a
 // malformed claim or an unknown manifest digest is refused.
 func (s *Server) checkAgent(claimed, family, method string, payload []byte, caller *dispatch.Caller) error {
 	agent, isAgent, err := dispatch.ParseAgentCaller(claimed)
@@ -116,6 +117,10 @@ func (s *Server) checkAgent(claimed, family, method string, payload []byte, call
 		return wop.Errorf(wop.CodeCapabilityNotDeclared, format, args...).WithCapability(capability)
 	}
 	switch {
+	case !isAgent && s.agentManifest != nil && family == wop.FamilyMCP:
+		// The agent runtime reaches MCP only for an agent, so that no call
+		// of it escapes an allowlist by leaving out the claim.
+		return refuse("plugin %s runs agents and may call mcp only on behalf of one (Caller agent:<instance>@<digest>)", s.plugin)
 	case !isAgent:
 		return nil
 	case s.agentManifest == nil:

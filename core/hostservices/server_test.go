@@ -114,6 +114,7 @@ func TestAgentCallerAllowlist(t *testing.T) {
 		{"server not named", agent, "listTools", `{"serverId":"other"}`},
 		{"unknown digest", "agent:agt_1@sha256:" + "00000000000000000000000000000000000000000000000000000000000000ff", "callTool", `{"serverId":"tools","name":"add"}`},
 		{"malformed claim", "agent:agt_1", "callTool", `{"serverId":"tools","name":"add"}`},
+		{"runtime without a claim", "plugin:agentrt", "callTool", `{"serverId":"tools","name":"add"}`},
 	} {
 		err := f.call(t, rt, tc.caller, "mcp", tc.method, tc.payload)
 		if err == nil || err.Code != wop.CodeCapabilityNotDeclared || err.Capability != "host.mcp."+tc.method {
