@@ -200,6 +200,11 @@ func FromEnv(ctx context.Context, getenv func(string) string, service string) (*
 // span already in ctx when traceparent is empty) and returns the context
 // holding it with the traceparent that names it, for the next hop.
 func Start(ctx context.Context, tracer trace.Tracer, traceparent, name string, kind trace.SpanKind) (context.Context, trace.Span, string) {
+	// With tracing off, every call would parse and re-format the same
+	// traceparent for nothing: pass it through as it is.
+	if _, off := tracer.(noop.Tracer); off {
+		return ctx, noop.Span{}, traceparent
+	}
 	ctx = ContextWithTraceparent(ctx, traceparent)
 	ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(kind))
 	next := Traceparent(ctx)

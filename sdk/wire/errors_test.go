@@ -120,7 +120,7 @@ func TestFromStatusPlainGRPC(t *testing.T) {
 		{name: "not found", code: codes.NotFound, msg: "unknown method", wantCode: wop.CodeNotFound},
 		{name: "invalid argument", code: codes.InvalidArgument, msg: "bad", wantCode: wop.CodeValidation},
 		{name: "unknown", code: codes.Unknown, msg: "panic", wantCode: wop.CodeInternal},
-		{name: "unimplemented", code: codes.Unimplemented, msg: "method Foo not implemented", wantCode: wop.CodeInternal},
+		{name: "unimplemented", code: codes.Unimplemented, msg: "unknown service wophost.v1.Capability", wantCode: wop.CodeInternal},
 		{name: "permission denied", code: codes.PermissionDenied, msg: "no", wantCode: wop.CodeInternal},
 	}
 	for _, tt := range tests {

@@ -64,20 +64,10 @@ func TestMain(m *testing.M) {
 	// go-plugin logs broker shutdown through the standard logger when a
 	// host closes; unsilenced, it splits benchmark result lines.
 	log.SetOutput(io.Discard)
-	dir, err := os.MkdirTemp("", "wophost-bench-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	bin, err = buildBinaries(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testbin.Main(m, "wophost-bench-", func(dir string) (err error) {
+		bin, err = buildBinaries(dir)
+		return err
+	}))
 }
 
 func buildBinaries(dir string) (*bins, error) {
@@ -111,11 +101,7 @@ func buildBinaries(dir string) (*bins, error) {
 // whole benchmark binary and returns its path.
 func binary(tb testing.TB, pkg string) string {
 	tb.Helper()
-	path, err := bin.cache.Binary(pkg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return path
+	return bin.cache.MustBinary(tb, pkg)
 }
 
 // writeConfig writes text as host.hcl in a fresh directory, with the

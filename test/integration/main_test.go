@@ -5,7 +5,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,31 +44,17 @@ func buildBinaries(dir string) (*bins, error) {
 var bin *bins
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "wophost-integration-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	bin, err = buildBinaries(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testbin.Main(m, "wophost-integration-", func(dir string) (err error) {
+		bin, err = buildBinaries(dir)
+		return err
+	}))
 }
 
 // binary builds the package pkg (such as "./plugins/mcp") once for the
 // whole test binary and returns its path.
 func binary(t testing.TB, pkg string) string {
 	t.Helper()
-	path, err := bin.cache.Binary(pkg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return bin.cache.MustBinary(t, pkg)
 }
 
 // probePack lays out the probe pack (pack.json and binary) in a fresh

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // Cache builds each package at most once into one directory, so test files
@@ -68,4 +69,14 @@ func (c *Cache) Pack(srcRel string) (string, error) {
 		return "", err
 	}
 	return dst, nil
+}
+
+// MustBinary is Binary for a test or benchmark: a build failure fails tb.
+func (c *Cache) MustBinary(tb testing.TB, pkg string) string {
+	tb.Helper()
+	path, err := c.Binary(pkg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }

@@ -8,9 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -30,8 +28,6 @@ const APIVersion = "2023-06-01"
 // DefaultMaxTokens is sent when neither the request nor the config sets
 // one: the API requires max_tokens.
 const DefaultMaxTokens = 1024
-
-const maxBody = 16 << 20
 
 // Config configures one backend.
 type Config struct {
@@ -119,45 +115,16 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) (*provid
 	if err != nil {
 		return nil, err
 	}
-	if p.cfg.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.cfg.Timeout)
-		defer cancel()
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.cfg.BaseURL+"/v1/messages", bytes.NewReader(body))
+	raw, _, err := provider.Post(ctx, provider.Exchange{
+		Client: p.client, URL: p.cfg.BaseURL + "/v1/messages", Body: body,
+		Header:  http.Header{"Anthropic-Version": {APIVersion}, "X-Api-Key": {p.cfg.APIKey}},
+		Timeout: p.cfg.Timeout, Secret: p.cfg.APIKey,
+		Classify: func(status int, h http.Header, raw []byte) *provider.Error {
+			return Classify(status, h, raw, p.cfg.APIKey, p.cfg.Now())
+		},
+	})
 	if err != nil {
-		return nil, &provider.Error{Code: wop.CodeValidation, Message: "base_url: " + provider.Sanitize(err.Error(), p.cfg.APIKey)}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Anthropic-Version", APIVersion)
-	// The W3C trace context of the call, so the provider's side of the
-	// request joins the node run's trace.
-	if cc, ok := wop.CallContextFrom(ctx); ok && cc.Traceparent != "" {
-		hreq.Header.Set("traceparent", cc.Traceparent)
-	}
-	hreq.Header.Set("X-Api-Key", p.cfg.APIKey)
-	resp, err := p.client.Do(hreq)
-	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-			return nil, provider.Unavailable("the provider did not answer in time")
-		}
-		var ue interface{ Unwrap() error }
-		reason := err.Error()
-		if errors.As(err, &ue) && ue.Unwrap() != nil {
-			reason = ue.Unwrap().Error()
-		}
-		return nil, provider.Unavailable("cannot reach the provider: %s", provider.Sanitize(reason, p.cfg.APIKey))
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return nil, provider.Unavailable("reading the provider's answer: %s", provider.Sanitize(err.Error(), p.cfg.APIKey))
-	}
-	if len(raw) > maxBody {
-		return nil, provider.Unavailable("the provider's answer is over %d bytes", maxBody)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, Classify(resp.StatusCode, resp.Header, raw, p.cfg.APIKey, p.cfg.Now())
+		return nil, err
 	}
 	out, err := p.decode(raw)
 	if err != nil {

@@ -7,12 +7,9 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -22,9 +19,6 @@ import (
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/wop"
 )
-
-// maxBody bounds a response body read into memory.
-const maxBody = 16 << 20
 
 // Config configures one backend.
 type Config struct {
@@ -125,60 +119,26 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) (*provid
 	if err != nil {
 		return nil, err
 	}
-	if p.cfg.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.cfg.Timeout)
-		defer cancel()
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.cfg.BaseURL+"/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return nil, &provider.Error{Code: wop.CodeValidation, Message: "base_url: " + provider.Sanitize(err.Error(), p.cfg.APIKey)}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-	// The W3C trace context of the call, so the provider's side of the
-	// request joins the node run's trace.
-	if cc, ok := wop.CallContextFrom(ctx); ok && cc.Traceparent != "" {
-		hreq.Header.Set("traceparent", cc.Traceparent)
-	}
+	header := http.Header{"Accept": {"application/json"}}
 	if p.cfg.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+p.cfg.APIKey)
+		header.Set("Authorization", "Bearer "+p.cfg.APIKey)
 	}
-	resp, err := p.client.Do(hreq)
+	classify := func(status int, h http.Header, raw []byte) *provider.Error {
+		return Classify(status, h, raw, p.cfg.APIKey, p.cfg.Now())
+	}
+	raw, h, err := provider.Post(ctx, provider.Exchange{
+		Client: p.client, URL: p.cfg.BaseURL + "/chat/completions", Body: body, Header: header,
+		Timeout: p.cfg.Timeout, Secret: p.cfg.APIKey, Classify: classify,
+	})
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-			return nil, provider.Unavailable("the provider did not answer in time")
-		}
-		// The URL may carry credentials; say only what failed.
-		return nil, provider.Unavailable("cannot reach the provider: %s", provider.Sanitize(transportReason(err), p.cfg.APIKey))
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return nil, provider.Unavailable("reading the provider's answer: %s", provider.Sanitize(err.Error(), p.cfg.APIKey))
-	}
-	if len(raw) > maxBody {
-		return nil, provider.Unavailable("the provider's answer is over %d bytes", maxBody)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, Classify(resp.StatusCode, resp.Header, raw, p.cfg.APIKey, p.cfg.Now())
+		return nil, err
 	}
 	// Some servers report a context overflow with a 200 and an error
 	// object; classify those too.
 	if e := errorInBody(raw); e != nil {
-		return nil, Classify(resp.StatusCode, resp.Header, raw, p.cfg.APIKey, p.cfg.Now())
+		return nil, classify(http.StatusOK, h, raw)
 	}
 	return p.decode(req, raw)
-}
-
-func transportReason(err error) string {
-	var ue interface{ Unwrap() error }
-	if errors.As(err, &ue) {
-		if inner := ue.Unwrap(); inner != nil {
-			return inner.Error()
-		}
-	}
-	return err.Error()
 }
 
 func (p *Provider) encode(req *provider.Request) ([]byte, error) {
