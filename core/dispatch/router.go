@@ -120,10 +120,15 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 	invoke := func(payload []byte) ([]byte, error) {
 		out, err := inv.Invoke(ctx, family, method, payload, call)
 		if err != nil {
+			we := wop.AsError(err)
 			if ctx.Err() != nil {
-				if we := wop.AsError(err); we.Code == wop.CodeUnavailable || we.Code == wop.CodeInternal {
+				if we.Code == wop.CodeUnavailable || we.Code == wop.CodeInternal {
 					return nil, contextError(ctx.Err(), capability)
 				}
+			} else if we.Code == wop.CodeCancelled {
+				// The caller did not cancel: the host closed its connection to
+				// a plugin that exited while the call was in flight.
+				return nil, wop.Errorf(wop.CodeUnavailable, "%s: the plugin went away during the call", capability).WithCapability(capability).WithRetryable(true)
 			}
 			return nil, err
 		}

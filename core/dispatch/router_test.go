@@ -305,6 +305,19 @@ func TestRouterContextEndsDuringCall(t *testing.T) {
 	}
 }
 
+// A plugin that exits mid-call leaves the host's connection closing, which
+// gRPC reports as cancelled; the caller did not cancel, so it must see a
+// retryable unavailable.
+func TestRouterCancelledByPluginExitIsUnavailable(t *testing.T) {
+	inv := &fakeInvoker{err: &wop.Error{Code: wop.CodeCancelled, Message: "grpc: the client connection is closing"}}
+	r := newTestRouter(inv)
+	_, err := r.Call(context.Background(), allowAll, "acme.kv", "get", nil, wop.CallContext{Depth: 1})
+	we := wantWopError(t, err, wop.CodeUnavailable, "host.acme.kv.get")
+	if !we.Retryable {
+		t.Fatalf("error %v is not retryable", err)
+	}
+}
+
 func TestRouterErrorPassesThrough(t *testing.T) {
 	want := &wop.Error{
 		Code: "acme.kv.conflict", Message: "version mismatch", Capability: "host.acme.kv.put",
