@@ -130,19 +130,65 @@ pack "test.probe" {
 `, bin.testcap, bin.probePack))
 }
 
-// kvConfig is the example deployment: the kv plugin and the kvdemo pack.
-func kvConfig(tb testing.TB) string {
-	return writeConfig(tb, fmt.Sprintf(`
+// demoConfig writes the demo deployment as a host config.
+func demoConfig(tb testing.TB) string {
+	tb.Helper()
+	return writeConfig(tb, demoDeployment(tb))
+}
+
+// demoDeployment is the example deployment of host.hcl.example: the four
+// family plugins (aiEnvelope on the local provider, promptLibrary, mcp
+// with the toolbox server, agentRuntime), the kv plugin and the kvdemo
+// pack.
+func demoDeployment(tb testing.TB) string {
+	tb.Helper()
+	rules, err := filepath.Abs(testbin.SourceDir("examples/aienvelope/rules.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fmt.Sprintf(`
 capability "kv" {
   plugin = %q
   config {
     file = "bench.db"
   }
 }
+capability "ai" {
+  plugin = %q
+  config {
+    default_provider = "local"
+    provider "local" {
+      type  = "local"
+      rules = file(%q)
+    }
+  }
+}
+capability "prompts" {
+  plugin = %q
+  config {
+    dir = "store"
+  }
+}
+capability "mcp" {
+  plugin = %q
+  config {
+    server "toolbox" {
+      command = [%q]
+    }
+  }
+}
+capability "agents" {
+  plugin = %q
+  config {
+    store_file = "agents.db"
+  }
+}
 pack "community.kvdemo" {
   path = %q
 }
-`, bin.kv, bin.kvdemoPack))
+`, bin.kv, binary(tb, "./plugins/aienvelope"), rules, binary(tb, "./plugins/promptlib"),
+		binary(tb, "./plugins/mcp"), binary(tb, "./examples/mcpservers/toolbox"),
+		binary(tb, "./plugins/agentrt"), bin.kvdemoPack)
 }
 
 // start loads the config and starts a host, returning an error unless
@@ -187,12 +233,9 @@ func startHost(tb testing.TB, path string) *host.Host {
 	return h
 }
 
-// startDirect starts testcap the way the host does, without the host:
-// start, describe, configure, with no host services behind it.
-func startDirect(tb testing.TB) *loader.Capability {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
+// startTestcap starts testcap the way the host starts any plugin: start,
+// describe, config schema, configure, with no host services behind it.
+func startTestcap(ctx context.Context, stateDir string) (*loader.Capability, error) {
 	c, err := loader.StartCapability("echo", bin.testcap, nil, loader.Options{
 		Logger:          hclog.NewNullLogger(),
 		LogLevel:        hclog.Off,
@@ -201,22 +244,38 @@ func startDirect(tb testing.TB) *loader.Capability {
 		HostVersion:     "0.0.0-bench",
 	})
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
-	tb.Cleanup(c.Kill)
 	if _, err := c.Describe(ctx); err != nil {
-		tb.Fatal(err)
+		c.Kill()
+		return nil, err
 	}
 	if _, err := c.ConfigSchema(ctx); err != nil {
-		tb.Fatal(err)
+		c.Kill()
+		return nil, err
 	}
-	res, err := c.Configure(ctx, json.RawMessage(`{}`), tb.TempDir(), nil)
+	res, err := c.Configure(ctx, json.RawMessage(`{}`), stateDir, nil)
+	if err == nil && len(res.Diagnostics) > 0 {
+		err = fmt.Errorf("testcap refused its config: %+v", res.Diagnostics)
+	}
+	if err != nil {
+		c.Kill()
+		return nil, err
+	}
+	return c, nil
+}
+
+// startDirect starts testcap for tb (see startTestcap) and kills it when
+// tb ends.
+func startDirect(tb testing.TB) *loader.Capability {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	c, err := startTestcap(ctx, tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if len(res.Diagnostics) > 0 {
-		tb.Fatalf("testcap refused its config: %+v", res.Diagnostics)
-	}
+	tb.Cleanup(c.Kill)
 	return c
 }
 
@@ -272,73 +331,140 @@ func reportPair(b *testing.B, direct, viaHost time.Duration, directUnit string) 
 	b.ReportMetric(h/d, "ratio")
 }
 
-// timePair warms both paths up, then times b.N calls of direct and b.N
-// calls of viaHost back to back in one function, so the ratio compares
-// measurements taken under the same load, and reports them.
-func timePair(b *testing.B, directUnit string, direct, viaHost func(n int) error) {
-	if err := direct(warmCalls); err != nil {
-		b.Fatal(err)
-	}
-	if err := viaHost(warmCalls); err != nil {
-		b.Fatal(err)
+// timeCalls warms every path up, then times b.N calls of each, one path
+// after the other in one function, so their ratios compare measurements
+// taken under the same load. It returns each path's total.
+func timeCalls(b *testing.B, paths ...func(n int) error) []time.Duration {
+	for _, calls := range paths {
+		if err := calls(warmCalls); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ResetTimer()
-	t0 := time.Now()
-	err := direct(b.N)
-	directTook := time.Since(t0)
-	if err != nil {
-		b.Fatal(err)
+	took := make([]time.Duration, len(paths))
+	for i, calls := range paths {
+		t0 := time.Now()
+		err := calls(b.N)
+		took[i] = time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
-	t0 = time.Now()
-	err = viaHost(b.N)
-	hostTook := time.Since(t0)
 	b.StopTimer()
-	if err != nil {
-		b.Fatal(err)
-	}
-	reportPair(b, directTook, hostTook, directUnit)
+	return took
+}
+
+// timePair times direct against viaHost (see timeCalls) and reports both.
+func timePair(b *testing.B, directUnit string, direct, viaHost func(n int) error) {
+	took := timeCalls(b, direct, viaHost)
+	reportPair(b, took[0], took[1], directUnit)
 }
 
 // BenchmarkCtxCall compares b.N raw Invokes on testcap with b.N ctx calls
-// a pack makes through the host (pack → HostServices → router → Invoke).
-// The pack side is one probe.loop run, so the node's own dispatch is
-// amortised over b.N calls; both loops run in one function so the ratio
-// compares measurements taken back to back.
+// a pack makes through the host (pack → HostServices → router → Invoke),
+// and both with b.N round trips of the same payload over a bare unix
+// socket between two processes, the physical floor. The pack side is one
+// probe.loop run, so the node's own dispatch is amortised over b.N calls.
 func BenchmarkCtxCall(b *testing.B) {
-	compareWithDirect(b, runLoop)
+	ctx := context.Background()
+	sock := startSocketPeer(b)
+	c := startDirect(b)
+	h := startHost(b, echoConfig(b))
+	took := timeCalls(b, sock.roundTrips,
+		func(n int) error { return directCalls(ctx, c, n) },
+		func(n int) error { return runLoop(ctx, h, n) })
+	reportPair(b, took[1], took[2], "direct-ns/call")
+	floor := float64(took[0].Nanoseconds()) / float64(b.N)
+	b.ReportMetric(floor, "socket-ns/rtt")
+	b.ReportMetric(float64(took[2].Nanoseconds())/float64(b.N)/floor, "floor-ratio")
 }
 
 // BenchmarkOperatorCall is BenchmarkCtxCall without the pack hop: the
 // host's routing and checks alone, against the same raw Invoke.
 func BenchmarkOperatorCall(b *testing.B) {
-	compareWithDirect(b, operatorCalls)
-}
-
-// compareWithDirect times b.N raw Invokes on testcap against b.N calls
-// made by viaHost through a host serving the same plugin.
-func compareWithDirect(b *testing.B, viaHost func(ctx context.Context, h *host.Host, n int) error) {
 	ctx := context.Background()
 	c := startDirect(b)
 	h := startHost(b, echoConfig(b))
 	timePair(b, "direct-ns/call",
 		func(n int) error { return directCalls(ctx, c, n) },
-		func(n int) error { return viaHost(ctx, h, n) })
+		func(n int) error { return operatorCalls(ctx, h, n) })
+}
+
+// concurrentCallers is how many callers BenchmarkCtxCallConcurrent runs
+// at once on each path.
+const concurrentCallers = 16
+
+// inParallel splits n calls over concurrentCallers goroutines running
+// calls and returns the first error.
+func inParallel(n int, calls func(n int) error) error {
+	errs := make(chan error, concurrentCallers)
+	for i := range concurrentCallers {
+		share := n / concurrentCallers
+		if i < n%concurrentCallers {
+			share++
+		}
+		go func() { errs <- calls(share) }()
+	}
+	var first error
+	for range concurrentCallers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// BenchmarkCtxCallConcurrent measures throughput: b.N raw Invokes on
+// testcap from 16 goroutines sharing one connection, against b.N ctx calls
+// made by 16 probe.loop runs at once through the host. The ratio is the
+// host's throughput over the direct one (higher is better).
+func BenchmarkCtxCallConcurrent(b *testing.B) {
+	ctx := context.Background()
+	c := startDirect(b)
+	h := startHost(b, echoConfig(b))
+	took := timeCalls(b,
+		func(n int) error { return inParallel(n, func(n int) error { return directCalls(ctx, c, n) }) },
+		func(n int) error {
+			return inParallel(n, func(n int) error {
+				if n == 0 {
+					return nil
+				}
+				return runLoop(ctx, h, n)
+			})
+		})
+	direct := float64(b.N) / took[0].Seconds()
+	viaHost := float64(b.N) / took[1].Seconds()
+	b.ReportMetric(direct, "direct-calls/s")
+	b.ReportMetric(viaHost, "host-calls/s")
+	b.ReportMetric(viaHost/direct, "ratio")
 }
 
 // BenchmarkStartToReady measures config.Load + host.New + Start until the
-// kv capability is ready and the kvdemo pack loaded; Close is not timed.
-// It runs min(b.N, maxStarts) starts (see maxStarts) and overrides ns/op
-// with the per-start time, so ns/op stays true when fewer than b.N ran.
+// five capabilities of demoConfig are ready and the kvdemo pack loaded,
+// against one plugin's start alone in the same run; Close is not timed.
+// It runs min(b.N, maxStarts) starts of each (see maxStarts) and overrides
+// ns/op with the per-start time, so ns/op stays true when fewer than b.N
+// ran.
 func BenchmarkStartToReady(b *testing.B) {
-	path := kvConfig(b)
+	path := demoConfig(b)
 	n := min(b.N, maxStarts)
 	b.ResetTimer()
-	var total time.Duration
+	var plugin, ready time.Duration
 	for range n {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		t0 := time.Now()
+		c, err := startTestcap(ctx, b.TempDir())
+		plugin += time.Since(t0)
+		if c != nil {
+			c.Kill()
+		}
+		if err != nil {
+			cancel()
+			b.Fatal(err)
+		}
+		t0 = time.Now()
 		h, err := start(ctx, path)
-		total += time.Since(t0)
+		ready += time.Since(t0)
 		cancel()
 		// Close before failing: no plugin or pack may outlive the run.
 		if h != nil {
@@ -349,9 +475,10 @@ func BenchmarkStartToReady(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	per := float64(total.Nanoseconds()) / float64(n)
+	per := float64(ready.Nanoseconds()) / float64(n)
 	b.ReportMetric(per, "ns/op")
 	b.ReportMetric(per/1e6, "ms/ready")
+	b.ReportMetric(float64(plugin.Nanoseconds())/float64(n)/1e6, "plugin-ms/start")
 }
 
 // TestBenchSetup runs every benchmark's setup once, so `go test` catches
@@ -379,11 +506,15 @@ func TestBenchSetup(t *testing.T) {
 	}
 	assertJSON(t, "operator echo", out, payload)
 
-	kv, err := start(ctx, kvConfig(t))
-	if kv != nil {
-		kv.Close()
+	demo, err := start(ctx, demoConfig(t))
+	if demo != nil {
+		demo.Close()
 	}
 	if err != nil {
+		t.Fatal(err)
+	}
+	sock := startSocketPeer(t)
+	if err := sock.roundTrips(3); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -19,9 +19,23 @@ const (
 	serveDuration = 3 * time.Second
 )
 
-// startServe starts `host serve` on a free loopback port with the echo
-// deployment and returns its base URL; the process is killed when tb ends.
-func startServe(tb testing.TB) string {
+// echoDeployment serves test.echo from testcap and loads the probe pack.
+func echoDeployment() string {
+	return fmt.Sprintf(`
+capability "echo" {
+  plugin   = %q
+  families = ["test.echo"]
+}
+pack "test.probe" {
+  path = %q
+}
+`, bin.testcap, bin.probePack)
+}
+
+// startServe starts `host serve` on a free loopback port with the
+// capabilities and packs of deployment and returns its base URL and the
+// process; the process is stopped when tb ends.
+func startServe(tb testing.TB, deployment string) (string, *exec.Cmd) {
 	tb.Helper()
 	hostBin := binary(tb, "./cmd/host")
 	dir := tb.TempDir()
@@ -33,14 +47,7 @@ host {
     listen = "127.0.0.1:0"
   }
 }
-capability "echo" {
-  plugin   = %q
-  families = ["test.echo"]
-}
-pack "test.probe" {
-  path = %q
-}
-`, filepath.Join(dir, "state"), bin.testcap, bin.probePack)
+`, filepath.Join(dir, "state")) + deployment
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		tb.Fatal(err)
 	}
@@ -77,10 +84,10 @@ pack "test.probe" {
 	}()
 	select {
 	case a := <-addr:
-		return "http://" + a
+		return "http://" + a, cmd
 	case <-time.After(startTimeout):
 		tb.Fatal("host serve did not listen")
-		return ""
+		return "", nil
 	}
 }
 
@@ -100,7 +107,7 @@ type loadResult struct {
 // latency percentiles; b.N does not apply to a time-bounded load, so
 // ns/op is reported as the mean time per request instead.
 func BenchmarkServeExecute(b *testing.B) {
-	base := startServe(b)
+	base, _ := startServe(b, echoDeployment())
 	load := binary(b, "./test/loadgen")
 	b.ResetTimer()
 	out, err := exec.Command(load, "-c", fmt.Sprint(serveWorkers), "-d", serveDuration.String(),
@@ -124,7 +131,7 @@ func BenchmarkServeExecute(b *testing.B) {
 
 // TestServeBenchSetup checks the serve benchmark's setup with a short load.
 func TestServeBenchSetup(t *testing.T) {
-	base := startServe(t)
+	base, _ := startServe(t, echoDeployment())
 	out, err := exec.Command(binary(t, "./test/loadgen"), "-c", "2", "-d", "200ms", "-warmup", "0s",
 		"-body", `{"input":`+payload+`}`, base+"/v1/nodes/probe.echo:execute").Output()
 	if err != nil {
