@@ -11,7 +11,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # built as bin/wophost-NAME.
 PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard plugins/*/main.go))
 
-.PHONY: all build run test test-race bench proto proto-check lint clean conformance fuzz
+.PHONY: all build run test test-race bench bench-update proto proto-check lint clean conformance fuzz
 
 all: build
 
@@ -55,8 +55,21 @@ test: ## Run every test of both modules; the race detector covers the concurrent
 	$(GO) test -count=1 -race ./core/... ./plugins/...
 	cd sdk && $(GO) test -count=1 -race ./...
 
-bench: ## Measure a ctx call through the host against a direct Invoke, and start-up time.
-	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 -timeout 30m ./test/bench/
+# The benchmark run's output, kept for benchreport and for a second look.
+BENCH_OUT ?= bench.out
+# Runs the benchmarks into BENCH_OUT, showing them as they go; fails when
+# a benchmark fails.
+RUN_BENCH = rm -f $(BENCH_OUT).failed; \
+	{ $(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 -timeout 30m ./test/bench/ 2>&1 || touch $(BENCH_OUT).failed; } | tee $(BENCH_OUT); \
+	if [ -e $(BENCH_OUT).failed ]; then rm -f $(BENCH_OUT).failed; echo "benchmarks failed; see $(BENCH_OUT)"; exit 1; fi
+
+bench: ## Run the benchmarks, print the table of figures, fail when one regressed by more than 20 % against BENCHMARKS.md.
+	@$(RUN_BENCH)
+	$(GO) run ./test/benchreport -compare BENCHMARKS.md $(BENCH_OUT)
+
+bench-update: ## Run the benchmarks and write their table into BENCHMARKS.md, regressions included (commit it to accept them).
+	@$(RUN_BENCH)
+	$(GO) run ./test/benchreport -compare BENCHMARKS.md -update BENCHMARKS.md $(BENCH_OUT) || [ $$? -eq 1 ]
 
 # Fuzz targets, one per untrusted boundary, as package:FuzzName. Those of
 # the sdk module run from its directory.

@@ -125,7 +125,10 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 	// plugin (the host decides when it stops) and lets the host kill the
 	// plugin's children with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cfg := wire.ClientConfig(cmd, logger, opts.StartTimeout, opts.MaxMessageBytes)
+	cfg, started, err := wire.ClientConfig(cmd, logger, opts.StartTimeout, opts.MaxMessageBytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("launch %s: %w", name, err)
+	}
 	cfg.PluginLogBufferSize = 256 << 10
 	cfg.SyncStdout = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
 	cfg.SyncStderr = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
@@ -135,6 +138,7 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 	client := goplugin.NewClient(cfg)
 	p := &process{name: name, client: client, logger: logger}
 	rpc, err := client.Client()
+	started()
 	if err != nil {
 		p.kill()
 		return nil, nil, err

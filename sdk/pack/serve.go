@@ -40,7 +40,8 @@ func Serve(p *Pack) {
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts, wire.ServerOptions(maxBytes)...)...)
 		},
-		Logger: logger,
+		TLSProvider: wire.ServerTLS,
+		Logger:      logger,
 	})
 }
 

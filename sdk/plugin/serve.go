@@ -42,7 +42,8 @@ func Serve(p *Plugin) {
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts, wire.ServerOptions(maxBytes)...)...)
 		},
-		Logger: logger,
+		TLSProvider: wire.ServerTLS,
+		Logger:      logger,
 	})
 	if p.Shutdown != nil {
 		p.Shutdown()

@@ -154,7 +154,10 @@ func Start(t testing.TB, cfg Config) *Plugin {
 	// it from its own goroutines, and it only matters when a check fails.
 	logs := &logBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Debug, Output: logs})
-	clientConfig := wire.ClientConfig(cmd, logger, timeout, wire.DefaultMaxMessageBytes)
+	clientConfig, started, err := wire.ClientConfig(cmd, logger, timeout, wire.DefaultMaxMessageBytes)
+	if err != nil {
+		t.Fatalf("plugintest: %v", err)
+	}
 	clientConfig.SyncStdout, clientConfig.SyncStderr = logs, logs
 	client := goplugin.NewClient(clientConfig)
 	t.Cleanup(func() {
@@ -167,6 +170,7 @@ func Start(t testing.TB, cfg Config) *Plugin {
 	})
 
 	rpc, err := client.Client()
+	started()
 	if err != nil {
 		t.Fatalf("plugintest: start %s: %v", bin, err)
 	}

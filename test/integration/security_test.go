@@ -18,7 +18,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -264,10 +266,14 @@ func selfSigned(t *testing.T) tls.Certificate {
 func TestAutoMTLSRefusesStrangers(t *testing.T) {
 	cmd := exec.Command(bin.testcap)
 	cmd.Env = wire.ProcessEnv("testcap", hclog.Error, 16<<20)
-	cfg := wire.ClientConfig(cmd, hclog.NewNullLogger(), 30*time.Second, 16<<20)
+	cfg, started, err := wire.ClientConfig(cmd, hclog.NewNullLogger(), 30*time.Second, 16<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
 	client := goplugin.NewClient(cfg)
 	t.Cleanup(client.Kill)
 	rpc, err := client.Client()
+	started()
 	if err != nil {
 		t.Fatalf("start plugin: %v", err)
 	}
@@ -314,4 +320,55 @@ func TestAutoMTLSRefusesStrangers(t *testing.T) {
 	if _, err := raw.(*wire.CapabilityConn).Client.Describe(ctx, &wophostv1.DescribeRequest{}); err != nil {
 		t.Fatalf("the host's own client fails after the strangers: %v", err)
 	}
+}
+
+// A plugin that does not read the key material the host hands over (one
+// built on plain go-plugin, or in another language) falls back to
+// go-plugin's AutoMTLS against the host's certificate, and the host
+// accepts the certificate it answers with.
+func TestGoPluginAutoMTLSStillAccepted(t *testing.T) {
+	cmd := exec.Command(bin.testcap)
+	cmd.Env = wire.ProcessEnv("testcap", hclog.Debug, 16<<20)
+	cfg, started, err := wire.ClientConfig(cmd, hclog.NewNullLogger(), 30*time.Second, 16<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The process cannot find the descriptor without its variable.
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, wire.EnvTLSFD+"=") })
+	logs := &strings.Builder{}
+	var mu sync.Mutex
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: lockedWriter{&mu, logs}})
+	client := goplugin.NewClient(cfg)
+	t.Cleanup(client.Kill)
+	rpc, err := client.Client()
+	started()
+	if err != nil {
+		t.Fatalf("start plugin: %v", err)
+	}
+	raw, err := rpc.Dispense(wire.KindCapability)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := raw.(*wire.CapabilityConn).Client.Describe(ctx, &wophostv1.DescribeRequest{}); err != nil {
+		t.Fatalf("describe over go-plugin's AutoMTLS: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "configuring server automatic mTLS") {
+		t.Fatalf("the plugin did not fall back to go-plugin's AutoMTLS; its log:\n%s", logs.String())
+	}
+}
+
+// lockedWriter serialises writes from go-plugin's log goroutines.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

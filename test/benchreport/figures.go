@@ -1,0 +1,156 @@
+package main
+
+import "strconv"
+
+// direction says which way a figure improves.
+type direction int
+
+const (
+	lowerIsBetter direction = iota
+	higherIsBetter
+)
+
+// format is how a metric is shown: times scale, with decimals digits
+// after the point, then unit.
+type format struct {
+	scale    float64
+	decimals int
+	unit     string
+}
+
+// shown converts a metric to the number the table shows: scaled and
+// rounded as printed. Goals and the regression guard use it, so a figure
+// is judged by what the table says, and a committed table parses back to
+// exactly the numbers it was written from.
+func (f format) shown(x float64) float64 {
+	s := strconv.FormatFloat(x*f.scale, 'f', f.decimals, 64)
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		// FormatFloat's output always parses; keep the unrounded number
+		// rather than fail.
+		return x * f.scale
+	}
+	return v
+}
+
+// text prints a number returned by shown, with its unit, e.g. "522.5 µs".
+func (f format) text(shown float64) string {
+	s := strconv.FormatFloat(shown, 'f', f.decimals, 64)
+	if f.unit == "" {
+		return s
+	}
+	return s + " " + f.unit
+}
+
+// The formats of the figures: ns metrics as µs, ms, MB and rates as they
+// come, ratios with two decimals.
+
+func nanosAsMicros() format { return format{scale: 1e-3, decimals: 1, unit: "µs"} }
+func micros() format        { return format{scale: 1, decimals: 1, unit: "µs"} }
+func millis() format        { return format{scale: 1, decimals: 1, unit: "ms"} }
+func megabytes() format     { return format{scale: 1, decimals: 1, unit: "MB"} }
+func ratioFormat() format   { return format{scale: 1, decimals: 2} }
+
+func perSecond(unit string) format { return format{scale: 1, decimals: 0, unit: unit} }
+
+// goal is the target a figure is held to in the Met column.
+type goal struct {
+	atMost bool    // ≤ limit when true, ≥ limit otherwise
+	limit  float64 // in the units the table shows
+	// onValue applies the goal to the value even when the figure has a
+	// ratio: start-up has an absolute budget, its ratio only tracks drift.
+	onValue bool
+}
+
+// figure is one row of the table: where its numbers come from, how they
+// are shown, the goal they are held to and which way is better.
+type figure struct {
+	name  string // row label; -compare matches committed rows by it
+	bench string // benchmark name as go test prints it, without -GOMAXPROCS
+	value string // metric shown in the Value column
+	show  format // how value and baseline are shown
+
+	baseline      string // metric the value is measured against, if any
+	baselineLabel string // what the baseline is, in the Baseline column
+	// ratioMetric is the benchmark's own ratio metric. Without one, a
+	// figure with a baseline shows value/baseline.
+	ratioMetric string
+
+	goal   *goal
+	better direction
+}
+
+// hasRatio reports whether the figure shows a ratio; the regression guard
+// then compares the ratio, which cancels out the speed of the machine.
+func (f figure) hasRatio() bool { return f.ratioMetric != "" || f.baseline != "" }
+
+// figures lists the project's performance figures, one per table row, in
+// table order.
+func figures() []figure {
+	return []figure{
+		{
+			name: "ctx call, pack → host → plugin", bench: "BenchmarkCtxCall",
+			value: "host-ns/call", show: nanosAsMicros(),
+			baseline: "direct-ns/call", baselineLabel: "direct Invoke", ratioMetric: "ratio",
+			goal: &goal{atMost: true, limit: 2.3},
+		},
+		{
+			name: "ctx call against a unix-socket round trip", bench: "BenchmarkCtxCall",
+			value: "host-ns/call", show: nanosAsMicros(),
+			baseline: "socket-ns/rtt", baselineLabel: "unix-socket round trip", ratioMetric: "floor-ratio",
+			goal: &goal{atMost: true, limit: 10},
+		},
+		{
+			name: "operator call, host → plugin", bench: "BenchmarkOperatorCall",
+			value: "host-ns/call", show: nanosAsMicros(),
+			baseline: "direct-ns/call", baselineLabel: "direct Invoke", ratioMetric: "ratio",
+		},
+		{
+			name: "throughput, 16 concurrent callers", bench: "BenchmarkCtxCallConcurrent",
+			value: "host-calls/s", show: perSecond("calls/s"),
+			baseline: "direct-calls/s", baselineLabel: "direct Invoke", ratioMetric: "ratio",
+			goal: &goal{limit: 0.5}, better: higherIsBetter,
+		},
+		{
+			name: "host start to ready, four families and the demo pack", bench: "BenchmarkStartToReady",
+			value: "ms/ready", show: millis(),
+			baseline: "plugin-ms/start", baselineLabel: "one plugin start",
+			goal: &goal{atMost: true, limit: 200, onValue: true},
+		},
+		{
+			name: "idle memory, host", bench: "BenchmarkIdleMemory",
+			value: "host-MB", show: megabytes(),
+			goal: &goal{atMost: true, limit: 40},
+		},
+		{
+			name: "idle memory, largest plugin", bench: "BenchmarkIdleMemory",
+			value: "plugin-MB", show: megabytes(),
+			goal: &goal{atMost: true, limit: 25},
+		},
+		{
+			name: "MCP callTool through the host", bench: "BenchmarkMCPCallTool",
+			value: "host-ns/call", show: nanosAsMicros(),
+			baseline: "sdk-ns/call", baselineLabel: "Go SDK client direct", ratioMetric: "ratio",
+			goal: &goal{atMost: true, limit: 1.3},
+		},
+		{
+			name: "MCP callTool from a pack", bench: "BenchmarkMCPCallToolFromPack",
+			value: "host-ns/call", show: nanosAsMicros(),
+			baseline: "sdk-ns/call", baselineLabel: "Go SDK client direct", ratioMetric: "ratio",
+		},
+		{
+			name: "POST :execute (8 workers, load driver)", bench: "BenchmarkServeExecute",
+			value: "req/s", show: perSecond("req/s"),
+			better: higherIsBetter,
+		},
+		{
+			name: "aiEnvelope generate from a node", bench: "BenchmarkAIEnvelopeGenerate",
+			value: "node-p50-ns", show: nanosAsMicros(),
+			baseline: "direct-p50-ns", baselineLabel: "direct Invoke", ratioMetric: "node/direct-p50",
+		},
+		{
+			name: "promptLibrary get", bench: "BenchmarkPromptGet",
+			value: "p50-µs", show: micros(),
+		},
+	}
+}
