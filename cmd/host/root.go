@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -31,10 +32,14 @@ type globals struct {
 	stdin      io.Reader
 	stdout     io.Writer
 	stderr     io.Writer
+	// startProcs is GOMAXPROCS as the process started (Go's default or
+	// the GOMAXPROCS environment variable), restored when a reloaded
+	// config no longer sets gomaxprocs.
+	startProcs int
 }
 
 func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, startProcs: runtime.GOMAXPROCS(0)}
 	root := &cobra.Command{
 		Use:           "host",
 		Short:         "wophost: a host for node packs and out-of-process capability plugins",
@@ -77,7 +82,23 @@ func (g *globals) loadConfig() (*config.Config, *config.Loader, error) {
 	if diags.HasErrors() || cfg == nil {
 		return nil, nil, &exitError{code: 1}
 	}
+	g.applyGoMaxProcs(cfg)
 	return cfg, ldr, nil
+}
+
+// applyGoMaxProcs sets the host's GOMAXPROCS from the config, or back to
+// what the process started with when the config sets none (a reload may
+// have removed the setting).
+func (g *globals) applyGoMaxProcs(cfg *config.Config) {
+	n := cfg.Host.GoMaxProcs
+	if n == 0 {
+		n = g.startProcs
+	}
+	// Setting GOMAXPROCS stops the runtime from following CPU limit
+	// changes, so leave it alone when nothing changes.
+	if n != runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(n)
+	}
 }
 
 func (g *globals) logger(cfg *config.Config) hclog.Logger {

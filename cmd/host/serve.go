@@ -175,6 +175,7 @@ func (d *daemon) reload() {
 		d.logger.Error("reload refused; the running host keeps serving", "error", err)
 		return
 	}
+	d.g.applyGoMaxProcs(cfg)
 	old, drained := d.current.Swap(h)
 	d.logger.Info("reloaded; the previous host stops once its calls finish")
 	go d.retire(old, drained)

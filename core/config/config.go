@@ -42,6 +42,7 @@ const (
 	MinMessageBytes   = 64 << 10
 	MaxMessageBytes   = 1 << 30
 	MaxCallDepthLimit = 64
+	MaxGoMaxProcs     = 1024
 	MaxCrashLimit     = 100
 	MaxConcurrent     = 10000
 )
@@ -78,6 +79,9 @@ type Host struct {
 	CrashWindow time.Duration
 	// RunTimeout bounds a node run that sets no deadline of its own.
 	RunTimeout time.Duration
+	// GoMaxProcs is the host process's GOMAXPROCS; 0 leaves Go's default
+	// (the CPUs the process may use).
+	GoMaxProcs int
 	// HTTP configures the listener of `host serve`; nil when the host
 	// block has no http block.
 	HTTP *HTTP
@@ -158,6 +162,7 @@ type rawHost struct {
 	CrashLimit      *hcl.Attribute `hcl:"crash_limit"`
 	CrashWindow     *hcl.Attribute `hcl:"crash_window"`
 	RunTimeout      *hcl.Attribute `hcl:"run_timeout"`
+	GoMaxProcs      *hcl.Attribute `hcl:"gomaxprocs"`
 	HTTP            []*rawHTTP     `hcl:"http,block"`
 	Tracing         []*rawTracing  `hcl:"tracing,block"`
 	DefRange        hcl.Range      `hcl:",def_range"`
@@ -471,6 +476,9 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	}
 	if dur, ok := d.durationAttr(r.RunTimeout); ok {
 		h.RunTimeout = dur
+	}
+	if n, ok := d.intAttr(r.GoMaxProcs, 0, MaxGoMaxProcs); ok {
+		h.GoMaxProcs = n
 	}
 	h.HTTP = d.http(r.HTTP)
 	h.Tracing = d.tracing(r.Tracing)

@@ -825,3 +825,21 @@ func TestBoundsSettings(t *testing.T) {
 		assertPos(t, "max_concurrent_calls", *d.Subject, f.path, 3, 26)
 	}
 }
+
+func TestGoMaxProcs(t *testing.T) {
+	cfg, _ := mustLoad(t, newFixture(t, "host {\n  gomaxprocs = 1\n}\n"))
+	if cfg.Host.GoMaxProcs != 1 {
+		t.Fatalf("gomaxprocs = %d, want 1", cfg.Host.GoMaxProcs)
+	}
+	cfg, _ = mustLoad(t, newFixture(t, "host {}\n"))
+	if cfg.Host.GoMaxProcs != 0 {
+		t.Fatalf("default gomaxprocs = %d, want 0 (Go's default)", cfg.Host.GoMaxProcs)
+	}
+	f := newFixture(t, "host {\n  gomaxprocs = -1\n}\n")
+	_, diags := NewLoader().Load(f.path)
+	if d := findDiag(diags, "Invalid gomaxprocs"); d == nil {
+		t.Errorf("gomaxprocs = -1 accepted: %v", summaries(diags))
+	} else {
+		assertPos(t, "gomaxprocs", *d.Subject, f.path, 2, 16)
+	}
+}

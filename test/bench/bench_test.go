@@ -13,6 +13,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -365,7 +366,17 @@ func timePair(b *testing.B, directUnit string, direct, viaHost func(n int) error
 // and both with b.N round trips of the same payload over a bare unix
 // socket between two processes, the physical floor. The pack side is one
 // probe.loop run, so the node's own dispatch is amortised over b.N calls.
-func BenchmarkCtxCall(b *testing.B) {
+func BenchmarkCtxCall(b *testing.B) { ctxCall(b) }
+
+// BenchmarkCtxCallOneProc is BenchmarkCtxCall with the host (this
+// process) at GOMAXPROCS 1, as `gomaxprocs = 1` in the host block sets it;
+// the plugin and the pack keep their default.
+func BenchmarkCtxCallOneProc(b *testing.B) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ctxCall(b)
+}
+
+func ctxCall(b *testing.B) {
 	ctx := context.Background()
 	sock := startSocketPeer(b)
 	c := startDirect(b)
@@ -418,7 +429,16 @@ func inParallel(n int, calls func(n int) error) error {
 // testcap from 16 goroutines sharing one connection, against b.N ctx calls
 // made by 16 probe.loop runs at once through the host. The ratio is the
 // host's throughput over the direct one (higher is better).
-func BenchmarkCtxCallConcurrent(b *testing.B) {
+func BenchmarkCtxCallConcurrent(b *testing.B) { ctxCallConcurrent(b) }
+
+// BenchmarkCtxCallConcurrentOneProc is BenchmarkCtxCallConcurrent with the
+// host at GOMAXPROCS 1 (see BenchmarkCtxCallOneProc).
+func BenchmarkCtxCallConcurrentOneProc(b *testing.B) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ctxCallConcurrent(b)
+}
+
+func ctxCallConcurrent(b *testing.B) {
 	ctx := context.Background()
 	c := startDirect(b)
 	h := startHost(b, echoConfig(b))

@@ -101,12 +101,30 @@ func figures() []figure {
 			goal: &goal{atMost: true, limit: 10},
 		},
 		{
+			name: "ctx call, host at gomaxprocs = 1", bench: "BenchmarkCtxCallOneProc",
+			value: "host-ns/call", show: nanosAsMicros(),
+			baseline: "direct-ns/call", baselineLabel: "direct Invoke", ratioMetric: "ratio",
+			goal: &goal{atMost: true, limit: 2.3},
+		},
+		{
+			name: "ctx call against a unix-socket round trip, gomaxprocs = 1", bench: "BenchmarkCtxCallOneProc",
+			value: "host-ns/call", show: nanosAsMicros(),
+			baseline: "socket-ns/rtt", baselineLabel: "unix-socket round trip", ratioMetric: "floor-ratio",
+			goal: &goal{atMost: true, limit: 10},
+		},
+		{
 			name: "operator call, host → plugin", bench: "BenchmarkOperatorCall",
 			value: "host-ns/call", show: nanosAsMicros(),
 			baseline: "direct-ns/call", baselineLabel: "direct Invoke", ratioMetric: "ratio",
 		},
 		{
 			name: "throughput, 16 concurrent callers", bench: "BenchmarkCtxCallConcurrent",
+			value: "host-calls/s", show: perSecond("calls/s"),
+			baseline: "direct-calls/s", baselineLabel: "direct Invoke", ratioMetric: "ratio",
+			goal: &goal{limit: 0.5}, better: higherIsBetter,
+		},
+		{
+			name: "throughput, 16 concurrent callers, gomaxprocs = 1", bench: "BenchmarkCtxCallConcurrentOneProc",
 			value: "host-calls/s", show: perSecond("calls/s"),
 			baseline: "direct-calls/s", baselineLabel: "direct Invoke", ratioMetric: "ratio",
 			goal: &goal{limit: 0.5}, better: higherIsBetter,

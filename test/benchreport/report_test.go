@@ -16,8 +16,10 @@ goarch: amd64
 pkg: github.com/wophost/wophost/test/bench
 cpu: AMD EPYC 7B13
 BenchmarkCtxCall-2               	    2000	    719178 ns/op	    196672 direct-ns/call	         8.449 floor-ratio	    522506 host-ns/call	         2.657 ratio	     61840 socket-ns/rtt
+BenchmarkCtxCallOneProc-2        	    2000	    540112 ns/op	    135423 direct-ns/call	         8.649 floor-ratio	    366825 host-ns/call	         2.709 ratio	     42411 socket-ns/rtt
 BenchmarkOperatorCall-2          	    2000	    545120 ns/op	    195340 direct-ns/call	    349780 host-ns/call	         1.791 ratio
 BenchmarkCtxCallConcurrent-2     	    2000	     88213 ns/op	     18420 direct-calls/s	     11336 host-calls/s	         0.6154 ratio
+BenchmarkCtxCallConcurrentOneProc-2	    2000	     57400 ns/op	     17392 direct-calls/s	      7142 host-calls/s	         0.4106 ratio
 BenchmarkStartToReady-2          	    2000	 168420113 ns/op	       168.4 ms/ready	        24.61 plugin-ms/start
 BenchmarkIdleMemory-2            	    2000	2004312877 ns/op	        31.42 host-MB	        18.77 plugin-MB
 BenchmarkMCPCallTool-2           	    2000	    412087 ns/op	    235777 host-ns/call	         1.337 ratio	    176310 sdk-ns/call
@@ -398,56 +400,56 @@ func TestCompare(t *testing.T) {
 		checked     int
 	}{
 		{
-			name: "identical", old: oneRun, new: oneRun, tol: 0.2, checked: 12,
+			name: "identical", old: oneRun, new: oneRun, tol: 0.2, checked: 15,
 		},
 		{
-			name: "identical, zero tolerance", old: oneRun, new: oneRun, tol: 0, checked: 12,
+			name: "identical, zero tolerance", old: oneRun, new: oneRun, tol: 0, checked: 15,
 		},
 		{
 			name: "lower is better, ratio 28% worse",
-			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.2, checked: 12,
+			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.2, checked: 15,
 			regressions: []string{"ctx call, pack → host → plugin: ratio 3.40, committed 2.66 (+27.8%, lower is better, tolerance 20%)"},
 		},
 		{
 			name: "lower is better, value only: a slower machine is not a regression of a ratio",
-			old:  oneRun, new: edit(t, oneRun, "522506 host-ns/call", "922506 host-ns/call"), tol: 0.2, checked: 12,
+			old:  oneRun, new: edit(t, oneRun, "522506 host-ns/call", "922506 host-ns/call"), tol: 0.2, checked: 15,
 		},
 		{
 			name: "lower is better, value guarded",
-			old:  oneRun, new: edit(t, oneRun, "287.4 p50-µs", "400 p50-µs"), tol: 0.2, checked: 12,
+			old:  oneRun, new: edit(t, oneRun, "287.4 p50-µs", "400 p50-µs"), tol: 0.2, checked: 15,
 			regressions: []string{"promptLibrary get: value 400.0 µs, committed 287.4 µs (+39.2%, lower is better, tolerance 20%)"},
 		},
 		{
 			name: "higher is better, 30% fewer requests",
-			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "3163 req/s"), tol: 0.2, checked: 12,
+			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "3163 req/s"), tol: 0.2, checked: 15,
 			regressions: []string{"POST :execute (8 workers, load driver): value 3163 req/s, committed 4518 req/s (-30.0%, higher is better, tolerance 20%)"},
 		},
 		{
 			name: "higher is better, more is fine",
-			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "9000 req/s"), tol: 0.2, checked: 12,
+			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "9000 req/s"), tol: 0.2, checked: 15,
 		},
 		{
 			name: "computed ratio guarded",
-			old:  oneRun, new: edit(t, oneRun, "24.61 plugin-ms/start", "12.3 plugin-ms/start"), tol: 0.2, checked: 12,
+			old:  oneRun, new: edit(t, oneRun, "24.61 plugin-ms/start", "12.3 plugin-ms/start"), tol: 0.2, checked: 15,
 			regressions: []string{"host start to ready, four families and the demo pack: ratio 13.69, committed 6.84"},
 		},
 		{
 			name: "exactly at the tolerance",
-			old:  edit(t, oneRun, "2.657 ratio", "2.5 ratio"), new: edit(t, oneRun, "2.657 ratio", "3.0 ratio"), tol: 0.2, checked: 12,
+			old:  edit(t, oneRun, "2.657 ratio", "2.5 ratio"), new: edit(t, oneRun, "2.657 ratio", "3.0 ratio"), tol: 0.2, checked: 15,
 		},
 		{
 			name: "within the tolerance, several figures",
 			old:  oneRun,
 			new:  edit(t, oneRun, "2.657 ratio", "3.15 ratio", "4518 req/s", "3700 req/s", "31.42 host-MB", "37.5 host-MB"),
-			tol:  0.2, checked: 12,
+			tol:  0.2, checked: 15,
 		},
 		{
 			name: "a larger tolerance lets a regression through",
-			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.5, checked: 12,
+			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.5, checked: 15,
 		},
 		{
 			name: "benchmark filtered out now",
-			old:  oneRun, new: dropLine(oneRun, "BenchmarkIdleMemory"), tol: 0.2, checked: 10,
+			old:  oneRun, new: dropLine(oneRun, "BenchmarkIdleMemory"), tol: 0.2, checked: 13,
 			notes: []string{
 				"idle memory, host: in the committed table, not measured now",
 				"idle memory, largest plugin: in the committed table, not measured now",
@@ -455,14 +457,14 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name: "benchmark new since the committed table",
-			old:  dropLine(oneRun, "BenchmarkPromptGet"), new: oneRun, tol: 0.2, checked: 11,
+			old:  dropLine(oneRun, "BenchmarkPromptGet"), new: oneRun, tol: 0.2, checked: 14,
 			notes: []string{"promptLibrary get: measured now, not measured in the committed table"},
 		},
 		{
 			name: "notes and a regression together",
 			old:  dropLine(oneRun, "BenchmarkPromptGet"),
 			new:  dropLine(edit(t, oneRun, "0.6154 ratio", "0.31 ratio"), "BenchmarkServeExecute"),
-			tol:  0.2, checked: 10,
+			tol:  0.2, checked: 13,
 			regressions: []string{"throughput, 16 concurrent callers: ratio 0.31, committed 0.62 (-50.0%, higher is better"},
 			notes: []string{
 				"POST :execute (8 workers, load driver): in the committed table, not measured now",
@@ -676,7 +678,7 @@ func TestRunUpdateThenCompare(t *testing.T) {
 
 	for _, tol := range []string{"0.2", "0"} {
 		code, _, errOut = runCmd("", "-compare", doc, "-tolerance", tol, input)
-		if code != exitOK || !strings.Contains(errOut, "12 figures within tolerance") {
+		if code != exitOK || !strings.Contains(errOut, "15 figures within tolerance") {
 			t.Errorf("compare at tolerance %s: status %d, stderr %s", tol, code, errOut)
 		}
 	}
@@ -709,7 +711,7 @@ func TestRunCompareFailsThenUpdates(t *testing.T) {
 	}
 	for _, want := range []string{
 		"benchreport: regression: ctx call, pack → host → plugin: ratio 3.40, committed 2.66",
-		"1 of 12 figures regressed against " + doc,
+		"1 of 15 figures regressed against " + doc,
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr %q lacks %q", errOut, want)
@@ -840,7 +842,7 @@ func TestFigures(t *testing.T) {
 			t.Errorf("%s: onValue is implied without a ratio", f.name)
 		}
 	}
-	if len(seen) != 12 {
-		t.Errorf("%d figures, want 12", len(seen))
+	if len(seen) != 15 {
+		t.Errorf("%d figures, want 15", len(seen))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -390,4 +391,45 @@ func TestServeKilledLeavesNoProcess(t *testing.T) {
 	<-d.done
 	_ = d.cmd.Wait()
 	assertGone(t, "after SIGKILL of host serve", pids)
+}
+
+// gomaxprocsMetric reads go_sched_gomaxprocs_threads from /metrics.
+func gomaxprocsMetric(t *testing.T, base string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^go_sched_gomaxprocs_threads (\S+)$`).FindStringSubmatch(request(t, "GET", base+"/metrics", "", nil).body)
+	if m == nil {
+		t.Fatal("/metrics has no go_sched_gomaxprocs_threads")
+	}
+	return m[1]
+}
+
+// The host block's gomaxprocs sets the host process's GOMAXPROCS, and a
+// reload without it gives the process back what it started with.
+func TestServeGoMaxProcs(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs to tell gomaxprocs = 1 from the default")
+	}
+	cfg := serveConfig(t, "", "")
+	text, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withSetting := strings.Replace(string(text), "host {\n", "host {\n  gomaxprocs = 1\n", 1)
+	if err := os.WriteFile(cfg, []byte(withSetting), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startServe(t, cfg)
+	if got := gomaxprocsMetric(t, d.base); got != "1" {
+		t.Fatalf("GOMAXPROCS with gomaxprocs = 1: %s", got)
+	}
+	if err := os.WriteFile(cfg, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	d.waitForLog(t, "reloaded")
+	if got := gomaxprocsMetric(t, d.base); got == "1" {
+		t.Fatal("GOMAXPROCS stayed 1 after a reload without gomaxprocs")
+	}
 }
