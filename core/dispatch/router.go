@@ -109,7 +109,9 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 	if !slices.Contains(fam.Methods, method) {
 		return nil, wop.Errorf(wop.CodeNotFound, "family %s has no method %q", family, method).WithCapability(capability)
 	}
-	if !call.Deadline.IsZero() {
+	// A deadline the context already meets (the caller's own, carried by
+	// gRPC) needs no second timer.
+	if d, ok := ctx.Deadline(); !call.Deadline.IsZero() && (!ok || call.Deadline.Before(d)) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, call.Deadline)
 		defer cancel()

@@ -359,3 +359,26 @@ func TestRequiredFacet(t *testing.T) {
 		}
 	}
 }
+
+// The invoker sees the earlier of the caller's context deadline and the
+// call's own.
+func TestRouterEarlierDeadlineWins(t *testing.T) {
+	soon, later := time.Now().Add(time.Minute), time.Now().Add(time.Hour)
+	for name, tt := range map[string]struct{ ctxDeadline, callDeadline time.Time }{
+		"context earlier": {soon, later},
+		"call earlier":    {later, soon},
+	} {
+		t.Run(name, func(t *testing.T) {
+			inv := &fakeInvoker{result: []byte(`1`)}
+			r := newTestRouter(inv)
+			ctx, cancel := context.WithDeadline(context.Background(), tt.ctxDeadline)
+			defer cancel()
+			if _, err := r.Call(ctx, allowAll, "acme.kv", "get", nil, wop.CallContext{Depth: 1, Deadline: tt.callDeadline}); err != nil {
+				t.Fatal(err)
+			}
+			if got := inv.calls[0]; !got.hasDeadline || !got.deadline.Equal(soon) {
+				t.Fatalf("invoker deadline = %v (%v), want %v", got.deadline, got.hasDeadline, soon)
+			}
+		})
+	}
+}

@@ -125,11 +125,18 @@ func (r *Report) Fatal() bool { return r.Config.HasErrors() }
 // all have reached ready or failed.
 func (h *Host) Start(ctx context.Context) *Report {
 	rep := &Report{}
+	packs, launched := h.launchPacks(ctx)
 	h.startCapabilities(ctx, rep)
 	if rep.Fatal() {
+		launched.Wait()
+		for _, p := range packs {
+			if p.proc != nil {
+				p.proc.Kill()
+			}
+		}
 		return rep
 	}
-	h.startPacks(ctx, rep)
+	h.startPacks(ctx, rep, packs, launched)
 	return rep
 }
 

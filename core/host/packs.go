@@ -84,28 +84,57 @@ func (h *Host) Packs() []PackInfo {
 	return out
 }
 
-func (h *Host) startPacks(ctx context.Context, rep *Report) {
-	packs := make([]*Pack, len(h.cfg.Packs))
-	diags := make([]hcl.Diagnostics, len(packs))
-	var wg sync.WaitGroup
+// launchPacks checks every configured pack's files and starts its binary,
+// in the background: the host starts packs while its plugins start, since
+// nothing of this depends on what the plugins advertise. startPacks
+// finishes the job once they are ready.
+func (h *Host) launchPacks(ctx context.Context) (packs []*Pack, launched *sync.WaitGroup) {
+	packs = make([]*Pack, len(h.cfg.Packs))
+	launched = &sync.WaitGroup{}
 	for i, pc := range h.cfg.Packs {
 		p := &Pack{Name: pc.Name, Path: pc.Path, cfg: pc}
 		packs[i] = p
+		launched.Add(1)
+		go func() {
+			defer launched.Done()
+			if err := h.launchPack(ctx, p); err != nil {
+				h.refusePack(p, err)
+			}
+		}()
+	}
+	return packs, launched
+}
+
+// refusePack records why p is refused and stops its process, if any.
+func (h *Host) refusePack(p *Pack, err error) {
+	p.State, p.Err, p.Degraded = PackRefused, err, nil
+	if p.proc != nil {
+		p.proc.Kill()
+		p.proc = nil
+	}
+}
+
+// startPacks waits for the packs launchPacks started, admits each against
+// the advertisement (in parallel) and registers the ones admitted.
+func (h *Host) startPacks(ctx context.Context, rep *Report, packs []*Pack, launched *sync.WaitGroup) {
+	launched.Wait()
+	var wg sync.WaitGroup
+	for _, p := range packs {
+		// A missing peer is the first thing an operator needs to hear of,
+		// even when the binary could not start either.
+		if p.manifest != nil {
+			if err := h.checkPeers(p); err != nil {
+				h.refusePack(p, err)
+			}
+		}
+		if p.State == PackRefused {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := h.loadPack(ctx, p); err != nil {
-				p.State, p.Err = PackRefused, err
-				if p.proc != nil {
-					p.proc.Kill()
-					p.proc = nil
-				}
-				diags[i] = hcl.Diagnostics{{
-					Severity: hcl.DiagError,
-					Summary:  "Pack refused",
-					Detail:   fmt.Sprintf("Pack %q (%s): %s", p.Name, p.Path, err),
-					Subject:  pc.DefRange.Ptr(),
-				}}
+			if err := h.admitPack(ctx, p); err != nil {
+				h.refusePack(p, err)
 			}
 		}()
 	}
@@ -113,18 +142,16 @@ func (h *Host) startPacks(ctx context.Context, rep *Report) {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for i, p := range packs {
-		rep.Packs = append(rep.Packs, diags[i]...)
+	for _, p := range packs {
+		if p.State == PackRefused {
+			rep.Packs = append(rep.Packs, packRefused(p, fmt.Sprintf("Pack %q (%s): %s", p.Name, p.Path, p.Err)))
+		}
 		if p.State != PackRefused {
 			for _, id := range p.TypeIDs {
 				if other, dup := h.byTypeID[id]; dup {
 					p.State = PackRefused
 					p.Err = wop.Errorf(wop.CodePackValidationFailed, "node %q is also served by pack %s", id, other.Name)
-					rep.Packs = append(rep.Packs, &hcl.Diagnostic{
-						Severity: hcl.DiagError, Summary: "Pack refused",
-						Detail:  fmt.Sprintf("Pack %q: %s", p.Name, p.Err),
-						Subject: p.cfg.DefRange.Ptr(),
-					})
+					rep.Packs = append(rep.Packs, packRefused(p, fmt.Sprintf("Pack %q: %s", p.Name, p.Err)))
 					break
 				}
 			}
@@ -132,11 +159,7 @@ func (h *Host) startPacks(ctx context.Context, rep *Report) {
 		if p.State != PackRefused && len(p.agents) > 0 {
 			if err := h.agents.Install(p.agents); err != nil {
 				p.State, p.Err = PackRefused, err
-				rep.Packs = append(rep.Packs, &hcl.Diagnostic{
-					Severity: hcl.DiagError, Summary: "Pack refused",
-					Detail:  fmt.Sprintf("Pack %q: %s", p.Name, err),
-					Subject: p.cfg.DefRange.Ptr(),
-				})
+				rep.Packs = append(rep.Packs, packRefused(p, fmt.Sprintf("Pack %q: %s", p.Name, err)))
 			}
 		}
 		if p.State == PackRefused {
@@ -153,10 +176,14 @@ func (h *Host) startPacks(ctx context.Context, rep *Report) {
 	}
 }
 
-// loadPack reads and validates pack.json, refuses a pack whose required
-// peer dependencies are not advertised, then starts the binary and checks
-// its embedded manifest against the file.
-func (h *Host) loadPack(ctx context.Context, p *Pack) error {
+// packRefused is the diagnostic of a refused pack.
+func packRefused(p *Pack, detail string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Pack refused", Detail: detail, Subject: p.cfg.DefRange.Ptr()}
+}
+
+// launchPack reads and validates pack.json, then starts the binary and
+// checks its embedded manifest against the file.
+func (h *Host) launchPack(ctx context.Context, p *Pack) error {
 	if d := config.CheckPackDir(p.cfg); d != nil {
 		return wop.Errorf(wop.CodePackValidationFailed, "%s: %s", d.Summary, d.Detail)
 	}
@@ -171,8 +198,30 @@ func (h *Host) loadPack(ctx context.Context, p *Pack) error {
 	for _, n := range m.Nodes {
 		p.TypeIDs = append(p.TypeIDs, n.TypeID)
 	}
+	entry := filepath.Join(p.Path, filepath.FromSlash(m.Runtime.Entry))
+	if _, err := loader.Verify(entry, ""); err != nil {
+		return wop.Errorf(wop.CodePackValidationFailed, "runtime.entry: %v", err)
+	}
+	proc, err := loader.StartPack(p.Name, entry, h.opts)
+	if err != nil {
+		return fmt.Errorf("start pack binary: %w", err)
+	}
+	p.proc = proc
+	embedded, err := proc.Manifest(ctx)
+	if err != nil {
+		return fmt.Errorf("read the binary's manifest: %w", err)
+	}
+	if !sameManifest(raw, embedded) {
+		return wop.Errorf(wop.CodePackValidationFailed, "the binary %s was built with a different pack.json than %s; rebuild it", entry, filepath.Join(p.Path, config.PackManifest))
+	}
+	return nil
+}
+
+// checkPeers refuses a pack whose required peer dependencies are not
+// advertised, and notes the optional ones that are not.
+func (h *Host) checkPeers(p *Pack) error {
 	var missing, degraded []string
-	for _, r := range m.PeerRequirements() {
+	for _, r := range p.manifest.PeerRequirements() {
 		if h.reg.Has(r.Family, r.Facet) {
 			continue
 		}
@@ -191,35 +240,30 @@ func (h *Host) loadPack(ctx context.Context, p *Pack) error {
 		return wop.Errorf(wop.CodePackPeerDependencyMissing, "required peer dependencies are not advertised: %s", strings.Join(missing, ", ")).
 			WithDetails(map[string]any{"missing": missing})
 	}
-	if len(m.Agents) > 0 {
+	sort.Strings(degraded)
+	p.Degraded = degraded
+	return nil
+}
+
+// admitPack installs a launched pack's agents, refusing the pack when they
+// do not pass the install checks, and makes it ready (or degraded, without
+// an optional peer).
+func (h *Host) admitPack(ctx context.Context, p *Pack) error {
+	if agents := p.manifest.Agents; len(agents) > 0 {
 		if !h.reg.Has(wop.FamilyAgents, agentruntime.FacetManifestRuntime) {
-			h.logger.Info("pack's agents not installed: agents.manifestRuntime is not advertised", "pack", p.Name, "agents", len(m.Agents))
-		} else if p.agents, err = h.agentCheck.CheckPack(ctx, p.Name, m.Agents); err != nil {
-			return err
+			h.logger.Info("pack's agents not installed: agents.manifestRuntime is not advertised", "pack", p.Name, "agents", len(agents))
+		} else {
+			var err error
+			if p.agents, err = h.agentCheck.CheckPack(ctx, p.Name, agents); err != nil {
+				return err
+			}
 		}
-	}
-	entry := filepath.Join(p.Path, filepath.FromSlash(m.Runtime.Entry))
-	if _, err := loader.Verify(entry, ""); err != nil {
-		return wop.Errorf(wop.CodePackValidationFailed, "runtime.entry: %v", err)
-	}
-	proc, err := loader.StartPack(p.Name, entry, h.opts)
-	if err != nil {
-		return fmt.Errorf("start pack binary: %w", err)
-	}
-	p.proc = proc
-	embedded, err := proc.Manifest(ctx)
-	if err != nil {
-		return fmt.Errorf("read the binary's manifest: %w", err)
-	}
-	if !sameManifest(raw, embedded) {
-		return wop.Errorf(wop.CodePackValidationFailed, "the binary %s was built with a different pack.json than %s; rebuild it", entry, filepath.Join(p.Path, config.PackManifest))
 	}
 	p.hostServices = hostservices.ForPack(h.router, h.runs, h.logger, p.Name)
 	p.State = PackReady
-	if len(degraded) > 0 {
-		sort.Strings(degraded)
-		p.State, p.Degraded = PackDegraded, degraded
-		h.logger.Info("pack loaded degraded", "pack", p.Name, "missing_optional", strings.Join(degraded, ", "))
+	if len(p.Degraded) > 0 {
+		p.State = PackDegraded
+		h.logger.Info("pack loaded degraded", "pack", p.Name, "missing_optional", strings.Join(p.Degraded, ", "))
 	}
 	return nil
 }
