@@ -42,6 +42,9 @@ type capability struct {
 	// families are the families this block serves, after the block's
 	// `families` filter.
 	families []loader.FamilyDescription
+	// launchTook is how long starting and describing the plugin took, for
+	// the start-up log.
+	launchTook time.Duration
 
 	mu   sync.Mutex
 	proc *loader.Capability
@@ -183,6 +186,7 @@ func (h *Host) launch(ctx context.Context, c *capability) hcl.Diagnostics {
 	}
 	c.sum = sum
 	h.reg.Advance(c.cfg.Name, registry.StateVerified)
+	t0 := time.Now()
 	opts := h.opts
 	opts.StartTimeout = c.cfg.StartTimeout
 	proc, err := loader.StartCapability(c.cfg.Name, c.cfg.PluginPath, sum, opts)
@@ -199,6 +203,7 @@ func (h *Host) launch(ctx context.Context, c *capability) hcl.Diagnostics {
 		return h.phaseFailure(c, err, "Plugin failed to describe itself")
 	}
 	c.desc = desc
+	c.launchTook = time.Since(t0)
 	families, err := selectFamilies(c.cfg, desc)
 	if err != nil {
 		proc.Kill()
@@ -341,7 +346,9 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 		}
 		hs = srv
 	}
+	t0 := time.Now()
 	res, err := proc.Configure(ctx, c.config, stateDir, hs)
+	configureTook := time.Since(t0)
 	if err != nil {
 		h.failCapability(c, registry.StateConfigured, err)
 		return capabilityDiag(c, "Plugin refused its configuration", err, c.cfg.ConfigRange)
@@ -364,7 +371,8 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 	}
 	h.reg.Advance(c.cfg.Name, registry.StateConfigured)
 	h.reg.Ready(c.cfg.Name, families, dispatch.Limit(proc, c.cfg.MaxConcurrentCalls, c.cfg.Name))
-	h.logger.Info("capability ready", "capability", c.cfg.Name, "plugin", c.desc.Name, "version", c.desc.Version)
+	h.logger.Info("capability ready", "capability", c.cfg.Name, "plugin", c.desc.Name, "version", c.desc.Version,
+		"started_in", c.launchTook.Round(time.Millisecond), "configured_in", configureTook.Round(time.Millisecond))
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wophost/wophost/test/testbin"
 )
 
 // idleSettle is how long BenchmarkIdleMemory lets the deployment sit
@@ -24,59 +25,13 @@ type process struct {
 	rssKiB  int
 }
 
-// descendants returns the processes below pid, children first.
-func descendants(pid int) ([]process, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	parent := map[int][]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The fields after the parenthesised command: state, ppid, ...
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(fields[1])
-		parent[ppid] = append(parent[ppid], p)
-	}
-	var out []process
-	queue := []int{pid}
-	for len(queue) > 0 {
-		for _, child := range parent[queue[0]] {
-			p, err := readProcess(child)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p)
-			queue = append(queue, child)
-		}
-		queue = queue[1:]
-	}
-	return out, nil
-}
-
-// readProcess reads a process's command line and resident set size.
-func readProcess(pid int) (process, error) {
-	dir := filepath.Join("/proc", strconv.Itoa(pid))
-	cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+// readProcess reads a process's resident set size.
+func readProcess(pid int, command string) (process, error) {
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		return process{}, err
 	}
-	status, err := os.ReadFile(filepath.Join(dir, "status"))
-	if err != nil {
-		return process{}, err
-	}
-	p := process{pid: pid, command: string(bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '}))}
+	p := process{pid: pid, command: command}
 	for line := range strings.SplitSeq(string(status), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kib, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
@@ -116,13 +71,17 @@ func BenchmarkIdleMemory(b *testing.B) {
 	waitReady(b, base)
 	time.Sleep(idleSettle)
 	b.ResetTimer()
-	host, err := readProcess(cmd.Process.Pid)
+	host, err := readProcess(cmd.Process.Pid, "host")
 	if err != nil {
 		b.Fatal(err)
 	}
-	procs, err := descendants(cmd.Process.Pid)
-	if err != nil {
-		b.Fatal(err)
+	var procs []process
+	for _, d := range testbin.Descendants(cmd.Process.Pid) {
+		p, err := readProcess(d.PID, d.Command)
+		if err != nil {
+			b.Fatal(err)
+		}
+		procs = append(procs, p)
 	}
 	b.StopTimer()
 	var plugin, pack process

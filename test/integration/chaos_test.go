@@ -24,34 +24,14 @@ import (
 // aiEnvelope, promptLibrary and agentRuntime plugins in turn.
 const chaosKills = 6
 
-// children returns the pids of the processes whose parent is this one
-// and whose command line contains name ("" for all of them).
+// children returns the pids of the live processes whose parent is this
+// one and whose command line contains name ("" for all of them).
 func children(name string) []int {
 	self := os.Getpid()
-	entries, _ := os.ReadDir("/proc")
 	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The fields after the parenthesised command: state, ppid, ...
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(s[i+1:])
-		if len(fields) < 2 || fields[1] != strconv.Itoa(self) || fields[0] == "Z" {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if name == "" || strings.Contains(string(cmd), name) {
-			out = append(out, pid)
+	for _, p := range testbin.Processes() {
+		if p.PPID == self && p.State != "Z" && strings.Contains(p.Command, name) {
+			out = append(out, p.PID)
 		}
 	}
 	return out

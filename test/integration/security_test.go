@@ -260,15 +260,20 @@ func selfSigned(t *testing.T) tls.Certificate {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-// A plugin started the way the host starts it (AutoMTLS) serves only the
-// host that started it: a client without the host's certificate, with
-// another certificate, or without TLS at all, is refused.
-func TestAutoMTLSRefusesStrangers(t *testing.T) {
+// startTestcapRaw starts testcap as the host would, without a host:
+// through wire.ClientConfig, with edit applied to the configuration first
+// (nil for none). It returns the go-plugin client and the capability
+// connection; the process is killed when t ends.
+func startTestcapRaw(t *testing.T, level hclog.Level, edit func(*exec.Cmd, *goplugin.ClientConfig)) (*goplugin.Client, *wire.CapabilityConn) {
+	t.Helper()
 	cmd := exec.Command(bin.testcap)
-	cmd.Env = wire.ProcessEnv("testcap", hclog.Error, 16<<20)
+	cmd.Env = wire.ProcessEnv("testcap", level, 16<<20)
 	cfg, started, err := wire.ClientConfig(cmd, hclog.NewNullLogger(), 30*time.Second, 16<<20)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(cmd, cfg)
 	}
 	client := goplugin.NewClient(cfg)
 	t.Cleanup(client.Kill)
@@ -281,10 +286,18 @@ func TestAutoMTLSRefusesStrangers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return client, raw.(*wire.CapabilityConn)
+}
+
+// A plugin started the way the host starts it (mutual TLS per launch)
+// serves only the host that started it: a client without the host's certificate, with
+// another certificate, or without TLS at all, is refused.
+func TestMutualTLSRefusesStrangers(t *testing.T) {
+	client, conn := startTestcapRaw(t, hclog.Error, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The host's own connection works: the plugin is up and serving.
-	if _, err := raw.(*wire.CapabilityConn).Client.Describe(ctx, &wophostv1.DescribeRequest{}); err != nil {
+	if _, err := conn.Client.Describe(ctx, &wophostv1.DescribeRequest{}); err != nil {
 		t.Fatalf("the host's own client was refused: %v", err)
 	}
 	addr := client.ReattachConfig().Addr
@@ -317,7 +330,7 @@ func TestAutoMTLSRefusesStrangers(t *testing.T) {
 	}
 	// The refusals came from the plugin's TLS check, not from a plugin
 	// that had gone away.
-	if _, err := raw.(*wire.CapabilityConn).Client.Describe(ctx, &wophostv1.DescribeRequest{}); err != nil {
+	if _, err := conn.Client.Describe(ctx, &wophostv1.DescribeRequest{}); err != nil {
 		t.Fatalf("the host's own client fails after the strangers: %v", err)
 	}
 }
@@ -327,31 +340,16 @@ func TestAutoMTLSRefusesStrangers(t *testing.T) {
 // go-plugin's AutoMTLS against the host's certificate, and the host
 // accepts the certificate it answers with.
 func TestGoPluginAutoMTLSStillAccepted(t *testing.T) {
-	cmd := exec.Command(bin.testcap)
-	cmd.Env = wire.ProcessEnv("testcap", hclog.Debug, 16<<20)
-	cfg, started, err := wire.ClientConfig(cmd, hclog.NewNullLogger(), 30*time.Second, 16<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The process cannot find the descriptor without its variable.
-	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, wire.EnvTLSFD+"=") })
 	logs := &strings.Builder{}
 	var mu sync.Mutex
-	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: lockedWriter{&mu, logs}})
-	client := goplugin.NewClient(cfg)
-	t.Cleanup(client.Kill)
-	rpc, err := client.Client()
-	started()
-	if err != nil {
-		t.Fatalf("start plugin: %v", err)
-	}
-	raw, err := rpc.Dispense(wire.KindCapability)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, conn := startTestcapRaw(t, hclog.Debug, func(cmd *exec.Cmd, cfg *goplugin.ClientConfig) {
+		// The process cannot find the descriptor without its variable.
+		cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, wire.EnvTLSFD+"=") })
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: lockedWriter{&mu, logs}})
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := raw.(*wire.CapabilityConn).Client.Describe(ctx, &wophostv1.DescribeRequest{}); err != nil {
+	if _, err := conn.Client.Describe(ctx, &wophostv1.DescribeRequest{}); err != nil {
 		t.Fatalf("describe over go-plugin's AutoMTLS: %v", err)
 	}
 	mu.Lock()
