@@ -84,51 +84,46 @@ type figure struct {
 // then compares the ratio, which cancels out the speed of the machine.
 func (f figure) hasRatio() bool { return f.ratioMetric != "" || f.baseline != "" }
 
+// ctxVsDirect is a ctx call of bench against a direct Invoke measured in
+// the same run.
+func ctxVsDirect(name, bench string, g *goal) figure {
+	return figure{
+		name: name, bench: bench, value: "host-ns/call", show: nanosAsMicros(),
+		baseline: "direct-ns/call", baselineLabel: "direct Invoke", ratioMetric: "ratio", goal: g,
+	}
+}
+
+// ctxVsSocket is a ctx call of bench against a bare unix-socket round trip
+// between two processes, the physical floor.
+func ctxVsSocket(name, bench string) figure {
+	return figure{
+		name: name, bench: bench, value: "host-ns/call", show: nanosAsMicros(),
+		baseline: "socket-ns/rtt", baselineLabel: "unix-socket round trip", ratioMetric: "floor-ratio",
+		goal: &goal{atMost: true, limit: 10},
+	}
+}
+
+// throughputVsDirect is the call rate of bench's concurrent callers
+// through the host against the same callers on a direct Invoke.
+func throughputVsDirect(name, bench string) figure {
+	return figure{
+		name: name, bench: bench, value: "host-calls/s", show: perSecond("calls/s"),
+		baseline: "direct-calls/s", baselineLabel: "direct Invoke", ratioMetric: "ratio",
+		goal: &goal{limit: 0.5}, better: higherIsBetter,
+	}
+}
+
 // figures lists the project's performance figures, one per table row, in
 // table order.
 func figures() []figure {
 	return []figure{
-		{
-			name: "ctx call, pack → host → plugin", bench: "BenchmarkCtxCall",
-			value: "host-ns/call", show: nanosAsMicros(),
-			baseline: "direct-ns/call", baselineLabel: "direct Invoke", ratioMetric: "ratio",
-			goal: &goal{atMost: true, limit: 2.3},
-		},
-		{
-			name: "ctx call against a unix-socket round trip", bench: "BenchmarkCtxCall",
-			value: "host-ns/call", show: nanosAsMicros(),
-			baseline: "socket-ns/rtt", baselineLabel: "unix-socket round trip", ratioMetric: "floor-ratio",
-			goal: &goal{atMost: true, limit: 10},
-		},
-		{
-			name: "ctx call, host at gomaxprocs = 1", bench: "BenchmarkCtxCallOneProc",
-			value: "host-ns/call", show: nanosAsMicros(),
-			baseline: "direct-ns/call", baselineLabel: "direct Invoke", ratioMetric: "ratio",
-			goal: &goal{atMost: true, limit: 2.3},
-		},
-		{
-			name: "ctx call against a unix-socket round trip, gomaxprocs = 1", bench: "BenchmarkCtxCallOneProc",
-			value: "host-ns/call", show: nanosAsMicros(),
-			baseline: "socket-ns/rtt", baselineLabel: "unix-socket round trip", ratioMetric: "floor-ratio",
-			goal: &goal{atMost: true, limit: 10},
-		},
-		{
-			name: "operator call, host → plugin", bench: "BenchmarkOperatorCall",
-			value: "host-ns/call", show: nanosAsMicros(),
-			baseline: "direct-ns/call", baselineLabel: "direct Invoke", ratioMetric: "ratio",
-		},
-		{
-			name: "throughput, 16 concurrent callers", bench: "BenchmarkCtxCallConcurrent",
-			value: "host-calls/s", show: perSecond("calls/s"),
-			baseline: "direct-calls/s", baselineLabel: "direct Invoke", ratioMetric: "ratio",
-			goal: &goal{limit: 0.5}, better: higherIsBetter,
-		},
-		{
-			name: "throughput, 16 concurrent callers, gomaxprocs = 1", bench: "BenchmarkCtxCallConcurrentOneProc",
-			value: "host-calls/s", show: perSecond("calls/s"),
-			baseline: "direct-calls/s", baselineLabel: "direct Invoke", ratioMetric: "ratio",
-			goal: &goal{limit: 0.5}, better: higherIsBetter,
-		},
+		ctxVsDirect("ctx call, pack → host → plugin", "BenchmarkCtxCall", &goal{atMost: true, limit: 2.3}),
+		ctxVsSocket("ctx call against a unix-socket round trip", "BenchmarkCtxCall"),
+		ctxVsDirect("ctx call, host at gomaxprocs = 1", "BenchmarkCtxCallOneProc", &goal{atMost: true, limit: 2.3}),
+		ctxVsSocket("ctx call against a unix-socket round trip, gomaxprocs = 1", "BenchmarkCtxCallOneProc"),
+		ctxVsDirect("operator call, host → plugin", "BenchmarkOperatorCall", nil),
+		throughputVsDirect("throughput, 16 concurrent callers", "BenchmarkCtxCallConcurrent"),
+		throughputVsDirect("throughput, 16 concurrent callers, gomaxprocs = 1", "BenchmarkCtxCallConcurrentOneProc"),
 		{
 			name: "host start to ready, four families and the demo pack", bench: "BenchmarkStartToReady",
 			value: "ms/ready", show: millis(),
