@@ -19,6 +19,7 @@ import (
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/internal/atomicfile"
 	"github.com/wophost/wophost/plugins/promptlib/promptfile"
 	"github.com/wophost/wophost/plugins/promptlib/store"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
@@ -302,12 +303,9 @@ func promptsShowCommand(g *globals, open func() (*store.Store, error)) *cobra.Co
 				return fmt.Errorf("%s: stored bytes no longer parse: %w", pin, err)
 			}
 			return json.NewEncoder(g.stdout).Encode(struct {
-				promptlibrary.Prompt
+				*promptlibrary.Prompt
 				Record *store.Version `json:"record"`
-			}{promptlibrary.Prompt{
-				PromptID: args[0], Name: v.Name, Version: v.Version, Digest: v.Digest, SystemPrompt: f.Body,
-				EnvelopeType: f.EnvelopeType, Variables: f.Variables, Raw: string(raw),
-			}, v})
+			}{f.Answer(args[0], v.Name, v.Version, v.Digest, raw), v})
 		},
 	}
 }
@@ -491,27 +489,7 @@ func replaceFile(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-pack-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, data, fi.Mode().Perm())
 }
 
 // replayFlags are the run command's --replay flag and its reading.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/internal/atomicfile"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -96,33 +97,9 @@ func writeRunRecord(dir string, rec *RunRecord) (path string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("run records: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-"+rec.RunID+"-*")
-	if err != nil {
-		return "", fmt.Errorf("run records: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(append(data, '\n')); err != nil {
-		return "", fmt.Errorf("write run record: %w", err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return "", fmt.Errorf("write run record: %w", err)
-	}
-	if err = tmp.Close(); err != nil {
-		return "", fmt.Errorf("write run record: %w", err)
-	}
 	path = filepath.Join(dir, rec.RunID+".json")
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, append(data, '\n'), 0o600); err != nil {
 		return "", fmt.Errorf("write run record: %w", err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		// Best effort: the record is already complete under its name.
-		_ = d.Sync()
-		d.Close()
 	}
 	return path, nil
 }

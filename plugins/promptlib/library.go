@@ -98,16 +98,7 @@ func (l *library) get(_ context.Context, _ *plugin.Request, in *promptlibrary.Ge
 		return nil, wop.Errorf(promptlibrary.CodePromptDigestMismatch, "%s: stored bytes no longer parse: %v", pin, err).
 			WithDetails(map[string]string{"promptId": in.PromptID})
 	}
-	return &promptlibrary.Prompt{
-		PromptID:     in.PromptID,
-		Name:         v.Name,
-		Version:      v.Version,
-		Digest:       v.Digest,
-		SystemPrompt: f.Body,
-		EnvelopeType: f.EnvelopeType,
-		Variables:    f.Variables,
-		Raw:          string(raw),
-	}, nil
+	return f.Answer(in.PromptID, v.Name, v.Version, v.Digest, raw), nil
 }
 
 // parse returns the parsed form of raw, whose digest the store has just

@@ -21,16 +21,16 @@ func ProcessEnv(name string, level hclog.Level, maxBytes int) []string {
 }
 
 // ClientConfig is the go-plugin client configuration every wophost process
-// is started with: gRPC only, mutual TLS from a LaunchTLS attached to cmd,
+// is started with: gRPC only, mutual TLS from a launchTLS attached to cmd,
 // the shared handshake and plugin set, and the message size limit on the
 // dialling side. Callers add what is theirs (a checksum pin, log sinks),
 // and call started once the client has started the process or failed to.
 func ClientConfig(cmd *exec.Cmd, logger hclog.Logger, startTimeout time.Duration, maxBytes int) (cfg *goplugin.ClientConfig, started func(), err error) {
-	launch, err := NewLaunchTLS()
+	launch, err := newLaunchTLS()
 	if err != nil {
 		return nil, nil, err
 	}
-	started, err = launch.Attach(cmd)
+	started, err = launch.attach(cmd)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -41,8 +41,8 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger, startTimeout time.Duration
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		// go-plugin's AutoMTLS would generate P-521 keys on both sides;
 		// the launch's own TLS replaces it, and a plugin that answers
-		// with an AutoMTLS certificate is still accepted (see LaunchTLS).
-		TLSConfig:       launch.Host,
+		// with an AutoMTLS certificate is still accepted (see launchTLS).
+		TLSConfig:       launch.host,
 		Logger:          logger,
 		StartTimeout:    startTimeout,
 		GRPCDialOptions: DialOptions(maxBytes),

@@ -37,16 +37,16 @@ const maxTLSBundle = 64 << 10
 // process and are never written to disk.
 const certValidity = 10 * 365 * 24 * time.Hour
 
-// LaunchTLS is the mutual TLS of one process launch, the same trust as
+// launchTLS is the mutual TLS of one process launch, the same trust as
 // go-plugin's AutoMTLS: a fresh key pair for each side, each certificate
 // self-signed and trusted by the other side alone. The difference is who
 // generates the process's half: the host, on P-256, handing it over an
 // inherited pipe. go-plugin generates P-521 keys in both processes, whose
 // key generation, signatures and verifications cost each side about 13 ms
 // of CPU per launch; P-256 costs a fraction of a millisecond.
-type LaunchTLS struct {
-	// Host is the host's side: its certificate, trusting the process's.
-	Host *tls.Config
+type launchTLS struct {
+	// host is the host's side: its certificate, trusting the process's.
+	host *tls.Config
 	// hostCertPEM is set as PLUGIN_CLIENT_CERT for go-plugin's AutoMTLS.
 	hostCertPEM []byte
 	// bundle is the process's side: its certificate and key, then the
@@ -54,18 +54,18 @@ type LaunchTLS struct {
 	bundle []byte
 }
 
-// NewLaunchTLS generates the key material of one launch.
-func NewLaunchTLS() (*LaunchTLS, error) {
-	hostCert, _, err := newCert()
+// newLaunchTLS generates the key material of one launch.
+func newLaunchTLS() (*launchTLS, error) {
+	hostCert, err := newCert()
 	if err != nil {
 		return nil, fmt.Errorf("host certificate: %w", err)
 	}
-	procCert, procKey, err := newCert()
+	procCert, err := newCert()
 	if err != nil {
 		return nil, fmt.Errorf("process certificate: %w", err)
 	}
 	hostPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hostCert.Certificate[0]})
-	keyDER, err := x509.MarshalECPrivateKey(procKey)
+	keyDER, err := x509.MarshalECPrivateKey(procCert.PrivateKey.(*ecdsa.PrivateKey))
 	if err != nil {
 		return nil, fmt.Errorf("process key: %w", err)
 	}
@@ -79,18 +79,18 @@ func NewLaunchTLS() (*LaunchTLS, error) {
 		}
 	}
 	bundle.Write(hostPEM)
-	return &LaunchTLS{
-		Host:        mutualConfig(hostCert, procCert.Leaf),
+	return &launchTLS{
+		host:        mutualConfig(hostCert, procCert.Leaf),
 		hostCertPEM: hostPEM,
 		bundle:      bundle.Bytes(),
 	}, nil
 }
 
-// Attach gives cmd the process's half on an inherited pipe (named by
+// attach gives cmd the process's half on an inherited pipe (named by
 // EnvTLSFD in its environment, never in the environment itself) and sets
 // PLUGIN_CLIENT_CERT. It returns a function to call once the process has
 // started (or failed to), which closes the host's copy of the pipe.
-func (l *LaunchTLS) Attach(cmd *exec.Cmd) (started func(), err error) {
+func (l *launchTLS) attach(cmd *exec.Cmd) (started func(), err error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("tls pipe: %w", err)
@@ -140,12 +140,12 @@ func ServerTLS() (*tls.Config, error) {
 	if len(bundle) > maxTLSBundle {
 		return nil, fmt.Errorf("%s: more than %d bytes", EnvTLSFD, maxTLSBundle)
 	}
-	return ParseLaunchBundle(bundle)
+	return parseLaunchBundle(bundle)
 }
 
-// ParseLaunchBundle builds the process's side from the PEM the host hands
+// parseLaunchBundle builds the process's side from the PEM the host hands
 // over: the process's certificate and key, then the host's certificate.
-func ParseLaunchBundle(bundle []byte) (*tls.Config, error) {
+func parseLaunchBundle(bundle []byte) (*tls.Config, error) {
 	var blocks []*pem.Block
 	for rest := bundle; ; {
 		var b *pem.Block
@@ -188,14 +188,14 @@ func mutualConfig(own tls.Certificate, peer *x509.Certificate) *tls.Config {
 // newCert generates a P-256 key and a self-signed certificate for
 // localhost, usable by a client and a server. It is no CA: the peer trusts
 // this one certificate, not what its key could sign.
-func newCert() (tls.Certificate, *ecdsa.PrivateKey, error) {
+func newCert() (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tls.Certificate{}, nil, err
+		return tls.Certificate{}, err
 	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
 	if err != nil {
-		return tls.Certificate{}, nil, err
+		return tls.Certificate{}, err
 	}
 	now := time.Now()
 	template := &x509.Certificate{
@@ -210,11 +210,11 @@ func newCert() (tls.Certificate, *ecdsa.PrivateKey, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
 	if err != nil {
-		return tls.Certificate{}, nil, err
+		return tls.Certificate{}, err
 	}
 	leaf, err := x509.ParseCertificate(der)
 	if err != nil {
-		return tls.Certificate{}, nil, err
+		return tls.Certificate{}, err
 	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, key, nil
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
 }

@@ -66,13 +66,13 @@ func isTimeout(err error) bool {
 	return ok && ne.Timeout()
 }
 
-func newLaunch(t *testing.T) (*LaunchTLS, *tls.Config) {
+func newLaunch(t *testing.T) (*launchTLS, *tls.Config) {
 	t.Helper()
-	l, err := NewLaunchTLS()
+	l, err := newLaunchTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc, err := ParseLaunchBundle(l.bundle)
+	proc, err := parseLaunchBundle(l.bundle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +83,10 @@ func TestLaunchTLSBothDirections(t *testing.T) {
 	l, proc := newLaunch(t)
 	// The host dials the process, and (through the broker) the process
 	// dials the host.
-	if cerr, serr := handshake(t, l.Host, proc); cerr != nil || serr != nil {
+	if cerr, serr := handshake(t, l.host, proc); cerr != nil || serr != nil {
 		t.Fatalf("host → process: client %v, server %v", cerr, serr)
 	}
-	if cerr, serr := handshake(t, proc, l.Host); cerr != nil || serr != nil {
+	if cerr, serr := handshake(t, proc, l.host); cerr != nil || serr != nil {
 		t.Fatalf("process → host: client %v, server %v", cerr, serr)
 	}
 }
@@ -94,10 +94,10 @@ func TestLaunchTLSBothDirections(t *testing.T) {
 func TestLaunchTLSRefusesOtherLaunches(t *testing.T) {
 	l, proc := newLaunch(t)
 	other, otherProc := newLaunch(t)
-	if _, serr := handshake(t, other.Host, proc); serr == nil {
+	if _, serr := handshake(t, other.host, proc); serr == nil {
 		t.Error("a process accepted the host side of another launch")
 	}
-	if cerr, _ := handshake(t, l.Host, otherProc); cerr == nil {
+	if cerr, _ := handshake(t, l.host, otherProc); cerr == nil {
 		t.Error("the host accepted the process of another launch")
 	}
 	// A process's certificate is not the host's: one plugin cannot pose as
@@ -123,20 +123,20 @@ func TestParseLaunchBundleRefusesMalformed(t *testing.T) {
 			return strings.Replace(string(l.bundle), "EC PRIVATE KEY", "CERTIFICATE", 2)
 		}(),
 	} {
-		if _, err := ParseLaunchBundle([]byte(bundle)); err == nil {
+		if _, err := parseLaunchBundle([]byte(bundle)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 }
 
 func TestAttachAndServerTLS(t *testing.T) {
-	l, err := NewLaunchTLS()
+	l, err := newLaunchTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("true")
 	cmd.Env = []string{"A=1"}
-	started, err := l.Attach(cmd)
+	started, err := l.attach(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestAttachAndServerTLS(t *testing.T) {
 	if _, ok := os.LookupEnv(EnvTLSFD); ok {
 		t.Errorf("%s is still set after ServerTLS", EnvTLSFD)
 	}
-	if cerr, serr := handshake(t, l.Host, proc); cerr != nil || serr != nil {
+	if cerr, serr := handshake(t, l.host, proc); cerr != nil || serr != nil {
 		t.Fatalf("host → process: client %v, server %v", cerr, serr)
 	}
 }

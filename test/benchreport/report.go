@@ -6,11 +6,12 @@ import (
 	"maps"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/wophost/wophost/internal/atomicfile"
 )
 
 // The table lives between these markers in a document such as
@@ -451,36 +452,14 @@ func updateFile(path, block string) error {
 	return writeAtomic(path, []byte(out))
 }
 
-// writeAtomic replaces path with data through a temporary file in the
-// same directory, so a failed write never leaves a half-written file.
-func writeAtomic(path string, data []byte) (err error) {
+// writeAtomic replaces path with data, keeping its mode (0644 for a new
+// file), so a failed write never leaves a half-written file.
+func writeAtomic(path string, data []byte) error {
 	perm := os.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
 		perm = fi.Mode().Perm()
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, data, perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -49,6 +49,9 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -161,10 +164,10 @@ type Task struct {
 	// Input is the user message that states the task.
 	Input string
 	// Context are messages placed before Input, such as mailbox messages.
-	Context []Message
+	Context []aienvelope.Message
 	// Output, when set, asks generate for that result format on every
 	// turn.
-	Output *Output
+	Output *aienvelope.Output
 	// Depth is the handoff depth of this run; 0 for a run the runtime
 	// started itself.
 	Depth int
@@ -206,7 +209,7 @@ type run struct {
 	task    Task
 	res     *Result
 	tools   map[string]toolTarget // model-facing name → target
-	offered []tool
+	offered []aienvelope.Tool
 	// budget is shared with handoff runs, so that their tokens and tool
 	// calls count against the caller's limits.
 	budget *budget
@@ -293,8 +296,8 @@ func (rn *run) loop(ctx context.Context) (*Result, error) {
 	if err := rn.prepareTools(ctx); err != nil {
 		return nil, err
 	}
-	messages := append([]Message{}, rn.task.Context...)
-	messages = append(messages, Message{Role: "user", Content: rn.task.Input})
+	messages := append([]aienvelope.Message{}, rn.task.Context...)
+	messages = append(messages, aienvelope.Message{Role: "user", Content: rn.task.Input})
 	envelope := rn.r.EnvelopeType
 	if envelope == "" {
 		envelope = "agentRuntime.turn"
@@ -306,7 +309,7 @@ func (rn *run) loop(ctx context.Context) (*Result, error) {
 		if rn.budget.tokens <= 0 {
 			return nil, rn.exceeded("tokenBudget", fmt.Sprintf("the %d-token budget is spent", rn.agent.Limits.TokenBudget))
 		}
-		req := generateRequest{
+		req := aienvelope.GenerateRequest{
 			EnvelopeType:   envelope,
 			SystemPrompt:   system,
 			Messages:       messages,
@@ -316,18 +319,17 @@ func (rn *run) loop(ctx context.Context) (*Result, error) {
 			IdempotencyKey: fmt.Sprintf("%s/turn/%d", rn.task.ID, turns+1),
 		}
 		if rn.budget.tokens < MaxOutputTokens {
-			mt := rn.budget.tokens
+			mt := int(rn.budget.tokens)
 			req.MaxTokens = &mt
 		}
-		var gen generateResult
+		var gen aienvelope.GenerateResult
 		turns++
 		rn.res.Turns++
-		if err := rn.r.Host.Call(ctx, familyAIEnvelope, "generate", &req, &gen); err != nil {
+		if err := rn.r.Host.Call(ctx, aienvelope.Family, "generate", &req, &gen); err != nil {
 			return nil, rn.cause("aiEnvelope.generate", err)
 		}
-		rn.res.Usage.InputTokens += gen.Usage.InputTokens
-		rn.res.Usage.OutputTokens += gen.Usage.OutputTokens
-		rn.budget.tokens -= gen.Usage.Total()
+		rn.res.Usage.add(int64(gen.Usage.InputTokens), int64(gen.Usage.OutputTokens))
+		rn.budget.tokens -= int64(gen.Usage.InputTokens + gen.Usage.OutputTokens)
 		if rn.budget.tokens < 0 {
 			return nil, rn.exceeded("tokenBudget", fmt.Sprintf("the run used %d tokens of a %d-token budget",
 				rn.res.Usage.Total(), rn.agent.Limits.TokenBudget))
@@ -342,7 +344,7 @@ func (rn *run) loop(ctx context.Context) (*Result, error) {
 		if turns >= rn.agent.Limits.Turns {
 			return nil, rn.exceeded("turns", fmt.Sprintf("the model still called tools on its last allowed turn (%d)", turns))
 		}
-		messages = append(messages, Message{Role: "assistant", Content: gen.Text, ToolCalls: gen.ToolCalls})
+		messages = append(messages, aienvelope.Message{Role: "assistant", Content: gen.Text, ToolCalls: gen.ToolCalls})
 		for _, tc := range gen.ToolCalls {
 			if rn.budget.toolCalls <= 0 {
 				return nil, rn.exceeded("toolCalls", fmt.Sprintf("the model asked for more than %d tool calls", rn.agent.Limits.ToolCalls))
@@ -353,7 +355,7 @@ func (rn *run) loop(ctx context.Context) (*Result, error) {
 			if err != nil {
 				return nil, err
 			}
-			messages = append(messages, Message{Role: "tool", ToolCallID: tc.ID, Name: tc.Name, Content: content})
+			messages = append(messages, aienvelope.Message{Role: "tool", ToolCallID: tc.ID, Name: tc.Name, Content: content})
 		}
 	}
 }
@@ -364,8 +366,8 @@ func (rn *run) systemPrompt(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", wop.Errorf(wop.CodeValidation, "agent %s: systemPromptRef: %v", rn.agent.InstanceID, err)
 	}
-	var p promptGetResult
-	if err := rn.r.Host.Call(ctx, familyPromptLibrary, "get", &promptGetRequest{PromptID: ref}, &p); err != nil {
+	var p promptlibrary.Prompt
+	if err := rn.r.Host.Call(ctx, promptlibrary.Family, "get", &promptlibrary.GetRequest{PromptID: ref}, &p); err != nil {
 		return "", rn.cause("promptLibrary.get", err)
 	}
 	// The host checks the digest against the bytes; the loop checks that
@@ -394,12 +396,12 @@ func (rn *run) prepareTools(ctx context.Context) error {
 		wanted[ref.ServerID][ref.Tool] = true
 		order = append(order, ref)
 	}
-	described := map[string]tool{} // "server/tool" → description
+	described := map[string]aienvelope.Tool{} // "server/tool" → description
 	for _, server := range m.MCPServers() {
 		var cursor *string
 		for page := 0; page < maxToolPages; page++ {
 			var lt listToolsResult
-			if err := rn.r.Host.Call(ctx, familyMCP, "listTools", &listToolsRequest{ServerID: server, Cursor: cursor}, &lt); err != nil {
+			if err := rn.r.Host.Call(ctx, mcp.Family, "listTools", &mcp.ListToolsRequest{ServerID: server, Cursor: cursor}, &lt); err != nil {
 				return rn.cause("mcp.listTools", err)
 			}
 			for _, t := range lt.Tools {
@@ -408,7 +410,7 @@ func (rn *run) prepareTools(ctx context.Context) error {
 					if len(bytes.TrimSpace(schema)) == 0 || bytes.Equal(bytes.TrimSpace(schema), []byte("null")) {
 						schema = json.RawMessage(`{"type":"object"}`)
 					}
-					described[server+"/"+t.Name] = tool{Description: t.Description, InputSchema: schema}
+					described[server+"/"+t.Name] = aienvelope.Tool{Description: t.Description, InputSchema: schema}
 				}
 			}
 			if lt.NextCursor == nil || *lt.NextCursor == "" {
@@ -426,13 +428,13 @@ func (rn *run) prepareTools(ctx context.Context) error {
 		}
 		name := rn.uniqueName(sanitize(ref.ServerID) + "__" + sanitize(ref.Tool))
 		rn.tools[name] = toolTarget{ref: ref}
-		rn.offered = append(rn.offered, tool{Name: name, Description: d.Description, InputSchema: d.InputSchema})
+		rn.offered = append(rn.offered, aienvelope.Tool{Name: name, Description: d.Description, InputSchema: d.InputSchema})
 	}
 	if m.Handoff != nil && rn.r.Handoff != nil && rn.task.Depth < rn.agent.Limits.DelegationDepth {
 		for _, target := range m.Handoff.Targets {
 			name := rn.uniqueName("handoff__" + sanitize(target))
 			rn.tools[name] = toolTarget{handoff: target}
-			rn.offered = append(rn.offered, tool{
+			rn.offered = append(rn.offered, aienvelope.Tool{
 				Name:        name,
 				Description: "Hand a task to the agent " + target + " and get its answer back.",
 				InputSchema: json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","description":"the task for the other agent"}},"required":["task"]}`),
@@ -463,7 +465,7 @@ func (rn *run) uniqueName(name string) string {
 }
 
 // callTool makes one tool call and returns the tool message content.
-func (rn *run) callTool(ctx context.Context, tc ToolCall) (string, error) {
+func (rn *run) callTool(ctx context.Context, tc aienvelope.ToolCall) (string, error) {
 	target, ok := rn.tools[tc.Name]
 	if !ok {
 		return toolError(fmt.Sprintf("tool %q is not available to this agent", tc.Name)), nil
@@ -484,7 +486,7 @@ func (rn *run) callTool(ctx context.Context, tc ToolCall) (string, error) {
 		return toolError(fmt.Sprintf("tool %s is not in this agent's toolAllowlist", target.ref)), nil
 	}
 	var result json.RawMessage
-	err := rn.r.Host.Call(ctx, familyMCP, "callTool", &callToolRequest{
+	err := rn.r.Host.Call(ctx, mcp.Family, "callTool", &mcp.CallToolRequest{
 		ServerID: target.ref.ServerID, Name: target.ref.Tool, Arguments: args,
 	}, &result)
 	if err != nil {
@@ -521,8 +523,7 @@ func (rn *run) handoff(ctx context.Context, target string, args map[string]json.
 	if res != nil {
 		rn.res.Turns += res.Turns
 		rn.res.ToolCalls += res.ToolCalls
-		rn.res.Usage.InputTokens += res.Usage.InputTokens
-		rn.res.Usage.OutputTokens += res.Usage.OutputTokens
+		rn.res.Usage.add(res.Usage.InputTokens, res.Usage.OutputTokens)
 	}
 	if err != nil {
 		return "", err

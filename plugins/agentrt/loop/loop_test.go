@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -201,7 +202,7 @@ func TestRunWithTools(t *testing.T) {
 	if len(gens) != 2 {
 		t.Fatalf("generate calls = %d", len(gens))
 	}
-	var first, second generateRequest
+	var first, second aienvelope.GenerateRequest
 	_ = json.Unmarshal([]byte(gens[0]), &first)
 	_ = json.Unmarshal([]byte(gens[1]), &second)
 	if first.SystemPrompt != "You research." || first.IdempotencyKey != "tsk_1/turn/1" || second.IdempotencyKey != "tsk_1/turn/2" {
@@ -246,7 +247,7 @@ func TestAllowlistRefusedLocally(t *testing.T) {
 	if n := f.count("mcp", "callTool"); n != 0 {
 		t.Fatalf("callTool made %d times for tools outside the allowlist", n)
 	}
-	var second generateRequest
+	var second aienvelope.GenerateRequest
 	_ = json.Unmarshal([]byte(f.requests("aiEnvelope", "generate")[1]), &second)
 	for _, m := range second.Messages[2:] {
 		if !strings.Contains(m.Content, `"isError":true`) || !strings.Contains(m.Content, "not available") {
@@ -264,7 +265,7 @@ func TestDefenceInDepthAllows(t *testing.T) {
 	m := researcher()
 	rn := &run{r: &Runner{Host: (&host{}).fake()}, agent: agent(m, DefaultLimits()), res: &Result{},
 		tools: map[string]toolTarget{"x": {ref: agentruntime.ToolRef{ServerID: "docs", Tool: "delete"}}}}
-	out, err := rn.callTool(context.Background(), ToolCall{ID: "1", Name: "x", Arguments: json.RawMessage(`{}`)})
+	out, err := rn.callTool(context.Background(), aienvelope.ToolCall{ID: "1", Name: "x", Arguments: json.RawMessage(`{}`)})
 	if err != nil || !strings.Contains(out, "toolAllowlist") {
 		t.Fatalf("callTool = %q, %v", out, err)
 	}
@@ -383,7 +384,7 @@ func TestMCPErrorGoesBackToTheModel(t *testing.T) {
 	if err != nil || res.Text != "gave up" {
 		t.Fatalf("run = %+v, %v", res, err)
 	}
-	var second generateRequest
+	var second aienvelope.GenerateRequest
 	_ = json.Unmarshal([]byte(f.requests("aiEnvelope", "generate")[1]), &second)
 	if c := second.Messages[2].Content; !strings.Contains(c, `"isError":true`) || !strings.Contains(c, "-32602") {
 		t.Errorf("tool message = %q", c)
@@ -417,9 +418,9 @@ func TestJSONOutputAndContext(t *testing.T) {
 	f := h.fake()
 	m := researcher()
 	m.ToolAllowlist = []string{}
-	out := &Output{Type: "json", Schema: json.RawMessage(`{"type":"object"}`)}
+	out := &aienvelope.Output{Type: "json", Schema: json.RawMessage(`{"type":"object"}`)}
 	res, err := (&Runner{Host: f}).Run(context.Background(), agent(m, DefaultLimits()), Task{
-		ID: "t", Input: "vote", Output: out, Context: []Message{{Role: "user", Content: "message from agt_x"}},
+		ID: "t", Input: "vote", Output: out, Context: []aienvelope.Message{{Role: "user", Content: "message from agt_x"}},
 	})
 	if err != nil || string(res.Payload) != `{"vote":"yes"}` {
 		t.Fatalf("run = %+v, %v", res, err)
@@ -427,7 +428,7 @@ func TestJSONOutputAndContext(t *testing.T) {
 	if f.count("mcp", "listTools") != 0 {
 		t.Error("listTools called for an agent without tools")
 	}
-	var g generateRequest
+	var g aienvelope.GenerateRequest
 	_ = json.Unmarshal([]byte(f.requests("aiEnvelope", "generate")[0]), &g)
 	if g.Output == nil || g.Output.Type != "json" || len(g.Tools) != 0 || len(g.Messages) != 2 || g.Messages[0].Content != "message from agt_x" {
 		t.Errorf("generate = %+v", g)
@@ -462,7 +463,7 @@ func TestHandoffDepthAndSharedBudget(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	gens := f.requests("aiEnvelope", "generate")
-	var g0, g1, g2 generateRequest
+	var g0, g1, g2 aienvelope.GenerateRequest
 	_ = json.Unmarshal([]byte(gens[0]), &g0)
 	_ = json.Unmarshal([]byte(gens[1]), &g1)
 	_ = json.Unmarshal([]byte(gens[2]), &g2)

@@ -50,6 +50,7 @@ import (
 	"github.com/wophost/wophost/plugins/agentrt/route"
 	"github.com/wophost/wophost/plugins/agentrt/store"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -305,7 +306,7 @@ func (s *Service) runTask(ctx context.Context, host wop.Caller, in *instance, li
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {
 		ids[i] = m.ID
-		task.Context = append(task.Context, loop.Message{Role: "user", Content: fmt.Sprintf(
+		task.Context = append(task.Context, aienvelope.Message{Role: "user", Content: fmt.Sprintf(
 			"Mailbox message %s from %s on channel %q:\n%s", m.ID, m.From, m.Channel, m.Content)})
 	}
 	runner := &loop.Runner{Host: host, EnvelopeType: s.envelopeType, Handoff: s.resolver(ctx)}
@@ -384,7 +385,7 @@ func (s *Service) Consensus(ctx context.Context, host wop.Caller, req *agentrunt
 	voter := func(ctx context.Context, p, round int, previous []agentruntime.Ballot) (json.RawMessage, string, error) {
 		taskID := fmt.Sprintf("%s/r%d/p%d", id, round, p)
 		out, err := s.runTask(ctx, host, insts[p], insts[p].limits, taskID, store.KindBallot, req.Proposal, loop.Task{
-			ID: taskID, Input: ballotPrompt(proposal, p, previous), Output: &loop.Output{Type: "json", Schema: voteSchema},
+			ID: taskID, Input: ballotPrompt(proposal, p, previous), Output: &aienvelope.Output{Type: "json", Schema: voteSchema},
 		})
 		if err != nil {
 			return nil, "", err

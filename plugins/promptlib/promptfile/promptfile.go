@@ -58,6 +58,21 @@ type File struct {
 	Body string
 }
 
+// Answer is promptLibrary.get's answer for promptID: the stored version
+// (name, version, digest) whose verbatim bytes raw parsed into f.
+func (f *File) Answer(promptID, name, version, digest string, raw []byte) *promptlibrary.Prompt {
+	return &promptlibrary.Prompt{
+		PromptID:     promptID,
+		Name:         name,
+		Version:      version,
+		Digest:       digest,
+		SystemPrompt: f.Body,
+		EnvelopeType: f.EnvelopeType,
+		Variables:    f.Variables,
+		Raw:          string(raw),
+	}
+}
+
 // Error is a problem with a .prompt file, naming the header field when
 // there is one.
 type Error struct {

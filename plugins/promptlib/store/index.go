@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/wophost/wophost/internal/atomicfile"
 )
 
 // IndexFile is the optional SQLite index of a store. It is a cache of the
@@ -105,7 +107,7 @@ func (s *Store) RebuildIndex(ctx context.Context) (int, error) {
 	if err := os.Rename(tmp, s.indexPath()); err != nil {
 		return 0, fmt.Errorf("prompt index: %w", err)
 	}
-	return n, syncDir(s.dir)
+	return n, atomicfile.SyncDir(s.dir)
 }
 
 type execer interface {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/wophost/wophost/internal/atomicfile"
 	"github.com/wophost/wophost/plugins/promptlib/promptfile"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 )
@@ -47,7 +48,7 @@ const (
 	namesDir    = "names"
 	versionsDir = "_versions" // cannot collide with a name segment, which starts with [a-z0-9]
 	recordExt   = ".json"
-	tempPrefix  = ".tmp-"
+	tempPrefix  = atomicfile.TempPrefix
 )
 
 // lockRetry is how often a publisher retries a held lock.
@@ -209,7 +210,7 @@ func (s *Store) Publish(ctx context.Context, raw []byte) (*PublishResult, error)
 	if err := mkdirAllSync(dir); err != nil {
 		return nil, fmt.Errorf("prompt store: %w", err)
 	}
-	if err := writeAtomic(dir, version+recordExt, append(rec, '\n'), 0o444, s.beforeCommit); err != nil {
+	if err := atomicfile.WriteWithHook(filepath.Join(dir, version+recordExt), append(rec, '\n'), 0o444, s.beforeCommit); err != nil {
 		return nil, fmt.Errorf("prompt store: write record of %s@%s: %w", f.Name, version, err)
 	}
 	// The version is published; an index that cannot take it is deleted,
@@ -243,7 +244,7 @@ func (s *Store) writeBlob(digest string, raw []byte) error {
 	if err := mkdirAllSync(dir); err != nil {
 		return fmt.Errorf("prompt store: %w", err)
 	}
-	if err := writeAtomic(dir, filepath.Base(path), raw, 0o444, nil); err != nil {
+	if err := atomicfile.Write(path, raw, 0o444); err != nil {
 		return fmt.Errorf("prompt store: write blob %s: %w", digest, err)
 	}
 	return nil
@@ -407,41 +408,6 @@ func (s *Store) versionsPath(name string) string {
 	return filepath.Join(s.dir, namesDir, filepath.FromSlash(name), versionsDir)
 }
 
-// writeAtomic writes data to dir/name through a temporary file in dir:
-// write, sync, optional hook, rename, sync dir. Readers see the old state
-// or the new file, never a part of it.
-func writeAtomic(dir, name string, data []byte, perm os.FileMode, beforeRename func()) (err error) {
-	tmp, err := os.CreateTemp(dir, tempPrefix+"*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if beforeRename != nil {
-		beforeRename()
-	}
-	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
 // mkdirAllSync creates dir and its missing parents, syncing each parent
 // that gained an entry so the new directories survive a crash.
 func mkdirAllSync(dir string) error {
@@ -457,16 +423,7 @@ func mkdirAllSync(dir string) error {
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return syncDir(parent)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.SyncDir(parent)
 }
 
 // DefaultDir is where the promptlib plugin keeps its store when its
