@@ -76,8 +76,9 @@ func newPlugin() *plugin.Plugin {
 					Description: "ceilings no manifest or spawn config can exceed; unset means no ceiling"},
 			},
 		},
-		Configure: a.configure,
-		Shutdown:  a.shutdown,
+		Configure:    a.configure,
+		Shutdown:     a.shutdown,
+		SingleWriter: true,
 		Families: []*plugin.Family{{
 			Name:    agentruntime.Family,
 			Status:  "stable",

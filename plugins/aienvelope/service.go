@@ -68,6 +68,7 @@ func (s *service) plugin() *plugin.Plugin {
 		ConfigSchema: configSchema(),
 		Configure:    s.configure,
 		Shutdown:     s.shutdown,
+		SingleWriter: true,
 		Families: []*plugin.Family{{
 			Name:    aienvelope.Family,
 			Status:  "stable",

@@ -31,6 +31,13 @@ type Plugin struct {
 	Configure func(ctx context.Context, req *ConfigureRequest) error
 	// Shutdown, if set, runs once when the host stops the plugin.
 	Shutdown func()
+	// SingleWriter says that the plugin's state under StateDir admits one
+	// process at a time (a database file it locks, a journal it appends
+	// to). The host then never runs a second process of the capability
+	// beside a running one: a reload drains and stops the old process
+	// before it starts the new one. Leave it false for a stateless plugin,
+	// which a reload replaces beside the old process with no gap.
+	SingleWriter bool
 }
 
 // Family is one family a plugin serves.

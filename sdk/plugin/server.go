@@ -44,7 +44,7 @@ func newServer(p *Plugin, broker *goplugin.GRPCBroker, logger hclog.Logger, maxB
 }
 
 func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophostv1.DescribeResponse, error) {
-	resp := &wophostv1.DescribeResponse{Name: s.p.Name, Version: s.p.Version}
+	resp := &wophostv1.DescribeResponse{Name: s.p.Name, Version: s.p.Version, SingleWriter: s.p.SingleWriter}
 	for _, f := range s.p.Families {
 		methods := make([]string, 0, len(f.Methods))
 		for m := range f.Methods {

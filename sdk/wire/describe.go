@@ -7,6 +7,8 @@ type Description struct {
 	Name     string
 	Version  string
 	Families []FamilyDescription
+	// SingleWriter: the plugin's state admits one process at a time.
+	SingleWriter bool
 }
 
 // FamilyDescription is one family a plugin says it can serve.
@@ -17,7 +19,7 @@ type FamilyDescription struct {
 
 // DescriptionFromProto converts a Describe answer into plain Go.
 func DescriptionFromProto(resp *wophostv1.DescribeResponse) *Description {
-	d := &Description{Name: resp.GetName(), Version: resp.GetVersion()}
+	d := &Description{Name: resp.GetName(), Version: resp.GetVersion(), SingleWriter: resp.GetSingleWriter()}
 	for _, f := range resp.GetFamilies() {
 		d.Families = append(d.Families, FamilyDescription{
 			Name: f.GetName(), Status: f.GetStatus(), Since: f.GetSince(), Until: f.GetUntil(), Witness: f.GetWitness(),

@@ -35,8 +35,9 @@ func newPlugin() *plugin.Plugin {
 			{Name: "file", Type: schema.String, Description: `store file, relative to the plugin's state directory (default "kv.db")`},
 			{Name: "max_value_bytes", Type: schema.Number, Description: "largest value accepted by put (default 65536)"},
 		}},
-		Configure: k.configure,
-		Shutdown:  k.shutdown,
+		Configure:    k.configure,
+		Shutdown:     k.shutdown,
+		SingleWriter: true,
 		Families: []*plugin.Family{{
 			Name:    kvapi.Family,
 			Status:  "experimental",

@@ -258,10 +258,15 @@ func (*DescribeRequest) Descriptor() ([]byte, []int) {
 }
 
 type DescribeResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	Families      []*FamilyDescription   `protobuf:"bytes,3,rep,name=families,proto3" json:"families,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Version  string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Families []*FamilyDescription   `protobuf:"bytes,3,rep,name=families,proto3" json:"families,omitempty"`
+	// single_writer says the plugin's durable state under its state dir
+	// admits one process at a time: the host never runs a second process of
+	// the same capability beside it (on a reload it stops the old process
+	// before it starts the new one).
+	SingleWriter  bool `protobuf:"varint,4,opt,name=single_writer,json=singleWriter,proto3" json:"single_writer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -315,6 +320,13 @@ func (x *DescribeResponse) GetFamilies() []*FamilyDescription {
 		return x.Families
 	}
 	return nil
+}
+
+func (x *DescribeResponse) GetSingleWriter() bool {
+	if x != nil {
+		return x.SingleWriter
+	}
+	return false
 }
 
 // FamilyDescription is one family a plugin can serve.
@@ -1142,11 +1154,12 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"capability\x12\x1c\n" +
 	"\tretryable\x18\x04 \x01(\bR\tretryable\x12\x18\n" +
 	"\adetails\x18\x05 \x01(\fR\adetails\"\x11\n" +
-	"\x0fDescribeRequest\"{\n" +
+	"\x0fDescribeRequest\"\xa0\x01\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x129\n" +
-	"\bfamilies\x18\x03 \x03(\v2\x1d.wophost.v1.FamilyDescriptionR\bfamilies\"\xc9\x01\n" +
+	"\bfamilies\x18\x03 \x03(\v2\x1d.wophost.v1.FamilyDescriptionR\bfamilies\x12#\n" +
+	"\rsingle_writer\x18\x04 \x01(\bR\fsingleWriter\"\xc9\x01\n" +
 	"\x11FamilyDescription\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x14\n" +
