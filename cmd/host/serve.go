@@ -156,9 +156,11 @@ func (d *daemon) records() []registry.Record {
 	return b.Registry().Records()
 }
 
-// reload starts a host from the config file as it is now and switches to
-// it; the old host finishes the calls it holds and stops. A config with
-// errors leaves the old host serving.
+// reload applies the config file as it is now: the running host hands
+// what did not change to a new one, which takes over new requests; the
+// old one finishes the calls it holds and stops. A config with errors, or
+// one under which something that serves now would stop serving, leaves
+// the running host as it is.
 func (d *daemon) reload() {
 	d.logger.Info("reloading", "config", d.g.configPath)
 	cfg, ldr, diags := config.Load(d.g.configPath)
@@ -170,13 +172,25 @@ func (d *daemon) reload() {
 	if next := httpSettings(cfg); next.Listen != d.http.Listen || !slices.Equal(next.Tokens, d.http.Tokens) {
 		d.logger.Warn("the http block changed; listen and tokens take effect at the next start, not on reload")
 	}
-	h, err := d.start(context.Background(), cfg, ldr)
+	b, release := d.current.Acquire()
+	cur, _ := b.(*host.Host)
+	release()
+	if cur == nil {
+		d.logger.Error("reload refused: no host is running")
+		return
+	}
+	next, rep, err := cur.Reload(context.Background(), cfg, ldr)
+	if rep != nil {
+		for _, diag := range append(rep.Capabilities, rep.Packs...) {
+			d.logger.Warn(config.FormatDiagnostic(diag))
+		}
+	}
 	if err != nil {
 		d.logger.Error("reload refused; the running host keeps serving", "error", err)
 		return
 	}
 	d.g.applyGoMaxProcs(cfg)
-	old, drained := d.current.Swap(h)
+	old, drained := d.current.Swap(next)
 	d.logger.Info("reloaded; the previous host stops once its calls finish")
 	go d.retire(old, drained)
 }

@@ -45,9 +45,31 @@ type capability struct {
 	// launchTook is how long starting and describing the plugin took, for
 	// the start-up log.
 	launchTook time.Duration
+	// identity is the binary's loader.FileIdentity when it was started;
+	// fingerprint sums up what the process runs with (see fingerprint).
+	// A reload keeps the process while the fingerprint stays the same.
+	identity    string
+	fingerprint string
+	// adopted is set when a reload took the process over from the
+	// previous host rather than starting it.
+	adopted bool
+	// starting is held while a restart starts and configures a process,
+	// so that a reload retiring the capability waits for it.
+	starting sync.Mutex
 
 	mu   sync.Mutex
 	proc *loader.Capability
+	// ready are the families as advertised once the process is
+	// configured; gate is the way in to the process for this host's
+	// registry; services is what the plugin calls back on (nil when it may
+	// not call back).
+	ready    []registry.Family
+	gate     *dispatch.Gate
+	services *hostservices.Server
+	// released is set once this host no longer owns the process: it was
+	// stopped, or a reload handed it to the next host, which supervises
+	// and stops it from then on.
+	released bool
 	// crashes are the times of the plugin's recent unexpected exits.
 	crashes []time.Time
 }
@@ -72,8 +94,34 @@ func (c *capability) current() *loader.Capability {
 	return c.proc
 }
 
-func (c *capability) kill() {
-	if p := c.current(); p != nil {
+// owns reports whether proc is c's process and c still owns it.
+func (c *capability) owns(proc *loader.Capability) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.released && c.proc == proc
+}
+
+// release gives the process up and returns it, or nil when c had already
+// given it up. Whoever gets it either stops it or owns it from then on.
+func (c *capability) release() *loader.Capability {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.released {
+		return nil
+	}
+	c.released = true
+	return c.proc
+}
+
+func (c *capability) isReleased() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.released
+}
+
+// stop stops the process unless c gave it up.
+func (c *capability) stop() {
+	if p := c.release(); p != nil {
 		p.Kill()
 	}
 }
@@ -82,11 +130,13 @@ func (c *capability) kill() {
 // start and describe in parallel, then the host-side checks that need
 // every plugin's description, then configure in parallel.
 func (h *Host) startCapabilities(ctx context.Context, rep *Report) {
-	caps := make([]*capability, len(h.cfg.Capabilities))
-	for i, cc := range h.cfg.Capabilities {
-		caps[i] = &capability{cfg: cc}
+	for _, cc := range h.cfg.Capabilities {
 		h.reg.Declare(cc.Name, cc.PluginPath)
 	}
+	// On a reload, what did not change is taken over from the previous
+	// host, and a single-writer plugin that did change is stopped there
+	// before its successor starts (reload.go).
+	caps := h.takeOver(ctx)
 	h.mu.Lock()
 	for _, c := range caps {
 		h.caps[c.cfg.Name] = c
@@ -96,6 +146,9 @@ func (h *Host) startCapabilities(ctx context.Context, rep *Report) {
 	diags := make([]hcl.Diagnostics, len(caps))
 	var wg sync.WaitGroup
 	for i, c := range caps {
+		if c.adopted {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -114,7 +167,7 @@ func (h *Host) startCapabilities(ctx context.Context, rep *Report) {
 	ectx := h.files.EvalContext(h.cfg.Dir)
 	for i, c := range caps {
 		diags[i] = nil
-		if c.current() == nil {
+		if c.adopted || c.current() == nil {
 			continue
 		}
 		val, d := config.DecodePluginConfig(c.cfg, c.schema, ectx)
@@ -124,11 +177,12 @@ func (h *Host) startCapabilities(ctx context.Context, rep *Report) {
 			continue
 		}
 		c.config = val
+		c.fingerprint = h.fingerprint(c.cfg, c.identity, val)
 		h.logger.Debug("plugin config decoded", "capability", c.cfg.Name,
 			"config", string(config.Redact(val, c.schema.SensitivePaths())))
 	}
 	for i, c := range caps {
-		if c.current() == nil {
+		if c.adopted || c.current() == nil {
 			continue
 		}
 		wg.Add(1)
@@ -185,6 +239,10 @@ func (h *Host) launch(ctx context.Context, c *capability) hcl.Diagnostics {
 		return capabilityDiag(c, "Plugin failed verification", err, rng)
 	}
 	c.sum = sum
+	if c.identity, err = loader.FileIdentity(c.cfg.PluginPath); err != nil {
+		h.reg.Fail(c.cfg.Name, registry.StateVerified, err)
+		return capabilityDiag(c, "Plugin failed verification", err, c.cfg.PluginRange)
+	}
 	h.reg.Advance(c.cfg.Name, registry.StateVerified)
 	t0 := time.Now()
 	opts := h.opts
@@ -243,13 +301,45 @@ func capabilityDiag(c *capability, summary string, err error, rng hcl.Range) hcl
 
 func (h *Host) failCapability(c *capability, phase registry.State, err error) {
 	c.mu.Lock()
-	proc := c.proc
+	proc, gate := c.proc, c.gate
 	c.proc = nil
 	c.mu.Unlock()
+	if gate != nil && gate.Closed() {
+		gate.HandOver(nil)
+	}
 	if proc != nil {
 		proc.Kill()
 	}
 	h.reg.Fail(c.cfg.Name, phase, err)
+}
+
+// restartOnce starts, describes and configures a new process for c. stop
+// is set when c was given up meanwhile (a reload retired it): there is
+// nothing to restart any more.
+func (h *Host) restartOnce(c *capability) (proc *loader.Capability, stop bool, err error) {
+	c.starting.Lock()
+	defer c.starting.Unlock()
+	if c.isReleased() {
+		return nil, true, nil
+	}
+	opts := h.opts
+	opts.StartTimeout = c.cfg.StartTimeout
+	proc, err = loader.StartCapability(c.cfg.Name, c.cfg.PluginPath, c.sum, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	c.mu.Lock()
+	if c.released {
+		c.mu.Unlock()
+		proc.Kill()
+		return nil, true, nil
+	}
+	c.proc = proc
+	c.mu.Unlock()
+	if d := h.configure(context.Background(), c); d.HasErrors() {
+		return nil, false, errors.New(config.FormatDiagnostics(d))
+	}
+	return proc, false, nil
 }
 
 // selectFamilies applies the block's `families` filter to what the plugin
@@ -369,8 +459,19 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 			Methods: f.Methods, Needs: f.Needs, Uses: f.Uses, Facets: res.Facets[f.Name],
 		})
 	}
+	srv, _ := hs.(*hostservices.Server)
+	gate := dispatch.NewGate(dispatch.Limit(proc, c.cfg.MaxConcurrentCalls, c.cfg.Name), c.cfg.Name)
+	c.mu.Lock()
+	prevGate := c.gate
+	c.ready, c.gate, c.services = families, gate, srv
+	c.mu.Unlock()
+	if prevGate != nil && prevGate.Closed() {
+		// The calls held while a refused reload had the plugin stopped go
+		// to its new process.
+		prevGate.HandOver(gate)
+	}
 	h.reg.Advance(c.cfg.Name, registry.StateConfigured)
-	h.reg.Ready(c.cfg.Name, families, dispatch.Limit(proc, c.cfg.MaxConcurrentCalls, c.cfg.Name))
+	h.reg.Ready(c.cfg.Name, families, gate)
 	h.logger.Info("capability ready", "capability", c.cfg.Name, "plugin", c.desc.Name, "version", c.desc.Version,
 		"started_in", c.launchTook.Round(time.Millisecond), "configured_in", configureTook.Round(time.Millisecond))
 	return nil
@@ -382,8 +483,14 @@ func (h *Host) watch(c *capability, proc *loader.Capability) {
 	h.watchers.Add(1)
 	go func() {
 		defer h.watchers.Done()
-		<-proc.Exited()
-		if h.isClosing() || c.current() != proc {
+		select {
+		case <-proc.Exited():
+		case <-h.done:
+			// Close stops the process; a process handed to the next host
+			// is that host's to watch.
+			return
+		}
+		if h.isClosing() || !c.owns(proc) {
 			return
 		}
 		h.logger.Error("plugin exited unexpectedly", "capability", c.cfg.Name)
@@ -397,14 +504,14 @@ func (h *Host) watch(c *capability, proc *loader.Capability) {
 				fmt.Errorf("crashed %d times within %s (crash_limit = %d); not restarted until the host restarts or reloads", n, window, limit))
 			return
 		}
-		h.restart(c)
+		h.restart(c, restartBase)
 	}()
 }
 
 // restart brings a crashed plugin back: a new process, described and
-// configured again with the same config, then re-advertised.
-func (h *Host) restart(c *capability) {
-	delay := restartBase
+// configured again with the same config, then re-advertised. The first
+// attempt waits delay.
+func (h *Host) restart(c *capability, delay time.Duration) {
 	for n := 1; n <= restartAttempts; n++ {
 		h.reg.Restarting(c.cfg.Name)
 		// Close must not wait out a backoff.
@@ -413,19 +520,13 @@ func (h *Host) restart(c *capability) {
 		case <-h.done:
 			return
 		}
-		delay = min(delay*2, restartCap)
-		opts := h.opts
-		opts.StartTimeout = c.cfg.StartTimeout
-		proc, err := loader.StartCapability(c.cfg.Name, c.cfg.PluginPath, c.sum, opts)
+		delay = min(max(delay*2, restartBase), restartCap)
+		proc, stop, err := h.restartOnce(c)
+		if stop {
+			return
+		}
 		if err != nil {
 			h.logger.Warn("plugin restart failed", "capability", c.cfg.Name, "attempt", n, "error", err)
-			continue
-		}
-		c.mu.Lock()
-		c.proc = proc
-		c.mu.Unlock()
-		if d := h.configure(context.Background(), c); d.HasErrors() {
-			h.logger.Warn("plugin restart failed", "capability", c.cfg.Name, "attempt", n, "error", config.FormatDiagnostics(d))
 			continue
 		}
 		h.watch(c, proc)

@@ -53,6 +53,16 @@ type Host struct {
 	// done is closed when Close begins, to cut restart backoffs short.
 	done     chan struct{}
 	watchers sync.WaitGroup
+
+	// observer is told of every routed call (ObserveCalls); a reload
+	// hands it to the next host.
+	observer dispatch.Observer
+	// prev is the host a reload replaces, set while this host starts: its
+	// unchanged plugins are taken over rather than started (reload.go).
+	// retired are the capabilities of prev the reload stopped to replace
+	// them, started again there if the reload is refused.
+	prev    *Host
+	retired []*capability
 }
 
 // New returns a host for cfg. files is the loader that parsed cfg; it
@@ -166,8 +176,15 @@ func (h *Host) Close() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.kill()
+			c.stop()
 			h.reg.Stop(c.cfg.Name)
+			// Calls held for a successor that will not come now are refused.
+			c.mu.Lock()
+			gate := c.gate
+			c.mu.Unlock()
+			if gate != nil && gate.Closed() {
+				gate.HandOver(nil)
+			}
 		}()
 	}
 	wg.Wait()
@@ -185,7 +202,10 @@ const tracerName = "github.com/wophost/wophost/core/host"
 
 // ObserveCalls reports every call the host routes to o. Call it before
 // Start.
-func (h *Host) ObserveCalls(o dispatch.Observer) { h.router.SetObserver(o) }
+func (h *Host) ObserveCalls(o dispatch.Observer) {
+	h.observer = o
+	h.router.SetObserver(o)
+}
 
 func (h *Host) isClosing() bool {
 	h.mu.RLock()

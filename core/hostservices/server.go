@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -20,7 +21,9 @@ import (
 
 // Server serves HostServices to one process.
 type Server struct {
-	router *dispatch.Router
+	// target is where calls go; a reload may hand a running plugin to the
+	// next host, which rebinds it (Rebind).
+	target atomic.Pointer[target]
 	runs   *dispatch.Runs
 	logger hclog.Logger
 	// pack is set when the process is a node pack: calls come from node
@@ -30,9 +33,16 @@ type Server struct {
 	// checked against the families the plugin needs or uses.
 	plugin        string
 	pluginAllowed func(family, facet string) bool
-	// agentManifest, set only for the plugin serving agentRuntime, finds
-	// the manifest an agent caller names by digest. Another plugin that
-	// claims to call for an agent is refused.
+	// runsAgents is set only for the plugin serving agentRuntime: it may
+	// call on behalf of agents. Another plugin that claims to call for an
+	// agent is refused.
+	runsAgents bool
+}
+
+// target is the host a Server's calls go to.
+type target struct {
+	router *dispatch.Router
+	// agentManifest finds the manifest an agent caller names by digest.
 	agentManifest func(digest string) (*agentruntime.Manifest, bool)
 }
 
@@ -40,13 +50,17 @@ var _ wophostv1.HostServicesServer = (*Server)(nil)
 
 // ForPack returns the HostServices served to the named pack.
 func ForPack(router *dispatch.Router, runs *dispatch.Runs, logger hclog.Logger, pack string) *Server {
-	return &Server{router: router, runs: runs, logger: logger, pack: pack}
+	s := &Server{runs: runs, logger: logger, pack: pack}
+	s.target.Store(&target{router: router})
+	return s
 }
 
 // ForPlugin returns the HostServices served to a capability plugin that may
 // call the families allowed reports.
 func ForPlugin(router *dispatch.Router, runs *dispatch.Runs, logger hclog.Logger, plugin string, allowed func(family, facet string) bool) *Server {
-	return &Server{router: router, runs: runs, logger: logger, plugin: plugin, pluginAllowed: allowed}
+	s := &Server{runs: runs, logger: logger, plugin: plugin, pluginAllowed: allowed}
+	s.target.Store(&target{router: router})
+	return s
 }
 
 // ForAgents lets the plugin make calls on behalf of agents: a call whose
@@ -54,8 +68,21 @@ func ForPlugin(router *dispatch.Router, runs *dispatch.Runs, logger hclog.Logger
 // against the manifest manifest(digest) returns (CONTRACT §4.3). Only the
 // plugin serving agentRuntime gets it. It returns s.
 func (s *Server) ForAgents(manifest func(digest string) (*agentruntime.Manifest, bool)) *Server {
-	s.agentManifest = manifest
+	s.runsAgents = true
+	s.target.Store(&target{router: s.target.Load().router, agentManifest: manifest})
 	return s
+}
+
+// Rebind sends the process's calls from now on to router, with agent
+// manifests found by manifest (ignored unless the process runs agents).
+// A reload calls it when the next host takes over a running plugin; calls
+// already in flight finish where they started.
+func (s *Server) Rebind(router *dispatch.Router, manifest func(digest string) (*agentruntime.Manifest, bool)) {
+	t := &target{router: router}
+	if s.runsAgents {
+		t.agentManifest = manifest
+	}
+	s.target.Store(t)
 }
 
 // Call implements HostServices.Call.
@@ -66,6 +93,7 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 		return nil, wire.ToStatus(wop.Errorf(wop.CodeNotFound, "no node run %q is in flight", claimed.RunID).
 			WithCapability("host." + req.GetFamily() + "." + req.GetMethod()))
 	}
+	tgt := s.target.Load()
 	var caller dispatch.Caller
 	var call wop.CallContext
 	if s.pack != "" {
@@ -77,7 +105,7 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 	} else {
 		caller = dispatch.Caller{Name: "plugin " + s.plugin, Allowed: s.pluginAllowed}
 		call = run.CallContext("plugin:" + s.plugin)
-		if err := s.checkAgent(claimed.Caller, req.GetFamily(), req.GetMethod(), req.GetPayload(), &caller); err != nil {
+		if err := s.checkAgent(tgt, claimed.Caller, req.GetFamily(), req.GetMethod(), req.GetPayload(), &caller); err != nil {
 			s.logger.Debug("host-service call refused", "run_id", run.ID, "node_id", run.NodeID,
 				"family", req.GetFamily(), "method", req.GetMethod(), "caller", claimed.Caller, "code", wop.CodeOf(err))
 			return nil, wire.ToStatus(err)
@@ -95,7 +123,7 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 	if claimed.Traceparent != "" {
 		call.Traceparent = claimed.Traceparent
 	}
-	out, err := s.router.Call(ctx, caller, req.GetFamily(), req.GetMethod(), req.GetPayload(), call)
+	out, err := tgt.router.Call(ctx, caller, req.GetFamily(), req.GetMethod(), req.GetPayload(), call)
 	if err != nil {
 		s.logger.Debug("host-service call refused or failed", "run_id", run.ID, "node_id", run.NodeID,
 			"family", req.GetFamily(), "method", req.GetMethod(), "caller", caller.Name, "code", wop.CodeOf(err))
@@ -110,25 +138,25 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 // without an agent claim are refused; other calls that do not claim to be
 // an agent pass. A claim from a plugin that does not run agents, a
 // malformed claim or an unknown manifest digest is refused.
-func (s *Server) checkAgent(claimed, family, method string, payload []byte, caller *dispatch.Caller) error {
+func (s *Server) checkAgent(tgt *target, claimed, family, method string, payload []byte, caller *dispatch.Caller) error {
 	agent, isAgent, err := dispatch.ParseAgentCaller(claimed)
 	capability := "host." + family + "." + method
 	refuse := func(format string, args ...any) *wop.Error {
 		return wop.Errorf(wop.CodeCapabilityNotDeclared, format, args...).WithCapability(capability)
 	}
 	switch {
-	case !isAgent && s.agentManifest != nil && family == wop.FamilyMCP:
+	case !isAgent && s.runsAgents && family == wop.FamilyMCP:
 		// The agent runtime reaches MCP only for an agent, so that no call
 		// of it escapes an allowlist by leaving out the claim.
 		return refuse("plugin %s runs agents and may call mcp only on behalf of one (Caller agent:<instance>@<digest>)", s.plugin)
 	case !isAgent:
 		return nil
-	case s.agentManifest == nil:
+	case !s.runsAgents || tgt.agentManifest == nil:
 		return refuse("plugin %s does not run agents and may not call as %q", s.plugin, claimed)
 	case err != nil:
 		return refuse("%v", err)
 	}
-	m, ok := s.agentManifest(agent.Digest)
+	m, ok := tgt.agentManifest(agent.Digest)
 	if !ok {
 		return refuse("agent %s runs a manifest (%s) the host did not install or let through spawn", agent.InstanceID, agent.Digest)
 	}

@@ -161,3 +161,16 @@ func (p *process) kill() {
 
 // Exited reports whether the process has exited.
 func (p *process) exited() bool { return p.client.Exited() }
+
+// FileIdentity names the file at path as it is now: device, inode, size
+// and modification times. A rebuilt or replaced binary gets another
+// identity, so a reload can tell whether a running plugin still runs the
+// binary its block names without hashing it.
+func FileIdentity(path string) (string, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return "", fmt.Errorf("stat %s: %w", path, err)
+	}
+	return fmt.Sprintf("%d:%d:%d:%d.%d:%d.%d", st.Dev, st.Ino, st.Size,
+		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec), nil
+}

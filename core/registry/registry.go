@@ -168,6 +168,30 @@ func (r *Registry) Ready(name string, families []Family, inv Invoker) {
 	})
 }
 
+// Adopt marks a declared capability ready with a plugin another registry
+// described and counted: a reload that keeps a running plugin carries its
+// name, version and restart count over to the next host's registry.
+func (r *Registry) Adopt(name string, from Record, families []Family, inv Invoker) {
+	r.update(name, func(e *entry) {
+		e.rec.PluginName, e.rec.PluginVersion = from.PluginName, from.PluginVersion
+		e.rec.Families = append([]string(nil), from.Families...)
+		e.rec.Restarts = from.Restarts
+		e.rec.State, e.rec.FailedPhase, e.rec.LastError = StateReady, "", ""
+		e.families, e.invoker = families, inv
+	})
+}
+
+// Record returns the record of the capability named name.
+func (r *Registry) Record(name string) (Record, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.entries[name]
+	if !ok {
+		return Record{}, false
+	}
+	return e.rec, true
+}
+
 // Stop marks a capability stopped.
 func (r *Registry) Stop(name string) {
 	r.update(name, func(e *entry) {

@@ -312,67 +312,6 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 	assertGone(t, "after SIGTERM", pids)
 }
 
-// SIGHUP with a good config switches to the new plugin set; with a broken
-// one the old set keeps serving.
-func TestServeReload(t *testing.T) {
-	cfg := serveConfig(t, "", "")
-	d := startServe(t, cfg)
-	before := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
-	if strings.Contains(before.body, "test.other") {
-		t.Fatalf("test.other advertised before the reload: %s", before.body)
-	}
-
-	good, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	more := string(good) + "capability \"other\" {\n  plugin   = \"testcap\"\n  families = [\"test.other\"]\n}\n"
-	if err := os.WriteFile(cfg, []byte(more), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// A call in flight at the reload finishes on the old plugin set.
-	pidfile := filepath.Join(t.TempDir(), "pids")
-	inFlight := make(chan reply, 1)
-	go func() {
-		inFlight <- request(t, "POST", d.base+"/v1/nodes/probe.sleep:execute",
-			`{"input":{"ms":1500,"inPack":true,"pidfile":"`+pidfile+`"}}`, nil)
-	}()
-	oldPIDs := readPIDs(t, pidfile)
-	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	d.waitForLog(t, "reloaded")
-	if r := <-inFlight; r.status != 200 {
-		t.Fatalf("the call in flight during the reload: %d %s", r.status, r.body)
-	}
-	assertGone(t, "the previous plugin set after the reload", oldPIDs)
-	after := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
-	if !strings.Contains(after.body, "test.other") || after.header.Get("ETag") == before.header.Get("ETag") {
-		t.Fatalf("after the reload: %s (ETag %s, before %s)", after.body, after.header.Get("ETag"), before.header.Get("ETag"))
-	}
-
-	if err := os.WriteFile(cfg, []byte(more+"capability \"broken\" {\n  plugin = 42\n  nonsense = true\n}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	d.waitForLog(t, "reload refused")
-	if !strings.Contains(d.log(), "host.hcl:") {
-		t.Errorf("the refusal does not name file:line:col:\n%s", d.log())
-	}
-	still := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
-	if still.status != 200 || still.body != after.body {
-		t.Fatalf("after a refused reload: %d %s", still.status, still.body)
-	}
-	if r := request(t, "POST", d.base+"/v1/nodes/probe.echo:execute", `{"input":{"ok":true}}`, nil); r.status != 200 {
-		t.Fatalf("execute after a refused reload: %d %s", r.status, r.body)
-	}
-	if code := d.stop(t, syscall.SIGTERM); code != 0 {
-		t.Fatalf("exit %d:\n%s", code, d.log())
-	}
-}
-
 // A `host serve` killed with SIGKILL leaves no plugin or pack behind.
 func TestServeKilledLeavesNoProcess(t *testing.T) {
 	d := startServe(t, serveConfig(t, "", ""))

@@ -1,0 +1,418 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wophost/wophost/test/testbin"
+)
+
+// childrenOf returns the pids of the live processes whose parent is pid
+// and whose command line contains name.
+func childrenOf(pid int, name string) []int {
+	var out []int
+	for _, p := range testbin.Processes() {
+		if p.PPID == pid && p.State != "Z" && strings.Contains(p.Command, name) {
+			out = append(out, p.PID)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// reloadConfig is the deployment of the reload tests: the stateful kv and
+// aiEnvelope plugins, the stateless echo plugin, the probe pack and the
+// kvdemo pack. kvMax and aiAttempts are config values a reload can change.
+func reloadConfig(t *testing.T, path string, kvMax, aiAttempts int) {
+	t.Helper()
+	text := fmt.Sprintf(`
+host {
+  plugin_dir = %q
+  state_dir  = %q
+  http {
+    listen = "127.0.0.1:0"
+  }
+}
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+capability "kv" {
+  plugin = "wophost-kv"
+  config {
+    max_value_bytes = %d
+  }
+}
+capability "ai" {
+  plugin = %q
+  config {
+    retry {
+      max_attempts = %d
+    }
+  }
+}
+pack "test.probe" { path = %q }
+pack "community.kvdemo" { path = %q }
+`, bin.dir, filepath.Join(filepath.Dir(path), "state"), kvMax, binary(t, "./plugins/aienvelope"), aiAttempts,
+		filepath.Join(filepath.Dir(path), "probe"), filepath.Join(filepath.Dir(path), "kvdemo"))
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reloadDeployment lays out the packs of reloadConfig beside a fresh
+// host.hcl and returns its path.
+func reloadDeployment(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := testbin.LayOutPack("test/packs/probe", bin.probe, filepath.Join(dir, "probe")); err != nil {
+		t.Fatal(err)
+	}
+	if err := testbin.LayOutPack("examples/packs/kvdemo", binary(t, "./examples/packs/kvdemo"), filepath.Join(dir, "kvdemo")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "host.hcl")
+	reloadConfig(t, path, 65536, 3)
+	return path
+}
+
+// reloadAndWait sends SIGHUP and waits for the n-th "reloaded" or
+// "reload refused" line of the daemon's log; it returns that line's kind.
+func (d *daemon) reloadAndWait(t *testing.T, n int) string {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		log := d.log()
+		done := strings.Count(log, "reloaded; the previous host") + strings.Count(log, "reload refused")
+		if done >= n {
+			if strings.Count(log, "reload refused") > 0 && strings.LastIndex(log, "reload refused") > strings.LastIndex(log, "reloaded; the previous host") {
+				return "refused"
+			}
+			return "reloaded"
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("reload %d did not finish within 2 minutes:\n%s", n, d.log())
+	return ""
+}
+
+// A reload keeps every plugin whose block, binary and host settings did
+// not change (same process), replaces the one that changed, and starts
+// the packs anew; the call in flight finishes on the previous set.
+func TestServeReload(t *testing.T) {
+	cfg := serveConfig(t, "", "")
+	d := startServe(t, cfg)
+	before := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
+	if strings.Contains(before.body, "test.other") {
+		t.Fatalf("test.other advertised before the reload: %s", before.body)
+	}
+
+	good, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := string(good) + "capability \"other\" {\n  plugin   = \"testcap\"\n  families = [\"test.other\"]\n}\n"
+	if err := os.WriteFile(cfg, []byte(more), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A call in flight at the reload finishes on the old pack.
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	inFlight := make(chan reply, 1)
+	go func() {
+		inFlight <- request(t, "POST", d.base+"/v1/nodes/probe.sleep:execute",
+			`{"input":{"ms":1500,"inPack":true,"pidfile":"`+pidfile+`"}}`, nil)
+	}()
+	pids := readPIDs(t, pidfile)
+	oldPack, echo := pids[0], pids[1]
+	if got := d.reloadAndWait(t, 1); got != "reloaded" {
+		t.Fatalf("reload: %s\n%s", got, d.log())
+	}
+	if r := <-inFlight; r.status != 200 {
+		t.Fatalf("the call in flight during the reload: %d %s", r.status, r.body)
+	}
+	assertGone(t, "the previous pack process after the reload", []int{oldPack})
+	if !alive(echo) {
+		t.Fatal("the unchanged echo plugin was stopped by the reload")
+	}
+	if !strings.Contains(d.log(), `capability kept across the reload: capability=echo`) {
+		t.Errorf("no log line says echo was kept:\n%s", d.log())
+	}
+	after := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
+	if !strings.Contains(after.body, "test.other") || after.header.Get("ETag") == before.header.Get("ETag") {
+		t.Fatalf("after the reload: %s (ETag %s, before %s)", after.body, after.header.Get("ETag"), before.header.Get("ETag"))
+	}
+	// The kept plugin serves the new host: a node's call reaches the same
+	// process.
+	pidfile2 := filepath.Join(t.TempDir(), "pids")
+	if r := request(t, "POST", d.base+"/v1/nodes/probe.sleep:execute", `{"input":{"ms":1,"inPack":true,"pidfile":"`+pidfile2+`"}}`, nil); r.status != 200 {
+		t.Fatalf("execute after the reload: %d %s", r.status, r.body)
+	}
+	if got := readPIDs(t, pidfile2); got[1] != echo || got[0] == oldPack {
+		t.Fatalf("after the reload the node ran in pack %d with plugin %d; want a new pack and plugin %d", got[0], got[1], echo)
+	}
+
+	// A changed block gets a new process; the old one stops.
+	changed := strings.Replace(more, "families = [\"test.echo\"]\n", "families = [\"test.echo\"]\n  config {\n    greeting = \"hello again\"\n  }\n", 1)
+	if err := os.WriteFile(cfg, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.reloadAndWait(t, 2); got != "reloaded" {
+		t.Fatalf("second reload: %s\n%s", got, d.log())
+	}
+	assertGone(t, "the echo plugin whose config changed", []int{echo})
+
+	if err := os.WriteFile(cfg, []byte(changed+"capability \"broken\" {\n  plugin = 42\n  nonsense = true\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.reloadAndWait(t, 3); got != "refused" {
+		t.Fatalf("a broken config: %s", got)
+	}
+	if !strings.Contains(d.log(), "host.hcl:") {
+		t.Errorf("the refusal does not name file:line:col:\n%s", d.log())
+	}
+	still := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
+	if still.status != 200 || still.body != after.body {
+		t.Fatalf("after a refused reload: %d %s", still.status, still.body)
+	}
+	if r := request(t, "POST", d.base+"/v1/nodes/probe.echo:execute", `{"input":{"ok":true}}`, nil); r.status != 200 {
+		t.Fatalf("execute after a refused reload: %d %s", r.status, r.body)
+	}
+	if code := d.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, d.log())
+	}
+}
+
+// A reload under which something that serves now would stop serving is
+// refused, and the running host keeps serving it: here the single-writer
+// kv plugin, already stopped for its replacement when the new config is
+// refused, is started again.
+func TestServeReloadRefusedWhenItWouldLoseACapability(t *testing.T) {
+	cfg := reloadDeployment(t)
+	d := startServe(t, cfg)
+	remember := func(value string) reply {
+		return request(t, "POST", d.base+"/v1/nodes/kvdemo.remember:execute", `{"input":{"key":"k","value":"`+value+`"}}`, nil)
+	}
+	if r := remember("before"); r.status != 200 {
+		t.Fatalf("before the reload: %d %s", r.status, r.body)
+	}
+	reloadConfig(t, cfg, 0, 3) // max_value_bytes = 0: the kv plugin refuses it
+	if got := d.reloadAndWait(t, 1); got != "refused" {
+		t.Fatalf("a reload losing kv and the kvdemo pack: %s\n%s", got, d.log())
+	}
+	log := d.log()
+	for _, want := range []string{`capability \"kv\" would not be ready`, `pack \"community.kvdemo\" would be refused`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the refusal does not say %s:\n%s", want, log)
+		}
+	}
+	// kv comes back under the running host: the store still holds the
+	// value written before.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := remember("after")
+		if r.status == 200 {
+			if !strings.Contains(r.body, `"version":2`) {
+				t.Fatalf("kv after the refused reload: %s (want version 2 of the key)", r.body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kv did not come back after the refused reload: %d %s\n%s", r.status, r.body, d.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	plugins := request(t, "GET", d.base+"/v1/plugins", "", nil)
+	if !strings.Contains(plugins.body, `"name":"kv","plugin"`) || strings.Contains(plugins.body, `"state":"failed"`) {
+		t.Fatalf("plugins after the refused reload: %s", plugins.body)
+	}
+	if code := d.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, d.log())
+	}
+}
+
+// TestChaosReload keeps a steady load of node runs on the stateful kv and
+// aiEnvelope plugins through `host serve` while the config is reloaded
+// again and again: unchanged, then with kv's and aiEnvelope's config
+// changed (both are single-writer: their old process is drained and
+// stopped before the new one opens the same store). Requests that start
+// while an unchanged config reloads must all succeed; while a changed one
+// reloads, a failure may only be a retryable one. No envelope the plugin
+// accepted may be lost, and kvdemo is never refused.
+// `go test -v -run TestChaosReload ./test/integration/` prints the figures.
+func TestChaosReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos test skipped in -short mode")
+	}
+	const reloads = 6
+	cfg := reloadDeployment(t)
+	d := startServe(t, cfg)
+	kvPID := childrenOf(d.cmd.Process.Pid, "wophost-kv")
+	aiPID := childrenOf(d.cmd.Process.Pid, "aienvelope")
+	if len(kvPID) != 1 || len(aiPID) != 1 {
+		t.Fatalf("kv plugin processes %v, aiEnvelope %v; want one each", kvPID, aiPID)
+	}
+
+	client := &http.Client{Timeout: time.Minute}
+	execute := func(typeID, input string) (int, string) {
+		resp, err := client.Post(d.base+"/v1/nodes/"+typeID+":execute", "application/json", strings.NewReader(`{"input":`+input+`}`))
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return 0, err.Error()
+		}
+		return resp.StatusCode, string(body)
+	}
+	generate := func(key string) string {
+		return fmt.Sprintf(`{"family":"aiEnvelope","method":"generate","payload":{"envelopeType":"reload","userMessage":%q,"idempotencyKey":%q}}`, key, key)
+	}
+
+	type outcome struct {
+		start, end time.Time
+		status     int
+		body       string
+	}
+	var mu sync.Mutex
+	var outcomes []outcome
+	accepted := map[string]string{} // idempotency key → envelopeId
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				var status int
+				var body, key string
+				if w%2 == 0 {
+					status, body = execute("kvdemo.remember", fmt.Sprintf(`{"key":"w%d-%d","value":"v%d"}`, w, i%20, i))
+				} else {
+					key = fmt.Sprintf("reload-%d-%d", w, i)
+					status, body = execute("probe.call", generate(key))
+				}
+				mu.Lock()
+				outcomes = append(outcomes, outcome{start, time.Now(), status, body})
+				if key != "" && status == 200 {
+					var r struct {
+						Output struct {
+							EnvelopeID string `json:"envelopeId"`
+						} `json:"output"`
+					}
+					if json.Unmarshal([]byte(body), &r) == nil && r.Output.EnvelopeID != "" {
+						accepted[key] = r.Output.EnvelopeID
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+
+	var took []time.Duration
+	// windows are the spans of the changed reloads, from SIGHUP to the
+	// "reloaded" line.
+	var windows [][2]time.Time
+	for k := range reloads {
+		time.Sleep(400 * time.Millisecond)
+		changed := k%2 == 1
+		if changed {
+			reloadConfig(t, cfg, 65536+k, 2+(k/2)%2)
+		}
+		t0 := time.Now()
+		if got := d.reloadAndWait(t, k+1); got != "reloaded" {
+			t.Fatalf("reload %d: %s\n%s", k, got, d.log())
+		}
+		took = append(took, time.Since(t0))
+		if changed {
+			windows = append(windows, [2]time.Time{t0, time.Now()})
+		}
+		kvNow, aiNow := childrenOf(d.cmd.Process.Pid, "wophost-kv"), childrenOf(d.cmd.Process.Pid, "aienvelope")
+		if !changed && (fmt.Sprint(kvNow) != fmt.Sprint(kvPID) || fmt.Sprint(aiNow) != fmt.Sprint(aiPID)) {
+			t.Errorf("reload %d (unchanged) replaced a plugin: kv %v → %v, aiEnvelope %v → %v", k, kvPID, kvNow, aiPID, aiNow)
+		}
+		if changed {
+			if len(kvNow) != 1 || len(aiNow) != 1 || kvNow[0] == kvPID[0] || aiNow[0] == aiPID[0] {
+				t.Errorf("reload %d (changed) left kv %v → %v, aiEnvelope %v → %v; want one new process each", k, kvPID, kvNow, aiPID, aiNow)
+			}
+			kvPID, aiPID = kvNow, aiNow
+		}
+	}
+	time.Sleep(400 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	// Nothing accepted is lost: every envelope answers again, same id.
+	lost := 0
+	for key, id := range accepted {
+		status, body := execute("probe.call", generate(key))
+		if status != 200 || !strings.Contains(body, id) {
+			lost++
+			if lost <= 3 {
+				t.Errorf("envelope %s (%s) lost: %d %s", key, id, status, body)
+			}
+		}
+	}
+
+	byPhase := map[string]int{}
+	failedUnchanged, failedChanged, notRetryable := 0, 0, 0
+	for _, o := range outcomes {
+		kind := "unchanged"
+		for _, w := range windows {
+			if o.start.Before(w[1]) && o.end.After(w[0]) {
+				kind = "changed"
+			}
+		}
+		if o.status == 200 {
+			byPhase[kind+" ok"]++
+			continue
+		}
+		byPhase[fmt.Sprintf("%s %d", kind, o.status)]++
+		if kind == "unchanged" {
+			failedUnchanged++
+			if failedUnchanged <= 3 {
+				t.Errorf("a request that overlapped no changed reload failed: %d %s", o.status, o.body)
+			}
+			continue
+		}
+		failedChanged++
+		if !strings.Contains(o.body, `"retryable":true`) {
+			notRetryable++
+			if notRetryable <= 3 {
+				t.Errorf("a request failed around a changed reload without being retryable: %d %s", o.status, o.body)
+			}
+		}
+	}
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	t.Logf("chaos reload: %d reloads (unchanged and changed kv + aiEnvelope in turn) under 4 clients; %d requests: %v", reloads, len(outcomes), byPhase)
+	t.Logf("failed around unchanged reloads %d, around changed reloads %d (not retryable %d); accepted envelopes %d, lost %d; reload took p50 %s, max %s",
+		failedUnchanged, failedChanged, notRetryable, len(accepted), lost, took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+	if len(accepted) == 0 {
+		t.Error("no envelope was accepted under load")
+	}
+	if strings.Contains(d.log(), "timeout") && strings.Contains(d.log(), "open store") {
+		t.Errorf("a kv process could not open its store:\n%s", d.log())
+	}
+	if code := d.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, d.log())
+	}
+}
