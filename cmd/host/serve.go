@@ -54,6 +54,7 @@ func (g *globals) serve() error {
 	logger := g.logger(cfg)
 	d := &daemon{g: g, logger: logger, http: httpSettings(cfg), current: api.NewCurrent(nil)}
 	d.metrics = telemetry.NewMetrics(d.records)
+	d.metrics.WatchPacks(d.packs)
 
 	// Bind first: a port in use should fail before any plugin starts.
 	ln, err := net.Listen("tcp", d.http.Listen)
@@ -154,6 +155,20 @@ func (d *daemon) records() []registry.Record {
 		return nil
 	}
 	return b.Registry().Records()
+}
+
+// packs reads the current host's packs for the metrics.
+func (d *daemon) packs() []telemetry.PackRecord {
+	b, release := d.current.Acquire()
+	defer release()
+	if b == nil {
+		return nil
+	}
+	var out []telemetry.PackRecord
+	for _, p := range b.Packs() {
+		out = append(out, telemetry.PackRecord{Name: p.Name, State: string(p.State), Restarts: p.Restarts})
+	}
+	return out
 }
 
 // reload applies the config file as it is now: the running host hands

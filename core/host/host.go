@@ -167,10 +167,8 @@ func (h *Host) Close() {
 
 	var wg sync.WaitGroup
 	for _, p := range packs {
-		if p.proc != nil {
-			wg.Add(1)
-			go func() { defer wg.Done(); p.proc.Kill() }()
-		}
+		wg.Add(1)
+		go func() { defer wg.Done(); stopPack(p) }()
 	}
 	for _, c := range caps {
 		wg.Add(1)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -25,14 +26,22 @@ import (
 // PackState is how a pack loaded.
 type PackState string
 
-// Pack states.
+// Pack states. A pack is refused at load, or admitted as ready or
+// degraded; an admitted pack whose process exits is crashed, then
+// restarting, and back to ready or degraded, or failed once the host gives
+// up on it (packwatch.go). Its nodes run only while it is ready or
+// degraded.
 const (
-	PackReady    PackState = "ready"
-	PackDegraded PackState = "degraded"
-	PackRefused  PackState = "refused"
+	PackReady      PackState = "ready"
+	PackDegraded   PackState = "degraded"
+	PackRefused    PackState = "refused"
+	PackCrashed    PackState = "crashed"
+	PackRestarting PackState = "restarting"
+	PackFailed     PackState = "failed"
 )
 
-// Pack is one declared pack.
+// Pack is one declared pack. Once the host admitted it, its process,
+// state and error change only under live.
 type Pack struct {
 	Name     string
 	Path     string
@@ -42,16 +51,27 @@ type Pack struct {
 	Degraded []string
 	Err      error
 
-	cfg          *config.Pack
-	manifest     *manifest.Manifest
-	proc         *loader.Pack
+	cfg      *config.Pack
+	manifest *manifest.Manifest
+	// raw is pack.json as read, and entry the binary's path: a restarted
+	// binary must still carry the same manifest.
+	raw          []byte
+	entry        string
 	hostServices *hostservices.Server
 	// agents are the pack's checked agent manifests, installed into the
 	// host's registry once every pack has loaded.
 	agents []*agents.Entry
-	// serveOnce serves HostServices on the pack's broker at its first
-	// run: a broker listener nobody dials only waits to time out.
-	serveOnce sync.Once
+
+	live sync.Mutex
+	proc *loader.Pack
+	// served is the process HostServices was served to: the host serves
+	// it at a process's first run, since a broker listener nobody dials
+	// only waits to time out.
+	served *loader.Pack
+	// restarts counts restart attempts since the host started; crashes
+	// are the times of recent unexpected exits.
+	restarts int
+	crashes  []time.Time
 }
 
 // PackInfo is what `host packs` shows of a pack.
@@ -64,6 +84,9 @@ type PackInfo struct {
 	Agents   []string  `json:"agents,omitempty"`
 	Degraded []string  `json:"degraded,omitempty"`
 	Error    string    `json:"error,omitempty"`
+	// Restarts counts the restarts of the pack's process since the host
+	// started.
+	Restarts int `json:"restarts"`
 }
 
 // Packs lists every declared pack in declaration order.
@@ -72,13 +95,15 @@ func (h *Host) Packs() []PackInfo {
 	defer h.mu.RUnlock()
 	out := make([]PackInfo, 0, len(h.packs))
 	for _, p := range h.packs {
-		info := PackInfo{Name: p.Name, Version: p.Version, Path: p.Path, State: p.State, Nodes: p.TypeIDs, Degraded: p.Degraded}
+		p.live.Lock()
+		info := PackInfo{Name: p.Name, Version: p.Version, Path: p.Path, State: p.State, Nodes: p.TypeIDs, Degraded: p.Degraded, Restarts: p.restarts}
 		for _, a := range p.agents {
 			info.Agents = append(info.Agents, a.ID)
 		}
 		if p.Err != nil {
 			info.Error = p.Err.Error()
 		}
+		p.live.Unlock()
 		out = append(out, info)
 	}
 	return out
@@ -171,6 +196,7 @@ func (h *Host) startPacks(ctx context.Context, rep *Report, packs []*Pack, launc
 			for _, id := range p.TypeIDs {
 				h.byTypeID[id] = p
 			}
+			h.watchPack(p, p.proc)
 		}
 		h.packs = append(h.packs, p)
 	}
@@ -191,30 +217,38 @@ func (h *Host) launchPack(ctx context.Context, p *Pack) error {
 	if err != nil {
 		return err
 	}
-	p.manifest, p.Version = m, m.Version
+	p.manifest, p.Version, p.raw = m, m.Version, raw
 	if m.Name != p.Name {
 		return wop.Errorf(wop.CodePackValidationFailed, "pack.json names the pack %q, the config block %q", m.Name, p.Name)
 	}
 	for _, n := range m.Nodes {
 		p.TypeIDs = append(p.TypeIDs, n.TypeID)
 	}
-	entry := filepath.Join(p.Path, filepath.FromSlash(m.Runtime.Entry))
-	if _, err := loader.Verify(entry, ""); err != nil {
+	p.entry = filepath.Join(p.Path, filepath.FromSlash(m.Runtime.Entry))
+	if _, err := loader.Verify(p.entry, ""); err != nil {
 		return wop.Errorf(wop.CodePackValidationFailed, "runtime.entry: %v", err)
 	}
-	proc, err := loader.StartPack(p.Name, entry, h.opts)
-	if err != nil {
-		return fmt.Errorf("start pack binary: %w", err)
-	}
+	proc, err := h.startPackProcess(ctx, p)
 	p.proc = proc
+	return err
+}
+
+// startPackProcess starts p's binary and checks that it was built with the
+// pack.json the host read. The process is returned also when the check
+// fails, for the caller to stop.
+func (h *Host) startPackProcess(ctx context.Context, p *Pack) (*loader.Pack, error) {
+	proc, err := loader.StartPack(p.Name, p.entry, h.opts)
+	if err != nil {
+		return nil, fmt.Errorf("start pack binary: %w", err)
+	}
 	embedded, err := proc.Manifest(ctx)
 	if err != nil {
-		return fmt.Errorf("read the binary's manifest: %w", err)
+		return proc, fmt.Errorf("read the binary's manifest: %w", err)
 	}
-	if !sameManifest(raw, embedded) {
-		return wop.Errorf(wop.CodePackValidationFailed, "the binary %s was built with a different pack.json than %s; rebuild it", entry, filepath.Join(p.Path, config.PackManifest))
+	if !sameManifest(p.raw, embedded) {
+		return proc, wop.Errorf(wop.CodePackValidationFailed, "the binary %s was built with a different pack.json than %s; rebuild it", p.entry, filepath.Join(p.Path, config.PackManifest))
 	}
-	return nil
+	return proc, nil
 }
 
 // checkPeers refuses a pack whose required peer dependencies are not

@@ -11,25 +11,42 @@ import (
 // ErrClosing is Ready's answer once Close has begun.
 var ErrClosing = errors.New("host is shutting down")
 
-// NotReadyError lists the required capabilities that are not ready.
+// NotReadyError lists the required capabilities that are not ready and
+// the admitted packs that cannot run nodes now.
 type NotReadyError struct {
 	// Capabilities maps each capability block name to its current state.
 	Capabilities map[string]registry.State
 	// Order is the names in declaration order.
 	Order []string
+	// Packs maps each pack that is down to its state; PackOrder is their
+	// names in declaration order.
+	Packs     map[string]PackState
+	PackOrder []string
 }
 
 func (e *NotReadyError) Error() string {
-	parts := make([]string, 0, len(e.Order))
-	for _, n := range e.Order {
-		parts = append(parts, fmt.Sprintf("%s (%s)", n, e.Capabilities[n]))
+	var out []string
+	if len(e.Order) > 0 {
+		parts := make([]string, 0, len(e.Order))
+		for _, n := range e.Order {
+			parts = append(parts, fmt.Sprintf("%s (%s)", n, e.Capabilities[n]))
+		}
+		out = append(out, "required capabilities not ready: "+strings.Join(parts, ", "))
 	}
-	return "required capabilities not ready: " + strings.Join(parts, ", ")
+	if len(e.PackOrder) > 0 {
+		parts := make([]string, 0, len(e.PackOrder))
+		for _, n := range e.PackOrder {
+			parts = append(parts, fmt.Sprintf("%s (%s)", n, e.Packs[n]))
+		}
+		out = append(out, "packs not running: "+strings.Join(parts, ", "))
+	}
+	return strings.Join(out, "; ")
 }
 
-// Ready reports whether the host can serve what the operator marked
-// required: nil when every capability block with required = true is
-// ready, ErrClosing once Close has begun, a *NotReadyError otherwise.
+// Ready reports whether the host can serve what the operator asked for:
+// nil when every capability block with required = true is ready and every
+// pack the host admitted can run nodes (none crashed, restarting or
+// failed), ErrClosing once Close has begun, a *NotReadyError otherwise.
 func (h *Host) Ready() error {
 	if h.isClosing() {
 		return ErrClosing
@@ -38,14 +55,21 @@ func (h *Host) Ready() error {
 	for _, r := range h.reg.Records() {
 		states[r.Name] = r.State
 	}
-	nr := &NotReadyError{Capabilities: map[string]registry.State{}}
+	nr := &NotReadyError{Capabilities: map[string]registry.State{}, Packs: map[string]PackState{}}
 	for _, c := range h.cfg.Capabilities {
 		if c.Required && states[c.Name] != registry.StateReady {
 			nr.Capabilities[c.Name] = states[c.Name]
 			nr.Order = append(nr.Order, c.Name)
 		}
 	}
-	if len(nr.Order) > 0 {
+	for _, p := range h.Packs() {
+		switch p.State {
+		case PackCrashed, PackRestarting, PackFailed:
+			nr.Packs[p.Name] = p.State
+			nr.PackOrder = append(nr.PackOrder, p.Name)
+		}
+	}
+	if len(nr.Order) > 0 || len(nr.PackOrder) > 0 {
 		return nr
 	}
 	return nil

@@ -60,6 +60,10 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	if !ok {
 		return nil, wop.Errorf(wop.CodeNotFound, "no loaded pack serves node %q", typeID)
 	}
+	proc, err := p.runnable(typeID)
+	if err != nil {
+		return nil, err
+	}
 	for _, r := range p.manifest.NodeRequirements(typeID) {
 		if !h.reg.Has(r.Family, r.Facet) {
 			name := "host." + r.Family
@@ -112,10 +116,9 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 		}
 		advertised[fam] = b
 	}
-	p.serveOnce.Do(func() { p.proc.ServeHostServices(p.hostServices, h.cfg.Host.MaxMessageBytes) })
 	cc := run.CallContext("host")
 	cc.Depth = 0
-	out, err := p.proc.Execute(ctx, &wophostv1.ExecuteRequest{
+	out, err := h.execute(ctx, p, proc, &wophostv1.ExecuteRequest{
 		TypeId: typeID, Input: input, Call: wire.CallContextToProto(cc), Advertised: advertised,
 	})
 	if err != nil {

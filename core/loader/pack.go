@@ -2,7 +2,11 @@ package loader
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wire"
@@ -51,14 +55,34 @@ func (p *Pack) ServeHostServices(impl wophostv1.HostServicesServer, maxBytes int
 	p.broker = wire.ServeHostServices(p.conn.Broker, impl, maxBytes)
 }
 
-// Execute runs one node.
+// ErrUnreachable is Execute's error when the pack process could not be
+// reached or went away during the call: the connection failed, rather
+// than the node.
+var ErrUnreachable = errors.New("pack process unreachable")
+
+// Execute runs one node. A failure of the connection rather than of the
+// node is ErrUnreachable, wrapping the transport's words.
 func (p *Pack) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) ([]byte, error) {
 	req.HostServicesBrokerId = p.broker
 	resp, err := p.conn.Client.Execute(ctx, req)
 	if err != nil {
+		if ctx.Err() == nil && transportFailure(err) {
+			return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+		}
 		return nil, wire.FromStatus(err)
 	}
 	return resp.GetOutput(), nil
+}
+
+// transportFailure reports whether err is gRPC's own failure of the
+// connection: Unavailable or Canceled without the error envelope every
+// answer of the SDK carries.
+func transportFailure(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok || len(st.Details()) > 0 {
+		return false
+	}
+	return st.Code() == codes.Unavailable || st.Code() == codes.Canceled
 }
 
 // Exited is closed when the pack process exits.
@@ -66,3 +90,13 @@ func (p *Pack) Exited() <-chan struct{} { return p.conn.Exited.Done() }
 
 // Kill stops the pack process and its process group.
 func (p *Pack) Kill() { p.proc.kill() }
+
+// Gone reports whether the pack process has exited.
+func (p *Pack) Gone() bool {
+	select {
+	case <-p.Exited():
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,163 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wophost/wophost/core/loader"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// watchPack waits for an admitted pack's process to exit. An exit the
+// host did not ask for withdraws the pack's nodes and starts the restart
+// loop, with the backoff and crash_limit of plugins.
+func (h *Host) watchPack(p *Pack, proc *loader.Pack) {
+	if proc == nil {
+		return
+	}
+	h.watchers.Add(1)
+	go func() {
+		defer h.watchers.Done()
+		select {
+		case <-proc.Exited():
+		case <-h.done:
+			return
+		}
+		p.live.Lock()
+		if h.isClosing() || p.proc != proc {
+			p.live.Unlock()
+			return
+		}
+		p.State, p.Err = PackCrashed, errors.New("pack process exited unexpectedly")
+		n := p.crashed(time.Now(), h.cfg.Host.CrashWindow)
+		p.live.Unlock()
+		h.logger.Error("pack exited unexpectedly", "pack", p.Name)
+		// The process is gone, but its client side is not until killed.
+		proc.Kill()
+		if limit, window := h.cfg.Host.CrashLimit, h.cfg.Host.CrashWindow; n >= limit {
+			h.failPack(p, fmt.Errorf("crashed %d times within %s (crash_limit = %d); not restarted until the host restarts or reloads", n, window, limit))
+			return
+		}
+		h.restartPack(p)
+	}()
+}
+
+// crashed records a crash at now and reports how many fell within window.
+// The caller holds p.live.
+func (p *Pack) crashed(now time.Time, window time.Duration) int {
+	recent := p.crashes[:0]
+	for _, t := range p.crashes {
+		if now.Sub(t) < window {
+			recent = append(recent, t)
+		}
+	}
+	p.crashes = append(recent, now)
+	return len(p.crashes)
+}
+
+// restartPack brings a crashed pack back: a new process whose embedded
+// manifest still matches, then its nodes again.
+func (h *Host) restartPack(p *Pack) {
+	delay := restartBase
+	for n := 1; n <= restartAttempts; n++ {
+		p.live.Lock()
+		p.State = PackRestarting
+		p.restarts++
+		p.live.Unlock()
+		select {
+		case <-time.After(delay):
+		case <-h.done:
+			return
+		}
+		delay = min(delay*2, restartCap)
+		ctx, cancel := context.WithTimeout(context.Background(), h.opts.StartTimeout+rpcGrace)
+		proc, err := h.startPackProcess(ctx, p)
+		cancel()
+		if err != nil {
+			if proc != nil {
+				proc.Kill()
+			}
+			h.logger.Warn("pack restart failed", "pack", p.Name, "attempt", n, "error", err)
+			continue
+		}
+		p.live.Lock()
+		if h.isClosing() {
+			p.live.Unlock()
+			proc.Kill()
+			return
+		}
+		p.proc, p.Err = proc, nil
+		p.State = PackReady
+		if len(p.Degraded) > 0 {
+			p.State = PackDegraded
+		}
+		p.live.Unlock()
+		h.logger.Info("pack restarted", "pack", p.Name, "attempt", n)
+		h.watchPack(p, proc)
+		return
+	}
+	h.failPack(p, fmt.Errorf("gave up after %d restart attempts", restartAttempts))
+}
+
+// rpcGrace is what a pack restart allows beyond start_timeout for reading
+// the binary's manifest.
+const rpcGrace = 10 * time.Second
+
+// failPack leaves p failed: its nodes are refused until the host restarts
+// or reloads.
+func (h *Host) failPack(p *Pack, err error) {
+	p.live.Lock()
+	p.State, p.Err = PackFailed, err
+	p.live.Unlock()
+	h.logger.Error("pack failed", "pack", p.Name, "error", err)
+}
+
+// runnable returns p's process when p may run nodes now, and otherwise the
+// error that refuses the run: retryable while the pack restarts, not once
+// the host gave up on it.
+func (p *Pack) runnable(typeID string) (*loader.Pack, error) {
+	p.live.Lock()
+	defer p.live.Unlock()
+	if (p.State == PackReady || p.State == PackDegraded) && p.proc != nil {
+		return p.proc, nil
+	}
+	why := ""
+	if p.Err != nil {
+		why = ": " + p.Err.Error()
+	}
+	return nil, wop.Errorf(wop.CodeUnavailable, "pack %s is %s%s", p.Name, p.State, why).
+		WithRetryable(p.State != PackFailed).
+		WithDetails(map[string]string{"pack": p.Name, "typeId": typeID, "state": string(p.State)})
+}
+
+// execute runs one node on p's process, serving HostServices to the
+// process at its first run. A process that went away during the run makes
+// the run unavailable, retryable, in the pack's name.
+func (h *Host) execute(ctx context.Context, p *Pack, proc *loader.Pack, req *wophostv1.ExecuteRequest) ([]byte, error) {
+	p.live.Lock()
+	if p.served != proc {
+		proc.ServeHostServices(p.hostServices, h.cfg.Host.MaxMessageBytes)
+		p.served = proc
+	}
+	p.live.Unlock()
+	out, err := proc.Execute(ctx, req)
+	if err != nil && ctx.Err() == nil && (errors.Is(err, loader.ErrUnreachable) || proc.Gone()) {
+		h.logger.Debug("pack unreachable during a run", "pack", p.Name, "type_id", req.GetTypeId(), "error", err)
+		return nil, wop.Errorf(wop.CodeUnavailable, "pack %s exited during the run of %s", p.Name, req.GetTypeId()).
+			WithRetryable(true).WithDetails(map[string]string{"pack": p.Name, "typeId": req.GetTypeId()})
+	}
+	return out, err
+}
+
+// stopPack stops p's process, if any, for good.
+func stopPack(p *Pack) {
+	p.live.Lock()
+	proc := p.proc
+	p.live.Unlock()
+	if proc != nil {
+		proc.Kill()
+	}
+}
