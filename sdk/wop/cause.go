@@ -58,11 +58,12 @@ func causeIn(details json.RawMessage) *Error {
 
 // IsRetryable reports whether err is worth retrying as it was made: its
 // envelope is retryable by itself, or a cause nested under its
-// details.cause is, at any depth (see the rule above). A nil err is not.
-// An error that is not a *Error is "internal", which is not retryable.
+// details.cause is, at any depth (see the package documentation). A nil
+// err is not, nor is a cancelled, whatever lies under it. An error that
+// is not a *Error is "internal", which is not retryable.
 func IsRetryable(err error) bool {
 	e := AsError(err)
-	if e == nil {
+	if e == nil || e.Code == CodeCancelled {
 		return false
 	}
 	return e.retryableItself() || e.retryableCause() != nil
@@ -76,7 +77,7 @@ func IsRetryable(err error) bool {
 // The flag is only ever raised: an envelope its producer marked retryable
 // stays so.
 func (e *Error) Classified() *Error {
-	if e == nil || e.Retryable {
+	if e == nil || e.Retryable || e.Code == CodeCancelled {
 		return e
 	}
 	c := *e
@@ -97,7 +98,7 @@ func (e *Error) Classified() *Error {
 // WithCause returns a copy of e that carries the envelope of cause under
 // details.cause, unaltered, and is classified by the rule above: it is
 // retryable when e is, or when cause is retryable itself or through a
-// cause of its own. Other keys of e's details (an object) are kept, so
+// cause of its own (a cancelled never is). Other keys of e's details (an object) are kept, so
 // call WithDetails first and WithCause last. Details of another shape are
 // moved under details.details rather than lost. A nil cause returns a
 // copy of e unchanged.

@@ -182,6 +182,11 @@ func TestWithCauseNoNote(t *testing.T) {
 	if cancelled.Retryable || strings.Contains(cancelled.Message, "retryable") {
 		t.Errorf("top over cancelled = %#v", cancelled)
 	}
+	// The caller gave up: what failed underneath does not matter.
+	gaveUp := Errorf(CodeCancelled, "the call was cancelled").WithCause(Errorf(CodeUnavailable, "down"))
+	if gaveUp.Retryable || IsRetryable(gaveUp) || strings.Contains(gaveUp.Message, "retryable") {
+		t.Errorf("cancelled over unavailable = %#v", gaveUp)
+	}
 }
 
 func TestWithCauseEdges(t *testing.T) {

@@ -28,7 +28,8 @@
 //     result is not, as the same call yields the same result), a vendor's
 //     own codes, and a deadline_exceeded of a hop (see HopError);
 //   - but never when its code is cancelled: the caller gave up, and a
-//     retry would go against its wish.
+//     retry would go against its wish. For the same reason a cancelled is
+//     not made retryable by a cause under it.
 //
 // A deadline_exceeded counts only with its flag because the code covers
 // two different things: the caller's own deadline (the caller chose the
