@@ -26,11 +26,13 @@ func (e *Error) retryableItself() bool {
 
 // retryableCause returns the outermost envelope nested under e's
 // details.cause that is retryable by itself, or nil when there is none.
+// The walk stops at a cancelled: what lies under it is not retryable
+// through it.
 func (e *Error) retryableCause() *Error {
 	details := e.Details
 	for range maxCauseDepth {
 		c := causeIn(details)
-		if c == nil {
+		if c == nil || c.Code == CodeCancelled {
 			return nil
 		}
 		if c.retryableItself() {

@@ -187,6 +187,11 @@ func TestWithCauseNoNote(t *testing.T) {
 	if gaveUp.Retryable || IsRetryable(gaveUp) || strings.Contains(gaveUp.Message, "retryable") {
 		t.Errorf("cancelled over unavailable = %#v", gaveUp)
 	}
+	// Nor does it become retryable one level further up.
+	above := nestByHand(gaveUp, 2)
+	if IsRetryable(above) || above.Classified().Retryable {
+		t.Errorf("a family error over cancelled over unavailable is retryable: %s", above.Details)
+	}
 }
 
 func TestWithCauseEdges(t *testing.T) {
