@@ -217,7 +217,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		e := asEnvelope(err)
 		s.opts.Logger.Debug("node execution failed", "type_id", typeID, "code", e.Code, "error", e.Message)
-		writeError(w, StatusFor(e.Code), e)
+		writeError(w, StatusOf(e), e)
 		return
 	}
 	writeJSON(w, http.StatusOK, executeResponse{Output: res.Output, RunID: res.RunID})

@@ -7,8 +7,25 @@ import (
 	"github.com/wophost/wophost/sdk/wop"
 )
 
+// StatusOf is the HTTP status a failed node execution is answered with:
+// StatusFor its code, except that a retryable envelope (wop.IsRetryable,
+// which counts retryable causes) whose code would be a 4xx other than 429
+// is 503. A 4xx tells clients, proxies and idempotency layers that the
+// request must not be repeated as it is (OpenWOP's idempotency rules
+// cache a non-retryable 4xx and replay it to a same-key retry, and never
+// cache a 5xx), so a consensus_failed whose ballots failed because a
+// plugin was restarting must not be one. The code in the body is kept.
+func StatusOf(e *wop.Error) int {
+	status := StatusFor(e.Code)
+	if status >= 400 && status < 500 && status != http.StatusTooManyRequests && wop.IsRetryable(e) {
+		return http.StatusServiceUnavailable
+	}
+	return status
+}
+
 // StatusFor is the HTTP status a failed node execution is answered with,
-// by the error code of its envelope. Codes of vendor families, and codes
+// by the error code of its envelope, when the envelope is not retryable
+// (see StatusOf). Codes of vendor families, and codes
 // this table does not know, are 500 unless they end in "_not_found"
 // (404) or "_validation_failed" (422).
 func StatusFor(code string) int {

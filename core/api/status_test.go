@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 	"testing"
+
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 func TestStatusFor(t *testing.T) {
@@ -51,6 +53,38 @@ func TestAuthorized(t *testing.T) {
 	} {
 		if got := s.authorized(header); got != want {
 			t.Errorf("authorized(%q) = %v, want %v", header, got, want)
+		}
+	}
+}
+
+// A retryable envelope is never a plain 4xx: the code decides the status
+// only while the envelope is not retryable.
+func TestStatusOfRetryable(t *testing.T) {
+	unavailable := wop.Errorf(wop.CodeUnavailable, "host.aiEnvelope.generate: the plugin went away during the call").WithRetryable(true)
+	consensusOver := func(cause *wop.Error) *wop.Error {
+		return wop.Errorf("consensus_failed", "round 1 produced no valid ballot").WithCause(cause)
+	}
+	// Built by hand, flag left false: the cause still decides.
+	byHand := wop.Errorf("consensus_failed", "round 1 produced no valid ballot").
+		WithDetails(map[string]any{"cause": unavailable})
+	tests := []struct {
+		name string
+		e    *wop.Error
+		want int
+	}{
+		{"consensus_failed over unavailable", consensusOver(unavailable), http.StatusServiceUnavailable},
+		{"consensus_failed over unavailable, built by hand", byHand, http.StatusServiceUnavailable},
+		{"consensus_failed over a permanent failure", consensusOver(wop.Errorf("provider_auth_failed", "bad key")), http.StatusUnprocessableEntity},
+		{"agent_not_found flagged retryable", wop.Errorf("agent_not_found", "m").WithRetryable(true), http.StatusServiceUnavailable},
+		{"mailbox_full stays 429", wop.Errorf("mailbox_full", "m").WithRetryable(true), http.StatusTooManyRequests},
+		{"provider_unavailable stays 502", wop.Errorf("provider_unavailable", "m").WithRetryable(true), http.StatusBadGateway},
+		{"a hop's deadline stays 504", wop.Errorf(wop.CodeDeadlineExceeded, "m").WithRetryable(true), http.StatusGatewayTimeout},
+		{"unavailable", unavailable, http.StatusServiceUnavailable},
+		{"validation_error", wop.Errorf(wop.CodeValidation, "m"), http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		if got := StatusOf(tt.e); got != tt.want {
+			t.Errorf("%s: StatusOf = %d, want %d", tt.name, got, tt.want)
 		}
 	}
 }

@@ -44,6 +44,13 @@ func CodeOfStatus(err error) string {
 // FromStatus turns an error returned by a gRPC call back into a *wop.Error.
 // A status without an ErrorDetail (a transport failure, a plugin that died,
 // a message over the size limit) gets a code derived from the gRPC code.
+//
+// An envelope that arrives is classified by wop's rule (see
+// wop.Error.Classified): a family error whose nested cause is retryable,
+// or an unavailable, arrives retryable even when the process that sent
+// it, perhaps built with another SDK or by hand, did not say so. Applying
+// the rule wherever an envelope enters a process keeps the class intact
+// across every hop.
 func FromStatus(err error) *wop.Error {
 	if err == nil {
 		return nil
@@ -58,13 +65,13 @@ func FromStatus(err error) *wop.Error {
 	}
 	for _, d := range st.Details() {
 		if ed, ok := d.(*wophostv1.ErrorDetail); ok {
-			return &wop.Error{
+			return (&wop.Error{
 				Code:       ed.GetCode(),
 				Message:    ed.GetMessage(),
 				Capability: ed.GetCapability(),
 				Retryable:  ed.GetRetryable(),
 				Details:    ed.GetDetails(),
-			}
+			}).Classified()
 		}
 	}
 	switch st.Code() {

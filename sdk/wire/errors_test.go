@@ -209,3 +209,29 @@ func TestToStatusCarriesMessage(t *testing.T) {
 		t.Errorf("status error text = %q", serr.Error())
 	}
 }
+
+// An envelope that arrives is classified by wop's rule, whoever built it:
+// a family error over a retryable cause arrives retryable.
+func TestFromStatusClassifies(t *testing.T) {
+	cause := &wop.Error{Code: wop.CodeUnavailable, Message: "host.aiEnvelope.generate: the plugin went away during the call", Retryable: true}
+	byHand := (&wop.Error{Code: "consensus_failed", Message: "round 1 produced no valid ballot"}).
+		WithDetails(map[string]any{"rounds": 1, "cause": cause})
+	got := FromStatus(overWire(t, ToStatus(byHand)))
+	if !got.Retryable || got.Code != "consensus_failed" || got.Message != "round 1 produced no valid ballot (retryable: caused by unavailable)" {
+		t.Errorf("hand-built family error over unavailable arrived as %#v", got)
+	}
+	if string(got.Details) != string(byHand.Details) {
+		t.Errorf("details changed on the way: %s, want %s", got.Details, byHand.Details)
+	}
+
+	bare := &wop.Error{Code: wop.CodeUnavailable, Message: "down"}
+	if got := FromStatus(overWire(t, ToStatus(bare))); !got.Retryable || got.Message != "down" {
+		t.Errorf("unavailable without its flag arrived as %#v", got)
+	}
+
+	permanent := (&wop.Error{Code: "consensus_failed", Message: "no ballot"}).
+		WithDetails(map[string]any{"cause": &wop.Error{Code: wop.CodeValidation, Message: "no vote"}})
+	if got := FromStatus(overWire(t, ToStatus(permanent))); !reflect.DeepEqual(got, permanent) {
+		t.Errorf("a family error over a permanent cause changed:\n got %#v\nwant %#v", got, permanent)
+	}
+}

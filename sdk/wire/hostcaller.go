@@ -3,12 +3,15 @@ package wire
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/tracing"
@@ -16,35 +19,126 @@ import (
 )
 
 // HostCaller calls the host's HostServices over the brokered connection.
-// It dials once, on first use, and keeps the connection.
+//
+// The host sends the connection information for its HostServices once,
+// when it serves them on a broker id, and go-plugin's broker keeps that
+// information for five seconds only; a later dial for the same id waits
+// for information that never comes ("timeout waiting for connection
+// info"). So a HostCaller starts dialling as soon as it is made, which is
+// when the id arrives, rather than on first use, which may be minutes
+// later.
+//
+// A connection is kept once made: gRPC reconnects it to the host's
+// address by itself. A failed dial is never kept: the next call dials
+// again, so a host that serves the id again is found. Concurrent calls
+// share the one dial in flight, since only one dial can receive the
+// connection information. A connection whose address refuses connections
+// (gRPC's TRANSIENT_FAILURE) is dialled afresh through the broker at the
+// next call, and kept as a fallback when no fresh connection information
+// comes.
 type HostCaller struct {
 	broker   *goplugin.GRPCBroker
 	id       uint32
 	maxBytes int
 	tracer   trace.Tracer
 
-	once   sync.Once
-	conn   *grpc.ClientConn
-	client wophostv1.HostServicesClient
-	err    error
+	mu      sync.Mutex
+	conn    *grpc.ClientConn // nil until a dial succeeds
+	dialing *dialAttempt     // the dial in flight, nil when none is
+	closed  bool
+}
+
+// dialAttempt is one dial through the broker; done is closed when conn
+// or err is set.
+type dialAttempt struct {
+	done chan struct{}
+	conn *grpc.ClientConn
+	err  error
 }
 
 var _ wop.Caller = (*HostCaller)(nil)
 
+// errCallerClosed is the dial error after Close.
+var errCallerClosed = errors.New("the host-services caller is closed")
+
 // NewHostCaller returns a caller for the HostServices the host serves on
-// broker id. Each call is a client span of tracer.
+// broker id, and starts dialling them at once (see HostCaller). Each call
+// is a client span of tracer.
 func NewHostCaller(broker *goplugin.GRPCBroker, id uint32, maxBytes int, tracer trace.Tracer) *HostCaller {
-	return &HostCaller{broker: broker, id: id, maxBytes: maxBytes, tracer: tracer}
+	h := &HostCaller{broker: broker, id: id, maxBytes: maxBytes, tracer: tracer}
+	h.mu.Lock()
+	h.startDialLocked()
+	h.mu.Unlock()
+	return h
 }
 
-func (h *HostCaller) dial() (wophostv1.HostServicesClient, error) {
-	h.once.Do(func() {
-		h.conn, h.err = h.broker.DialWithOptions(h.id, DialOptions(h.maxBytes)...)
-		if h.err == nil {
-			h.client = wophostv1.NewHostServicesClient(h.conn)
+// startDialLocked starts a dial and records it as the one in flight.
+// h.mu must be held.
+func (h *HostCaller) startDialLocked() *dialAttempt {
+	a := &dialAttempt{done: make(chan struct{})}
+	h.dialing = a
+	go h.dial(a)
+	return a
+}
+
+// dial runs one dial to its end, whoever still waits for it: a dial that
+// has received the connection information is the only one that can use
+// it, so it is not abandoned when the call that started it gives up.
+func (h *HostCaller) dial(a *dialAttempt) {
+	conn, err := h.broker.DialWithOptions(h.id, DialOptions(h.maxBytes)...)
+	h.mu.Lock()
+	h.dialing = nil
+	switch {
+	case err != nil:
+		a.err = fmt.Errorf("dial broker id %d: %w", h.id, err)
+	case h.closed:
+		_ = conn.Close()
+		a.err = errCallerClosed
+	default:
+		if h.conn != nil {
+			// The address of the old connection refused connections; the
+			// host has served the id again elsewhere.
+			_ = h.conn.Close()
 		}
-	})
-	return h.client, h.err
+		h.conn, a.conn = conn, conn
+	}
+	h.mu.Unlock()
+	close(a.done)
+}
+
+// connect returns a connection to the host, dialling when there is none
+// or the one there is cannot reach its address. It waits for a dial at
+// most until ctx ends.
+func (h *HostCaller) connect(ctx context.Context) (*grpc.ClientConn, error) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, errCallerClosed
+	}
+	old := h.conn
+	if old != nil && old.GetState() != connectivity.TransientFailure {
+		h.mu.Unlock()
+		return old, nil
+	}
+	a := h.dialing
+	if a == nil {
+		a = h.startDialLocked()
+	}
+	h.mu.Unlock()
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if a.err == nil {
+		return a.conn, nil
+	}
+	if old != nil && !errors.Is(a.err, errCallerClosed) {
+		// No fresh connection information: the old address is still the
+		// only one the host may serve on, and gRPC keeps trying it.
+		return old, nil
+	}
+	return nil, a.err
 }
 
 // Call implements wop.Caller. The call context carried by ctx (see
@@ -61,34 +155,48 @@ func (h *HostCaller) Call(ctx context.Context, family, method string, req, res a
 	return UnmarshalResult(family, method, out, res)
 }
 
-// CallRaw sends JSON bytes and returns the result bytes.
+// CallRaw sends JSON bytes and returns the result bytes. Failures are
+// *wop.Error values: unavailable (retryable) when the host cannot be
+// reached, the call's own deadline_exceeded or cancelled when ctx ends
+// first, and the host's envelope otherwise, with a deadline_exceeded of a
+// hop further on marked retryable (see wop.HopError).
 func (h *HostCaller) CallRaw(ctx context.Context, family, method string, payload []byte) (out []byte, err error) {
 	call, _ := wop.CallContextFrom(ctx)
 	ctx, span, traceparent := tracing.Start(ctx, h.tracer, call.Traceparent, "ctx "+family+"."+method, trace.SpanKindClient)
 	defer func() { tracing.End(span, err, wop.CodeOf(err)) }()
 	call.Traceparent = traceparent
-	client, err := h.dial()
+	conn, err := h.connect(ctx)
 	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			we := FromContextError(ctxErr)
+			return nil, wop.Errorf(we.Code, "%s while connecting to host services", strings.TrimSuffix(we.Message, "."))
+		}
 		return nil, wop.Errorf(wop.CodeUnavailable, "connect to host services: %v", err).WithRetryable(true)
 	}
 	if d, ok := ctx.Deadline(); ok && (call.Deadline.IsZero() || d.Before(call.Deadline)) {
 		call.Deadline = d
 	}
-	resp, err := client.Call(ctx, &wophostv1.CallRequest{
+	resp, err := wophostv1.NewHostServicesClient(conn).Call(ctx, &wophostv1.CallRequest{
 		Family: family, Method: method, Payload: payload, Call: CallContextToProto(call),
 	})
 	if err != nil {
-		return nil, FromStatus(err)
+		return nil, wop.HopError(ctx, FromStatus(err))
 	}
 	return resp.GetResult(), nil
 }
 
-// Close closes the connection, if one was made.
+// Close closes the connection, if one was made; a dial still in flight
+// closes its connection when it ends. Calls after Close fail unavailable.
 func (h *HostCaller) Close() error {
-	if h.conn != nil {
-		return h.conn.Close()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	if h.conn == nil {
+		return nil
 	}
-	return nil
+	conn := h.conn
+	h.conn = nil
+	return conn.Close()
 }
 
 // UnmarshalResult decodes a host-service result into res (nil discards it).

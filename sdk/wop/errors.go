@@ -1,5 +1,44 @@
 // Package wop holds the plain Go types every side of the host-services
 // contract shares: the error envelope, its codes and the call context.
+//
+// # Retryable causes
+//
+// A family error often reports what went wrong further down: the agent
+// runtime's consensus_failed names the ballot failure that caused it, and
+// an agent's failure names the aiEnvelope or mcp failure under it. Such an
+// error carries the envelope of its cause, unaltered, under
+// details.cause, and the cause may carry one of its own.
+//
+// The rule: an error is retryable when its own envelope is, or when any
+// cause nested under it is. A transient failure at the bottom of a chain
+// (a plugin restarting under one agent's turn) must not turn into a
+// permanent answer at the top, because a caller decides whether to retry
+// by the top-level flag alone.
+//
+// An envelope counts as retryable by itself when
+//
+//   - its code is unavailable, whatever its flag says: the contract
+//     defines the code as a plugin or store that is down or restarting,
+//     which is transient by definition, and a producer that forgot the
+//     flag must not make it permanent;
+//   - or its flag says so, which is how every other transient failure is
+//     known: provider_unavailable, provider_rate_limited,
+//     prompt_store_unavailable, mailbox_full, an upstream_unavailable that
+//     is a transport failure (an upstream_unavailable for an oversized
+//     result is not, as the same call yields the same result), a vendor's
+//     own codes, and a deadline_exceeded of a hop (see HopError);
+//   - but never when its code is cancelled: the caller gave up, and a
+//     retry would go against its wish. For the same reason a cancelled is
+//     not made retryable by a cause under it.
+//
+// A deadline_exceeded counts only with its flag because the code covers
+// two different things: the caller's own deadline (the caller chose the
+// budget, and a retry unchanged would spend it again) and the deadline of
+// a hop further on, which only the hop's caller can tell apart.
+//
+// IsRetryable applies the rule, WithCause builds a family error from its
+// cause by it, Classified repairs an envelope built by hand, and HopError
+// marks a deadline_exceeded of a hop.
 package wop
 
 import (

@@ -35,13 +35,18 @@
 // it. Not converging is an answer (converged false), not an error. The
 // vote fails with consensus_failed only when a round ends without a
 // single valid ballot: every participant asked in it failed.
+//
+// consensus_failed carries one failure of that round under details.cause:
+// the first retryable one when there is one, else the first. It is
+// retryable exactly when that cause is (wop.Error.WithCause), so a round
+// lost to a plugin restart under the agents is reported as worth asking
+// again, and the top-level flag can be read off the cause it names.
 package consensus
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"strings"
 
@@ -97,8 +102,9 @@ func Required(req Request) (int, error) {
 
 // Run holds the vote and returns its result. Errors are *wop.Error:
 // validation_error for a bad request, consensus_failed when a round
-// produced no valid ballot (details.cause holds the first failure), or
-// the context's error when ctx ends.
+// produced no valid ballot (details.cause holds the first retryable
+// failure, else the first failure, and the error is retryable when that
+// cause is), or the context's error when ctx ends.
 func Run(ctx context.Context, req Request, vote Voter) (*agentruntime.ConsensusResult, error) {
 	required, err := Required(req)
 	if err != nil {
@@ -117,7 +123,18 @@ func Run(ctx context.Context, req Request, vote Voter) (*agentruntime.ConsensusR
 	for round := 1; ; round++ {
 		var ballots []agentruntime.Ballot
 		counts := map[string]int{}
-		var firstErr *wop.Error
+		// The round's cause, should it fail: the first retryable failure
+		// beats the first failure, since one participant worth asking again
+		// makes the whole round worth holding again.
+		var firstErr, firstRetryable *wop.Error
+		failed := func(e *wop.Error) {
+			if firstErr == nil {
+				firstErr = e
+			}
+			if firstRetryable == nil && wop.IsRetryable(e) {
+				firstRetryable = e
+			}
+		}
 		reached := false
 		for i := 0; i < n; i++ {
 			var b agentruntime.Ballot
@@ -131,15 +148,11 @@ func Run(ctx context.Context, req Request, vote Voter) (*agentruntime.ConsensusR
 				b = agentruntime.Ballot{Participant: i, AgentID: req.AgentIDs[i], Rationale: rationale}
 				switch {
 				case err != nil:
-					b.Error = wop.AsError(err)
-					if firstErr == nil {
-						firstErr = b.Error
-					}
+					b.Error = wop.AsError(err).Classified()
+					failed(b.Error)
 				case len(bytes.TrimSpace(v)) == 0 || !json.Valid(v):
 					b.Error = wop.Errorf(wop.CodeValidation, "participant %d returned no valid JSON vote", i)
-					if firstErr == nil {
-						firstErr = b.Error
-					}
+					failed(b.Error)
 				default:
 					b.Vote = v
 				}
@@ -154,10 +167,12 @@ func Run(ctx context.Context, req Request, vote Voter) (*agentruntime.ConsensusR
 			}
 		}
 		if len(counts) == 0 {
-			return nil, (&wop.Error{
-				Code:    agentruntime.CodeConsensusFailed,
-				Message: fmt.Sprintf("round %d produced no valid ballot: every participant failed", round),
-			}).WithDetails(map[string]any{"rounds": round, "ballots": ballots, "cause": firstErr})
+			cause := firstErr
+			if firstRetryable != nil {
+				cause = firstRetryable
+			}
+			return nil, wop.Errorf(agentruntime.CodeConsensusFailed, "round %d produced no valid ballot: every participant failed", round).
+				WithDetails(map[string]any{"rounds": round, "ballots": ballots}).WithCause(cause)
 		}
 		key, count, first := leader(ballots, counts)
 		converged := reached || count >= required

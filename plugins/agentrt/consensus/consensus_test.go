@@ -254,3 +254,60 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("result = %s", first)
 	}
 }
+
+// A round lost to a transient failure is consensus_failed marked
+// retryable at the top, with that failure as its cause, wherever it sits
+// among the ballots and however deep it is nested.
+func TestConsensusFailedRetryableCause(t *testing.T) {
+	unavailable := wop.Errorf(wop.CodeUnavailable, "host.aiEnvelope.generate: the plugin went away during the call").WithRetryable(true)
+	// A family error built by hand around unavailable, flag left false, as
+	// another SDK might send it.
+	wrapped := (&wop.Error{Code: "acme.gateway_failed", Message: "gateway failed"}).
+		WithDetails(map[string]any{"cause": unavailable})
+	authFailed := wop.Errorf("provider_auth_failed", "bad key")
+	noVote := wop.Errorf(wop.CodeValidation, "the participant gave no vote")
+
+	tests := []struct {
+		name      string
+		errs      []error
+		retryable bool
+		cause     string
+	}{
+		{"unavailable first", []error{unavailable, authFailed}, true, wop.CodeUnavailable},
+		{"unavailable after a permanent failure", []error{authFailed, unavailable}, true, wop.CodeUnavailable},
+		{"unavailable without its flag", []error{noVote, wop.Errorf(wop.CodeUnavailable, "down")}, true, wop.CodeUnavailable},
+		{"a family error wrapping unavailable", []error{authFailed, wrapped}, true, "acme.gateway_failed"},
+		{"a hop's deadline", []error{wop.Errorf(wop.CodeDeadlineExceeded, "hop").WithRetryable(true), noVote}, true, wop.CodeDeadlineExceeded},
+		{"only permanent failures", []error{authFailed, noVote}, false, "provider_auth_failed"},
+		{"cancelled is not a reason to retry", []error{wop.Errorf(wop.CodeCancelled, "gave up").WithRetryable(true), noVote}, false, wop.CodeCancelled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			voter := func(_ context.Context, p, _ int, _ []agentruntime.Ballot) (json.RawMessage, string, error) {
+				return nil, "", tt.errs[p]
+			}
+			_, err := Run(context.Background(), Request{AgentIDs: ids(len(tt.errs)), MaxRounds: 2}, voter)
+			var we *wop.Error
+			if !errors.As(err, &we) || we.Code != agentruntime.CodeConsensusFailed {
+				t.Fatalf("error = %v, want consensus_failed", err)
+			}
+			if we.Retryable != tt.retryable {
+				t.Errorf("retryable = %v, want %v: %s", we.Retryable, tt.retryable, we.Message)
+			}
+			if tt.retryable != strings.Contains(we.Message, "(retryable: caused by ") {
+				t.Errorf("message %q does not say why it is retryable", we.Message)
+			}
+			var d struct {
+				Rounds  int
+				Ballots []agentruntime.Ballot
+				Cause   wop.Error
+			}
+			if err := json.Unmarshal(we.Details, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Cause.Code != tt.cause || d.Rounds != 1 || len(d.Ballots) != len(tt.errs) {
+				t.Errorf("details = %s, want cause %s after one round", we.Details, tt.cause)
+			}
+		})
+	}
+}

@@ -29,9 +29,11 @@
 //
 // # Failures
 //
-// A failure of another family keeps that family's code and retryable
-// flag, says which step failed, and carries the original envelope,
-// unaltered, under details.cause. Two answers from mcp are not failures
+// A failure of another family keeps that family's code, says which step
+// failed, and carries the original envelope, unaltered, under
+// details.cause. It is retryable when that envelope is, or any cause
+// nested under it (wop.Error.WithCause): an aiEnvelope plugin restarting
+// under a turn leaves the run worth running again. Two answers from mcp are not failures
 // of the run: an mcp_error (a JSON-RPC error from the server) goes back
 // to the model as an error tool result, as does a call to a tool that is
 // not in the agent's toolAllowlist, which the loop refuses itself
@@ -550,8 +552,9 @@ func (rn *run) exceeded(limit, why string) error {
 	})
 }
 
-// cause wraps a failure of another family: same code and retryable flag,
-// the step in the message, the original envelope under details.cause.
+// cause wraps a failure of another family: same code, the step in the
+// message, the original envelope under details.cause, retryable by the
+// SDK's rule for causes.
 func (rn *run) cause(step string, err error) error {
 	we := wop.AsError(err)
 	if we.Code == agentruntime.CodeAgentBudgetExceeded || we.Code == agentruntime.CodeAgentTimeout {
@@ -561,5 +564,5 @@ func (rn *run) cause(step string, err error) error {
 		Code:      we.Code,
 		Message:   fmt.Sprintf("agent %s: %s: %s", rn.agent.InstanceID, step, we.Message),
 		Retryable: we.Retryable,
-	}).WithDetails(map[string]any{"agentInstanceId": rn.agent.InstanceID, "step": step, "cause": we})
+	}).WithDetails(map[string]any{"agentInstanceId": rn.agent.InstanceID, "step": step}).WithCause(we)
 }

@@ -431,3 +431,70 @@ func TestParseVote(t *testing.T) {
 		}
 	}
 }
+
+// An aiEnvelope callback that fails with unavailable (the plugin
+// restarting under a turn) makes delegate and consensus fail retryable at
+// the top, with the failure under details.cause; a permanent failure
+// stays permanent.
+func TestTransientCallbackFailureIsRetryableAtTheTop(t *testing.T) {
+	ctx := context.Background()
+	svc := newService(t, filepath.Join(t.TempDir(), "a.db"), DefaultSettings())
+	a := spawn(t, svc, "a", manifest("optimist", "Says yes."))
+	b := spawn(t, svc, "b", manifest("skeptic", "Doubts first."))
+
+	unavailable := wop.Errorf(wop.CodeUnavailable, "host.aiEnvelope.generate: the plugin went away during the call").
+		WithCapability("host.aiEnvelope.generate").WithRetryable(true)
+	tests := []struct {
+		name      string
+		err       *wop.Error
+		retryable bool
+	}{
+		{"unavailable", unavailable, true},
+		{"unavailable without its flag", wop.Errorf(wop.CodeUnavailable, "down"), true},
+		// A family error built by hand around unavailable, its flag false.
+		{"a family error wrapping unavailable", (&wop.Error{Code: "acme.gateway_failed", Message: "gateway failed"}).
+			WithDetails(map[string]any{"cause": unavailable}), true},
+		{"a permanent failure", wop.Errorf("provider_auth_failed", "bad key"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &model{answer: func(string, genReq) (string, error) { return "", tt.err }}
+
+			_, err := svc.Delegate(ctx, m, &agentruntime.DelegateRequest{Task: json.RawMessage(`"say yes"`), Agents: []string{a}})
+			we := wop.AsError(err)
+			if we == nil || we.Code != tt.err.Code || we.Retryable != tt.retryable {
+				t.Errorf("delegate = %#v, want code %s retryable %v", we, tt.err.Code, tt.retryable)
+			} else {
+				wantCause(t, we, tt.err)
+			}
+
+			_, err = svc.Consensus(ctx, m, &agentruntime.ConsensusRequest{Proposal: json.RawMessage(`1`), Participants: []string{a, b}})
+			we = wop.AsError(err)
+			if we == nil || we.Code != agentruntime.CodeConsensusFailed || we.Retryable != tt.retryable {
+				t.Fatalf("consensus = %#v, want consensus_failed retryable %v", we, tt.retryable)
+			}
+			// consensus_failed → the agent's failure → the callback's.
+			var d struct{ Cause *wop.Error }
+			if err := json.Unmarshal(we.Details, &d); err != nil || d.Cause == nil {
+				t.Fatalf("consensus details = %s", we.Details)
+			}
+			if d.Cause.Code != tt.err.Code || d.Cause.Retryable != tt.retryable {
+				t.Errorf("consensus cause = %#v", d.Cause)
+			}
+			wantCause(t, d.Cause, tt.err)
+		})
+	}
+}
+
+// wantCause checks that we carries orig, unaltered, under details.cause.
+func wantCause(t *testing.T, we, orig *wop.Error) {
+	t.Helper()
+	var d struct{ Cause json.RawMessage }
+	if err := json.Unmarshal(we.Details, &d); err != nil {
+		t.Fatalf("details %s: %v", we.Details, err)
+	}
+	want, _ := json.Marshal(orig)
+	if string(d.Cause) != string(want) {
+		t.Errorf("details.cause = %s, want %s", d.Cause, want)
+	}
+}

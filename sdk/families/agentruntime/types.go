@@ -34,7 +34,8 @@ const (
 )
 
 // Error codes of the family. They arrive as wop.Error.Code; a failure in a
-// family the agent used is carried under details.cause.
+// family the agent used is carried under details.cause, and the error is
+// retryable when that failure is (see wop.Error.WithCause).
 const (
 	CodeAgentNotFound            = "agent_not_found"
 	CodeAgentSpawnQuotaExhausted = "agent_spawn_quota_exhausted"
