@@ -68,30 +68,9 @@ func (g *globals) serve() error {
 	defer signal.Stop(stop)
 	defer signal.Stop(reload)
 
-	// Starting can take a while; a stop signal meanwhile cancels it.
-	startCtx, cancelStart := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-stop:
-			cancelStart()
-		case <-startCtx.Done():
-		}
-	}()
-	h, err := d.start(startCtx, cfg, ldr)
-	stopped := startCtx.Err() != nil
-	cancelStart()
-	if err != nil || stopped {
-		ln.Close()
-		if h != nil {
-			h.Close()
-		}
-		if err != nil {
-			return err
-		}
-		return nil
-	}
-	d.current.Swap(h)
-
+	// The API serves from the start: /healthz answers at once and the
+	// other routes say that no host is running (503) until the plugins
+	// and packs are up, so that no slow plugin holds the listener back.
 	srv := &http.Server{
 		Handler: api.New(d.current, api.Options{
 			Tokens:       d.http.Tokens,
@@ -106,6 +85,28 @@ func (g *globals) serve() error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	logger.Info("listening; starting plugins and packs", "address", ln.Addr().String())
+
+	// Starting can take a while; a stop signal meanwhile cancels it.
+	startCtx, cancelStart := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancelStart()
+		case <-startCtx.Done():
+		}
+	}()
+	h, err := d.start(startCtx, cfg, ldr)
+	stopped := startCtx.Err() != nil
+	cancelStart()
+	if err != nil || stopped {
+		srv.Close()
+		if h != nil {
+			h.Close()
+		}
+		return err
+	}
+	d.current.Swap(h)
 	logger.Info("serving", "address", ln.Addr().String(), "auth", len(d.http.Tokens) > 0)
 
 	for {
