@@ -85,12 +85,13 @@ type Registry struct {
 	byID     map[string]*Entry
 	byDigest map[string]*agentruntime.Manifest
 	order    []*Entry
-	inline   int
+	// inline are the digests remembered from inline spawns.
+	inline map[string]bool
 }
 
 // New returns an empty registry.
 func New() *Registry {
-	return &Registry{byID: map[string]*Entry{}, byDigest: map[string]*agentruntime.Manifest{}}
+	return &Registry{byID: map[string]*Entry{}, byDigest: map[string]*agentruntime.Manifest{}, inline: map[string]bool{}}
 }
 
 // Install adds the entries of one pack, all or none. An id another pack
@@ -166,12 +167,30 @@ func (r *Registry) RememberInline(digest string, m *agentruntime.Manifest) error
 	if _, ok := r.byDigest[digest]; ok {
 		return nil
 	}
-	if r.inline >= MaxInline {
+	if len(r.inline) >= MaxInline {
 		return ErrInlineFull
 	}
-	r.inline++
+	r.inline[digest] = true
 	r.byDigest[digest] = m
 	return nil
+}
+
+// CarryInline remembers the inline manifests from remembered, as far as
+// the limit allows: the agents spawned under a host that a reload
+// replaces keep running in the agent runtime, and their calls must still
+// be checked against their manifests.
+func (r *Registry) CarryInline(from *Registry) {
+	from.mu.RLock()
+	carried := make(map[string]*agentruntime.Manifest, len(from.inline))
+	for d := range from.inline {
+		carried[d] = from.byDigest[d]
+	}
+	from.mu.RUnlock()
+	for d, m := range carried {
+		if err := r.RememberInline(d, m); err != nil {
+			return
+		}
+	}
 }
 
 // List returns the installed agents sorted by id.

@@ -134,4 +134,14 @@ func TestRegistryInstall(t *testing.T) {
 	if _, ok := r.ByDigest(inline.Digest); !ok || r.Has("z") {
 		t.Error("an inline manifest is known by digest only")
 	}
+	// A reload's next registry carries the inline manifests over, and
+	// only them: installed agents are installed again by their packs.
+	next := New()
+	next.CarryInline(r)
+	if m, ok := next.ByDigest(inline.Digest); !ok || m.ID != "z" {
+		t.Errorf("the inline manifest after CarryInline: %v %v", m, ok)
+	}
+	if _, ok := next.ByDigest(list[1].Digest); ok || len(next.List()) != 0 {
+		t.Error("CarryInline carried an installed agent")
+	}
 }

@@ -91,6 +91,9 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config, files *config.Loa
 		}
 		gate.HandOver(successor)
 	}
+	// Agents spawned inline under h keep running in the agent runtime;
+	// next checks their calls too.
+	next.agents.CarryInline(h.agents)
 	// From here on the plugins next took over call back into next.
 	for _, c := range next.capabilities() {
 		if c.adopted {
