@@ -70,22 +70,30 @@ type capability struct {
 	// stopped, or a reload handed it to the next host, which supervises
 	// and stops it from then on.
 	released bool
-	// crashes are the times of the plugin's recent unexpected exits.
-	crashes []time.Time
+	// crashes are the plugin's recent unexpected exits.
+	crashes crashLog
+}
+
+// crashLog holds the times of recent crashes, for crash_limit.
+type crashLog []time.Time
+
+// add records a crash at now and returns how many fell within window.
+func (l *crashLog) add(now time.Time, window time.Duration) int {
+	recent := (*l)[:0]
+	for _, t := range *l {
+		if now.Sub(t) < window {
+			recent = append(recent, t)
+		}
+	}
+	*l = append(recent, now)
+	return len(*l)
 }
 
 // crashed records a crash at now and reports how many fell within window.
 func (c *capability) crashed(now time.Time, window time.Duration) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	recent := c.crashes[:0]
-	for _, t := range c.crashes {
-		if now.Sub(t) < window {
-			recent = append(recent, t)
-		}
-	}
-	c.crashes = append(recent, now)
-	return len(c.crashes)
+	return c.crashes.add(now, window)
 }
 
 func (c *capability) current() *loader.Capability {

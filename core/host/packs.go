@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -71,7 +70,7 @@ type Pack struct {
 	// restarts counts restart attempts since the host started; crashes
 	// are the times of recent unexpected exits.
 	restarts int
-	crashes  []time.Time
+	crashes  crashLog
 }
 
 // PackInfo is what `host packs` shows of a pack.

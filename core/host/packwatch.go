@@ -32,7 +32,7 @@ func (h *Host) watchPack(p *Pack, proc *loader.Pack) {
 			return
 		}
 		p.State, p.Err = PackCrashed, errors.New("pack process exited unexpectedly")
-		n := p.crashed(time.Now(), h.cfg.Host.CrashWindow)
+		n := p.crashes.add(time.Now(), h.cfg.Host.CrashWindow)
 		p.live.Unlock()
 		h.logger.Error("pack exited unexpectedly", "pack", p.Name)
 		// The process is gone, but its client side is not until killed.
@@ -43,19 +43,6 @@ func (h *Host) watchPack(p *Pack, proc *loader.Pack) {
 		}
 		h.restartPack(p)
 	}()
-}
-
-// crashed records a crash at now and reports how many fell within window.
-// The caller holds p.live.
-func (p *Pack) crashed(now time.Time, window time.Duration) int {
-	recent := p.crashes[:0]
-	for _, t := range p.crashes {
-		if now.Sub(t) < window {
-			recent = append(recent, t)
-		}
-	}
-	p.crashes = append(recent, now)
-	return len(p.crashes)
 }
 
 // restartPack brings a crashed pack back: a new process whose embedded

@@ -132,23 +132,8 @@ pack "community.kvdemo" { path = %q }
 	accepted := map[string]string{} // idempotency key → envelopeId
 	var echoFailures []string       // failures of the families nobody kills
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	// worker runs body with 0, 1, 2, … until stop is closed.
-	worker := func(body func(i int)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				body(i)
-			}
-		}()
-	}
+	var load workers
+	worker := load.loop
 	// The second pack: kvdemo stores values through acme.kv, never killed.
 	worker(func(i int) {
 		in := fmt.Sprintf(`{"key":"k%d","value":"v%d"}`, i%10, i)
@@ -244,8 +229,7 @@ pack "community.kvdemo" { path = %q }
 		}
 		recoveries = append(recoveries, time.Since(killed))
 	}
-	close(stop)
-	wg.Wait()
+	load.halt()
 
 	// Nothing accepted is lost: every envelope answers again, same id.
 	mu.Lock()

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"sort"
@@ -30,36 +29,14 @@ func TestChaosPackKill(t *testing.T) {
 	cfg := reloadDeployment(t)
 	d := startServe(t, cfg)
 	client := &http.Client{Timeout: time.Minute}
-	execute := func(typeID, input string) (int, string) {
-		resp, err := client.Post(d.base+"/v1/nodes/"+typeID+":execute", "application/json", strings.NewReader(`{"input":`+input+`}`))
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	execute := d.execute
 
 	var mu sync.Mutex
 	var otherFailures, badFailures []string
 	kvOK, kvFailed, otherOK := 0, 0, 0
 	readyz := map[int]int{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	loop := func(body func(i int)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				body(i)
-			}
-		}()
-	}
+	var load workers
+	loop := load.loop
 	for w := range 2 {
 		loop(func(i int) {
 			status, body := execute("kvdemo.remember", fmt.Sprintf(`{"key":"k%d-%d","value":"v%d"}`, w, i%10, i))
@@ -132,8 +109,7 @@ func TestChaosPackKill(t *testing.T) {
 		windows = append(windows, noticed.Sub(killed))
 		recoveries = append(recoveries, time.Since(killed))
 	}
-	close(stop)
-	wg.Wait()
+	load.halt()
 
 	packs := request(t, "GET", d.base+"/v1/packs", "", nil)
 	restarts := regexp.MustCompile(`"name":"community.kvdemo"[^}]*"state":"(\w+)"[^}]*"restarts":(\d+)`).FindStringSubmatch(packs.body)

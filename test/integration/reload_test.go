@@ -265,19 +265,7 @@ func TestChaosReload(t *testing.T) {
 		t.Fatalf("kv plugin processes %v, aiEnvelope %v; want one each", kvPID, aiPID)
 	}
 
-	client := &http.Client{Timeout: time.Minute}
-	execute := func(typeID, input string) (int, string) {
-		resp, err := client.Post(d.base+"/v1/nodes/"+typeID+":execute", "application/json", strings.NewReader(`{"input":`+input+`}`))
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return 0, err.Error()
-		}
-		return resp.StatusCode, string(body)
-	}
+	execute := d.execute
 	generate := func(key string) string {
 		return fmt.Sprintf(`{"family":"aiEnvelope","method":"generate","payload":{"envelopeType":"reload","userMessage":%q,"idempotencyKey":%q}}`, key, key)
 	}
@@ -290,42 +278,32 @@ func TestChaosReload(t *testing.T) {
 	var mu sync.Mutex
 	var outcomes []outcome
 	accepted := map[string]string{} // idempotency key → envelopeId
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
+	var load workers
 	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				start := time.Now()
-				var status int
-				var body, key string
-				if w%2 == 0 {
-					status, body = execute("kvdemo.remember", fmt.Sprintf(`{"key":"w%d-%d","value":"v%d"}`, w, i%20, i))
-				} else {
-					key = fmt.Sprintf("reload-%d-%d", w, i)
-					status, body = execute("probe.call", generate(key))
-				}
-				mu.Lock()
-				outcomes = append(outcomes, outcome{start, time.Now(), status, body})
-				if key != "" && status == 200 {
-					var r struct {
-						Output struct {
-							EnvelopeID string `json:"envelopeId"`
-						} `json:"output"`
-					}
-					if json.Unmarshal([]byte(body), &r) == nil && r.Output.EnvelopeID != "" {
-						accepted[key] = r.Output.EnvelopeID
-					}
-				}
-				mu.Unlock()
+		load.loop(func(i int) {
+			start := time.Now()
+			var status int
+			var body, key string
+			if w%2 == 0 {
+				status, body = execute("kvdemo.remember", fmt.Sprintf(`{"key":"w%d-%d","value":"v%d"}`, w, i%20, i))
+			} else {
+				key = fmt.Sprintf("reload-%d-%d", w, i)
+				status, body = execute("probe.call", generate(key))
 			}
-		}()
+			mu.Lock()
+			outcomes = append(outcomes, outcome{start, time.Now(), status, body})
+			if key != "" && status == 200 {
+				var r struct {
+					Output struct {
+						EnvelopeID string `json:"envelopeId"`
+					} `json:"output"`
+				}
+				if json.Unmarshal([]byte(body), &r) == nil && r.Output.EnvelopeID != "" {
+					accepted[key] = r.Output.EnvelopeID
+				}
+			}
+			mu.Unlock()
+		})
 	}
 
 	var took []time.Duration
@@ -358,8 +336,7 @@ func TestChaosReload(t *testing.T) {
 		}
 	}
 	time.Sleep(400 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	load.halt()
 
 	// Nothing accepted is lost: every envelope answers again, same id.
 	lost := 0
@@ -415,4 +392,51 @@ func TestChaosReload(t *testing.T) {
 	if code := d.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, d.log())
 	}
+}
+
+// execute runs a node through d's HTTP API and returns the status and
+// body; a request that got no answer has status 0.
+func (d *daemon) execute(typeID, input string) (int, string) {
+	client := &http.Client{Timeout: time.Minute}
+	resp, err := client.Post(d.base+"/v1/nodes/"+typeID+":execute", "application/json", strings.NewReader(`{"input":`+input+`}`))
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return resp.StatusCode, string(body)
+}
+
+// workers run load loops until halted.
+type workers struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// loop runs body with 0, 1, 2, … in a goroutine of its own until halt.
+func (w *workers) loop(body func(i int)) {
+	if w.stop == nil {
+		w.stop = make(chan struct{})
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			body(i)
+		}
+	}()
+}
+
+// halt stops every loop and waits for them to return.
+func (w *workers) halt() {
+	close(w.stop)
+	w.wg.Wait()
 }
