@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,6 +44,11 @@ func startLeader(t *testing.T) (*exec.Cmd, *Group, io.Reader, int) {
 	if err != nil {
 		t.Fatalf("child pid %q: %v", line, err)
 	}
+	// Should the group be wrong, the processes still go.
+	t.Cleanup(func() {
+		_ = syscall.Kill(child, syscall.SIGKILL)
+		_ = cmd.Process.Kill()
+	})
 	return cmd, g, r, child
 }
 

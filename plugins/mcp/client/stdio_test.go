@@ -67,41 +67,46 @@ func waitGroupGone(t *testing.T, pgid int) {
 
 // A server that exits while a child of its still holds its output is
 // noticed at once: the call in flight fails without waiting for its
-// deadline, the child goes with the server, and the next call starts a
-// fresh server.
+// deadline, and the next call starts a fresh server. A child in the
+// server's group goes with it; one that left the group (setsid) cannot be
+// killed, and the transport stops reading what it holds.
 func TestServerExitNoticedWhileAChildHoldsItsOutput(t *testing.T) {
-	opts, pidfile := wrappedScripted(t, "sleep 300")
-	const callTimeout = 20 * time.Second
-	c := newClient(t, Options{Stdio: opts, CallTimeout: callTimeout})
-	if _, err := c.CallTool(ctx(t), "passthrough", nil); err != nil {
-		t.Fatal(err)
-	}
-	leader, _ := serverPIDs(t, pidfile)
+	for name, child := range map[string]string{"in the group": "sleep 300", "outside the group": "setsid sleep 300"} {
+		t.Run(name, func(t *testing.T) {
+			opts, pidfile := wrappedScripted(t, child)
+			const callTimeout = 20 * time.Second
+			c := newClient(t, Options{Stdio: opts, CallTimeout: callTimeout})
+			if _, err := c.CallTool(ctx(t), "passthrough", nil); err != nil {
+				t.Fatal(err)
+			}
+			leader, _ := serverPIDs(t, pidfile)
 
-	t0 := time.Now()
-	_, err := c.CallTool(ctx(t), "exit", nil)
-	took := time.Since(t0)
-	t.Logf("the call failed %s after the server exited", took.Round(time.Millisecond))
-	var te *TransportError
-	if !errors.As(err, &te) {
-		t.Errorf("err = %v, want a TransportError", err)
-	}
-	// Far below the call's own deadline, which is all that ended the
-	// call when the server's exit went unseen.
-	if limit := 5 * time.Second; took > limit {
-		t.Errorf("the call took %s, want at most %s (its deadline is %s)", took, limit, callTimeout)
-	}
-	waitGroupGone(t, leader)
+			t0 := time.Now()
+			_, err := c.CallTool(ctx(t), "exit", nil)
+			took := time.Since(t0)
+			t.Logf("the call failed %s after the server exited", took.Round(time.Millisecond))
+			var te *TransportError
+			if !errors.As(err, &te) {
+				t.Errorf("err = %v, want a TransportError", err)
+			}
+			// Far below the call's own deadline, which is all that ended
+			// the call when the server's exit went unseen.
+			if limit := 5 * time.Second; took > limit {
+				t.Errorf("the call took %s, want at most %s (its deadline is %s)", took, limit, callTimeout)
+			}
+			waitGroupGone(t, leader)
 
-	if res, err := c.CallTool(ctx(t), "passthrough", nil); err != nil || string(res) != passthroughResult {
-		t.Fatalf("after the exit: %s %v", res, err)
+			if res, err := c.CallTool(ctx(t), "passthrough", nil); err != nil || string(res) != passthroughResult {
+				t.Fatalf("after the exit: %s %v", res, err)
+			}
+			next, _ := serverPIDs(t, pidfile)
+			if next == leader {
+				t.Fatalf("no new server was started (pid %d)", next)
+			}
+			c.Close()
+			waitGroupGone(t, next)
+		})
 	}
-	next, _ := serverPIDs(t, pidfile)
-	if next == leader {
-		t.Fatalf("no new server was started (pid %d)", next)
-	}
-	c.Close()
-	waitGroupGone(t, next)
 }
 
 // A child that leaves the server's process group cannot be killed with
