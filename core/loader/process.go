@@ -4,6 +4,7 @@
 package loader
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,12 +15,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/wophost/wophost/internal/procgroup"
 	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wire"
 )
@@ -108,25 +111,67 @@ func processEnv(name string, opts Options) []string {
 	return env
 }
 
-// process is one running plugin or pack binary.
+// Bounds of starting and stopping a process, beyond its start_timeout.
+const (
+	// startGrace is how long past start_timeout a start may run before
+	// the host kills the process group itself: go-plugin's own timeout
+	// covers the wait for the handshake line, not the connection set up
+	// after it.
+	startGrace = 500 * time.Millisecond
+	// exitGrace is how long a stop waits for the process to exit once
+	// asked to, before it kills the group. go-plugin waits 2 s and then
+	// kills the leader, and on Linux the group follows the leader at
+	// once; the bound matters only where the leader's exit is not seen.
+	exitGrace = 3 * time.Second
+	// releaseGrace is how long, once the group is dead, the host waits
+	// for go-plugin to see the process's stdout and stderr close. Only a
+	// descendant that left the group can still hold them; the host then
+	// stops waiting, and go-plugin's readers end when that process does.
+	releaseGrace = 500 * time.Millisecond
+)
+
+// process is one running plugin or pack binary, the leader of a process
+// group of its own.
 type process struct {
 	name   string
 	client *goplugin.Client
 	logger hclog.Logger
+	// group is nil when the binary never started.
+	group *procgroup.Group
+	// cancel ends exec's watch of the command, killing the group if
+	// go-plugin has not yet collected the process.
+	cancel   context.CancelFunc
+	killOnce sync.Once
 }
 
-// startProcess execs path and completes the go-plugin handshake.
+// startOutcome is what go-plugin's start returned.
+type startOutcome struct {
+	rpc   goplugin.ClientProtocol
+	err   error
+	group *procgroup.Group
+}
+
+// startProcess execs path and completes the go-plugin handshake. It
+// returns within start_timeout plus startGrace and releaseGrace however the
+// process and its descendants behave.
 func startProcess(name, path string, sum []byte, opts Options) (*process, goplugin.ClientProtocol, error) {
 	logger := opts.Logger.Named(name)
-	cmd := exec.Command(path)
+	// go-plugin starts the command inside Start, where the host cannot
+	// read its pid without a race; exec's Cancel runs after the start
+	// with the pid set, so cancelling the context kills the group even
+	// while go-plugin is still waiting.
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, path)
 	cmd.Dir = filepath.Dir(path)
 	cmd.Env = processEnv(name, opts)
 	// A process group of its own keeps a terminal's Ctrl-C away from the
-	// plugin (the host decides when it stops) and lets the host kill the
-	// plugin's children with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// process (the host decides when it stops) and lets the host end
+	// whatever the process spawned with it.
+	launch := procgroup.Prepare(cmd)
+	cmd.Cancel = func() error { return procgroup.Kill(cmd.Process.Pid) }
 	cfg, started, err := wire.ClientConfig(cmd, logger, opts.StartTimeout, opts.MaxMessageBytes)
 	if err != nil {
+		cancel()
 		return nil, nil, fmt.Errorf("launch %s: %w", name, err)
 	}
 	cfg.PluginLogBufferSize = 256 << 10
@@ -136,27 +181,96 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
 	}
 	client := goplugin.NewClient(cfg)
-	p := &process{name: name, client: client, logger: logger}
-	rpc, err := client.Client()
-	started()
-	if err != nil {
-		p.kill()
-		return nil, nil, err
+	p := &process{name: name, client: client, logger: logger, cancel: cancel}
+
+	t0 := time.Now()
+	done := make(chan startOutcome, 1)
+	go func() {
+		rpc, err := client.Client()
+		started()
+		// This goroutine started the command: cmd.Process is its to read.
+		done <- startOutcome{rpc: rpc, err: err, group: launch.Started()}
+	}()
+	deadline := time.NewTimer(opts.StartTimeout + startGrace)
+	defer deadline.Stop()
+	var out startOutcome
+	select {
+	case out = <-done:
+	case <-deadline.C:
+		// go-plugin is past its own timeout, setting up the connection
+		// with its client lock held, which no exit of the process ends.
+		// Kill the group and stop the process once go-plugin gives up.
+		cancel()
+		go func() {
+			o := <-done
+			p.group = o.group
+			p.stop(false)
+		}()
+		return nil, nil, fmt.Errorf("%s did not complete its handshake and connection within start_timeout (%s)", name, opts.StartTimeout)
 	}
-	return p, rpc, nil
+	p.group = out.group
+	if out.err != nil {
+		p.stop(false)
+		if took := time.Since(t0); took >= opts.StartTimeout {
+			return nil, nil, fmt.Errorf("%s did not complete its handshake within start_timeout (%s): %w", name, opts.StartTimeout, out.err)
+		}
+		return nil, nil, out.err
+	}
+	return p, out.rpc, nil
 }
 
-// kill stops the process and anything left in its process group.
-func (p *process) kill() {
-	pid := 0
-	if rc := p.client.ReattachConfig(); rc != nil {
-		pid = rc.Pid
-	}
-	p.client.Kill()
-	if pid > 0 {
-		// The group may already be gone; ESRCH is the common answer.
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-	}
+// kill stops the process gracefully, then anything left in its process
+// group. It returns within exitGrace plus releaseGrace.
+func (p *process) kill() { p.stop(true) }
+
+// stop ends the process and its group. A graceful stop lets go-plugin ask
+// the process to exit first; otherwise the group is killed at once.
+func (p *process) stop(graceful bool) {
+	p.killOnce.Do(func() {
+		stopped := make(chan struct{})
+		if graceful {
+			go func() {
+				p.client.Kill()
+				close(stopped)
+			}()
+			var leaderExited <-chan struct{}
+			if p.group != nil {
+				leaderExited = p.group.LeaderExited()
+			}
+			grace := time.NewTimer(exitGrace)
+			// go-plugin's Kill returns only once the process's output has
+			// closed, which a child holding it puts off: the leader's exit
+			// is what ends the wait.
+			select {
+			case <-stopped:
+			case <-leaderExited:
+			case <-grace.C:
+			}
+			grace.Stop()
+		}
+		if p.group != nil {
+			if err := p.group.Kill(); err != nil {
+				p.logger.Warn("could not kill the process group", "error", err)
+			}
+		}
+		p.cancel()
+		if !graceful {
+			go func() {
+				p.client.Kill()
+				close(stopped)
+			}()
+		}
+		release := time.NewTimer(releaseGrace)
+		select {
+		case <-stopped:
+		case <-release.C:
+			p.logger.Warn("a process that left its process group still holds the plugin's output; the host stops waiting for it")
+		}
+		release.Stop()
+		if p.group != nil {
+			p.group.Release()
+		}
+	})
 }
 
 // Exited reports whether the process has exited.

@@ -11,6 +11,8 @@ import (
 // Process is one process as /proc shows it.
 type Process struct {
 	PID, PPID int
+	// PGID is the process group the process belongs to.
+	PGID int
 	// State is the one-letter state ("R", "S", "Z" for a zombie, ...).
 	State string
 	// Command is the command line, arguments separated by spaces.
@@ -31,20 +33,21 @@ func Processes() []Process {
 		if err != nil {
 			continue
 		}
-		// The fields after the parenthesised command: state, ppid, ...
+		// The fields after the parenthesised command: state, ppid, pgrp, ...
 		s := string(stat)
 		i := strings.LastIndexByte(s, ')')
 		if i < 0 {
 			continue
 		}
 		fields := strings.Fields(s[i+1:])
-		if len(fields) < 2 {
+		if len(fields) < 3 {
 			continue
 		}
 		ppid, _ := strconv.Atoi(fields[1])
+		pgid, _ := strconv.Atoi(fields[2])
 		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		cmd = bytes.ReplaceAll(bytes.TrimRight(cmd, "\x00"), []byte{0}, []byte{' '})
-		out = append(out, Process{PID: pid, PPID: ppid, State: fields[0], Command: string(cmd)})
+		out = append(out, Process{PID: pid, PPID: ppid, PGID: pgid, State: fields[0], Command: string(cmd)})
 	}
 	return out
 }
@@ -60,6 +63,19 @@ func Descendants(pid int) []Process {
 		for _, c := range children[queue[0]] {
 			out = append(out, c)
 			queue = append(queue, c.PID)
+		}
+	}
+	return out
+}
+
+// Group returns the live processes of process group pgid. Zombies are
+// left out: they have exited and only wait for a reaper, which in a
+// container may never come.
+func Group(pgid int) []Process {
+	var out []Process
+	for _, p := range Processes() {
+		if p.PGID == pgid && p.State != "Z" {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -12,11 +12,18 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/wophost/wophost/internal/procgroup"
 )
+
+// releaseGrace is how long, once a server's process group has been
+// killed, the transport waits for the server's output to end. Only a
+// descendant that left the group can still hold it open; the transport
+// then closes its own end so that the reader, and every wait on it, ends.
+const releaseGrace = 500 * time.Millisecond
 
 // StdioOptions says how to start a stdio server.
 type StdioOptions struct {
@@ -43,11 +50,15 @@ type stdioTransport struct {
 	closed bool
 }
 
-// process is one running server.
+// process is one running server, the leader of a process group of its
+// own.
 type process struct {
-	gen     int
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
+	gen   int
+	cmd   *exec.Cmd
+	group *procgroup.Group
+	stdin io.WriteCloser
+	// output are the transport's ends of the server's stdout and stderr.
+	output  []io.Closer
 	writeMu sync.Mutex
 
 	mu      sync.Mutex
@@ -91,8 +102,8 @@ func (t *stdioTransport) start(gen int) (*process, error) {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	// Its own process group, so that Shutdown also ends whatever the
-	// server spawned.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// server spawned, and so does the server's own exit.
+	launch := procgroup.Prepare(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", t.opts.Command[0], err)
@@ -108,11 +119,26 @@ func (t *stdioTransport) start(gen int) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", t.opts.Command[0], err)
 	}
-	p := &process{gen: gen, cmd: cmd, stdin: stdin, pending: map[string]chan *message{}, done: make(chan struct{})}
+	p := &process{
+		gen: gen, cmd: cmd, group: launch.Started(), stdin: stdin, output: []io.Closer{stdout, stderr},
+		pending: map[string]chan *message{}, done: make(chan struct{}),
+	}
 	t.logger.Debug("server process started", "pid", cmd.Process.Pid, "generation", gen)
 	go t.logStderr(stderr)
 	go t.read(p, stdout)
+	go t.watchLeader(p)
 	return p, nil
+}
+
+// watchLeader ends p when the server process exits, even while something
+// it spawned still holds its output: by then the rest of its group has
+// been killed, and the reader sees the end of the stream.
+func (t *stdioTransport) watchLeader(p *process) {
+	select {
+	case <-p.group.LeaderExited():
+		t.stop(p)
+	case <-p.done:
+	}
 }
 
 // logStderr forwards the server's log lines; stderr is never a signal.
@@ -176,20 +202,37 @@ func (t *stdioTransport) fail(p *process, cause error) {
 		p.err = cause
 	}
 	p.mu.Unlock()
-	killGroup(p.cmd)
+	p.kill()
 	_ = p.stdin.Close()
 	err := p.cmd.Wait()
+	p.group.Release()
 	t.logger.Debug("server process ended", "generation", p.gen, "cause", cause, "exit", err)
 	close(p.done)
 }
 
-// killGroup kills the server's process group.
-func killGroup(cmd *exec.Cmd) {
-	if cmd.Process == nil {
+// kill kills the server's process group.
+func (p *process) kill() {
+	_ = p.group.Kill()
+	_ = p.cmd.Process.Kill()
+}
+
+// stop kills p's process group and returns once p is gone. A descendant
+// that left the group keeps the output open; after releaseGrace the
+// transport closes its end instead of waiting for that process.
+func (t *stdioTransport) stop(p *process) {
+	p.kill()
+	grace := time.NewTimer(releaseGrace)
+	defer grace.Stop()
+	select {
+	case <-p.done:
 		return
+	case <-grace.C:
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	_ = cmd.Process.Kill()
+	t.logger.Warn("a process that left the server's process group holds its output; closing the client's end", "generation", p.gen)
+	for _, c := range p.output {
+		_ = c.Close()
+	}
+	<-p.done
 }
 
 // readLine reads one newline-terminated message of at most max bytes.
@@ -310,8 +353,7 @@ func (t *stdioTransport) restart() {
 	if p == nil {
 		return
 	}
-	killGroup(p.cmd)
-	<-p.done
+	t.stop(p)
 }
 
 // close stops the server: stdin closed first so a well-behaved server can
@@ -328,7 +370,6 @@ func (t *stdioTransport) close() {
 	select {
 	case <-p.done:
 	case <-time.After(2 * time.Second):
-		killGroup(p.cmd)
-		<-p.done
+		t.stop(p)
 	}
 }
