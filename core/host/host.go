@@ -53,6 +53,10 @@ type Host struct {
 	// done is closed when Close begins, to cut restart backoffs short.
 	done     chan struct{}
 	watchers sync.WaitGroup
+
+	// state is the state directory's health, idempotency store and
+	// retention (state.go).
+	state *state
 }
 
 // New returns a host for cfg. files is the loader that parsed cfg; it
@@ -96,6 +100,7 @@ func New(cfg *config.Config, files *config.Loader, logger hclog.Logger, version 
 	h.prompts = dispatch.NewPromptPolicy(h.promptLockMap)
 	h.router.SetPolicy(wop.FamilyPromptLibrary, h.prompts)
 	h.setUpAgents()
+	h.state = newState(h)
 	return h
 }
 
@@ -125,6 +130,7 @@ func (r *Report) Fatal() bool { return r.Config.HasErrors() }
 // all have reached ready or failed.
 func (h *Host) Start(ctx context.Context) *Report {
 	rep := &Report{}
+	h.state.start()
 	packs, launched := h.launchPacks(ctx)
 	h.startCapabilities(ctx, rep)
 	if rep.Fatal() {
@@ -172,6 +178,7 @@ func (h *Host) Close() {
 	}
 	wg.Wait()
 	h.watchers.Wait()
+	h.state.close()
 	// After the processes: their spans reach the collector on their own.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -29,10 +29,15 @@ func (e *NotReadyError) Error() string {
 
 // Ready reports whether the host can serve what the operator marked
 // required: nil when every capability block with required = true is
-// ready, ErrClosing once Close has begun, a *NotReadyError otherwise.
+// ready and the state directory takes writes, ErrClosing once Close has
+// begun, a *StorageError while the state directory cannot take writes,
+// a *NotReadyError otherwise.
 func (h *Host) Ready() error {
 	if h.isClosing() {
 		return ErrClosing
+	}
+	if err := h.state.health.check(); err != nil {
+		return err
 	}
 	states := map[string]registry.State{}
 	for _, r := range h.reg.Records() {
