@@ -17,21 +17,28 @@ import (
 // deadline, so that a claim is only taken over from a host that is gone.
 const leaseGrace = time.Minute
 
-// runKeyed runs a node under an idempotency key (OpenWOP's Layer 1): a
-// repeat of the same request gets the recorded final outcome without
-// running the node, a different request under the key is
+// runKeyed runs a node under an idempotency key; see state.runKeyed.
+func (h *Host) runKeyed(ctx context.Context, typeID string, input json.RawMessage, opts RunOptions) (*RunResult, error) {
+	return h.state.runKeyed(ctx, typeID, input, opts, h.runBound(ctx, opts), func() (*RunResult, error) {
+		return h.run(ctx, typeID, input, opts)
+	})
+}
+
+// runKeyed runs a node through run under an idempotency key (OpenWOP's
+// Layer 1): a repeat of the same request gets the recorded final outcome
+// without running the node, a different request under the key is
 // idempotency_key_mismatch, a repeat while the first still runs is
 // idempotency_in_flight (retryable), and of two concurrent requests
 // exactly one runs. Only final outcomes are kept (idempotency.Final); a
-// retryable outcome releases the key, so that its repeat runs.
-func (h *Host) runKeyed(ctx context.Context, typeID string, input json.RawMessage, opts RunOptions) (*RunResult, error) {
+// retryable outcome releases the key, so that its repeat runs. bound is
+// how long the run may take, for the lease of its claim.
+func (s *state) runKeyed(ctx context.Context, typeID string, input json.RawMessage, opts RunOptions, bound time.Duration, run func() (*RunResult, error)) (*RunResult, error) {
 	if err := idempotency.CheckKey(opts.IdempotencyKey); err != nil {
 		return nil, err
 	}
 	if opts.Replay != nil {
 		return nil, wop.Errorf(idempotency.CodeKeyInvalid, "a replay of a run record cannot carry an idempotency key: it runs the recorded node again on purpose")
 	}
-	s := h.state
 	id := idempotency.ID(opts.IdempotencyScope, opts.IdempotencyKey)
 	digest := idempotency.RequestDigest(typeID, input)
 	ttl := s.retention.IdempotencyKeys
@@ -50,13 +57,13 @@ func (h *Host) runKeyed(ctx context.Context, typeID string, input json.RawMessag
 			held, err = nil, nil
 		}
 		if err != nil {
-			h.logger.Error("idempotency record unreadable", "error", err)
+			s.logger.Error("idempotency record unreadable", "error", err)
 			return nil, wop.Errorf(wop.CodeUnavailable, "the outcome of this idempotency key cannot be read; the run was refused before it started").WithRetryable(true)
 		}
 	}
 	now := time.Now().UTC()
 	if held != nil && held.Live(now, ttl) {
-		return h.answer(held, digest, typeID)
+		return s.answer(held, digest, typeID)
 	}
 
 	if err := s.writable(); err != nil {
@@ -69,20 +76,20 @@ func (h *Host) runKeyed(ctx context.Context, typeID string, input json.RawMessag
 	}
 	claim := &idempotency.Record{
 		ID: id, State: idempotency.StatePending, Request: digest, TypeID: typeID,
-		Owner: dispatch.NewID("claim"), CreatedAt: now, LeaseUntil: now.Add(h.runBound(ctx, opts) + leaseGrace),
+		Owner: dispatch.NewID("claim"), CreatedAt: now, LeaseUntil: now.Add(bound + leaseGrace),
 	}
 	held, err = store.Claim(ctx, claim, now, ttl)
 	if err != nil {
 		s.writeFailed(StoreIdempotencyKeys, err)
-		h.logger.Error("idempotency claim not written", "error", err)
+		s.logger.Error("idempotency claim not written", "error", err)
 		return nil, refusal(err)
 	}
 	if held != nil {
-		return h.answer(held, digest, typeID)
+		return s.answer(held, digest, typeID)
 	}
 	s.claimed()
-	res, runErr := h.run(ctx, typeID, input, opts)
-	h.settle(claim, res, runErr)
+	res, runErr := run()
+	s.settle(store, claim, res, runErr)
 	return res, runErr
 }
 
@@ -100,7 +107,7 @@ func (h *Host) runBound(ctx context.Context, opts RunOptions) time.Duration {
 }
 
 // answer is the reply to a request whose key a live record holds.
-func (h *Host) answer(rec *idempotency.Record, digest, typeID string) (*RunResult, error) {
+func (s *state) answer(rec *idempotency.Record, digest, typeID string) (*RunResult, error) {
 	if rec.Request != digest {
 		return nil, wop.Errorf(idempotency.CodeKeyMismatch,
 			"this idempotency key was used for a different request (another node or another input); a new request needs a new key")
@@ -109,7 +116,7 @@ func (h *Host) answer(rec *idempotency.Record, digest, typeID string) (*RunResul
 		return nil, wop.Errorf(idempotency.CodeInFlight,
 			"the first request with this idempotency key is still running; repeat the request to get its outcome").WithRetryable(true)
 	}
-	if o := h.state.observer(); o != nil {
+	if o := s.observer(); o != nil {
 		o.IdempotentReplay(typeID)
 	}
 	res := &RunResult{RunID: rec.RunID, Output: rec.Output, RecordPath: rec.RunRecord, Replayed: true}
@@ -122,12 +129,7 @@ func (h *Host) answer(rec *idempotency.Record, digest, typeID string) (*RunResul
 // settle records the final outcome of a keyed run, or releases the key
 // when the outcome is not final. A record that cannot be written is
 // kept in memory and answered from there until it can be.
-func (h *Host) settle(claim *idempotency.Record, res *RunResult, runErr error) {
-	s := h.state
-	store, err := s.idempotencyStore()
-	if err != nil {
-		return // opened before the claim; cannot fail now
-	}
+func (s *state) settle(store idempotency.Store, claim *idempotency.Record, res *RunResult, runErr error) {
 	ctx := context.Background()
 	we := wop.AsError(runErr)
 	status := 0
@@ -139,11 +141,11 @@ func (h *Host) settle(claim *idempotency.Record, res *RunResult, runErr error) {
 		case err == nil:
 			s.released()
 		case errors.Is(err, idempotency.ErrNotOwner):
-			h.logger.Warn("idempotency claim already gone at release")
+			s.logger.Warn("idempotency claim already gone at release")
 		default:
 			// The key stays claimed until its lease ends: repeats get
 			// idempotency_in_flight until then, never a second run at once.
-			h.logger.Error("idempotency claim not released", "error", err)
+			s.logger.Error("idempotency claim not released", "error", err)
 		}
 		return
 	}
@@ -160,9 +162,9 @@ func (h *Host) settle(claim *idempotency.Record, res *RunResult, runErr error) {
 	switch err := store.Complete(ctx, &done); {
 	case err == nil:
 	case errors.Is(err, idempotency.ErrNotOwner):
-		h.logger.Error("idempotency outcome not recorded: the claim's lease ended and another request took the key over", "run_id", done.RunID)
+		s.logger.Error("idempotency outcome not recorded: the claim's lease ended and another request took the key over", "run_id", done.RunID)
 	default:
-		h.logger.Error("idempotency outcome not written; it is answered from memory and written once the state directory takes writes",
+		s.logger.Error("idempotency outcome not written; it is answered from memory and written once the state directory takes writes",
 			"run_id", done.RunID, "error", err)
 		s.writeFailed(StoreIdempotencyKeys, err)
 		s.keep(&done)

@@ -72,21 +72,30 @@ type state struct {
 }
 
 func newState(h *Host) *state {
-	cfg := h.cfg.Host
+	return newStateFor(h.cfg.Host, h.logger.Named("state"),
+		func(id string) bool { _, ok := h.runs.Get(id); return ok },
+		func() StateObserver {
+			o, _ := h.router.Observer().(StateObserver)
+			return o
+		})
+}
+
+// newStateFor returns the state of a host with settings cfg. inFlight
+// reports whether a run is in flight; observer returns the observer to
+// tell, or nil.
+func newStateFor(cfg config.Host, logger hclog.Logger, inFlight func(runID string) bool, observer func() StateObserver) *state {
 	s := &state{
 		dir:            cfg.StateDir,
 		retention:      cfg.Retention,
 		maxRecordBytes: int64(cfg.MaxMessageBytes) + 1<<20,
-		logger:         h.logger.Named("state"),
-		inFlight:       func(id string) bool { _, ok := h.runs.Get(id); return ok },
+		logger:         logger,
+		observer:       observer,
+		inFlight:       inFlight,
 		unsaved:        map[string]*idempotency.Record{},
 	}
-	s.observer = func() StateObserver {
-		o, _ := h.router.Observer().(StateObserver)
-		return o
-	}
+	// One run may write an input and an output of max_message_bytes each.
 	reserve := 2*uint64(cfg.MaxMessageBytes) + storageSlackBytes
-	s.health = newStorageHealth(cfg.StateDir, reserve, s.logger, func(ok bool) {
+	s.health = newStorageHealth(cfg.StateDir, reserve, logger, func(ok bool) {
 		if o := s.observer(); o != nil {
 			o.StateWritable(ok)
 		}
