@@ -115,7 +115,7 @@ func (s *state) writable() error {
 // writeFailed records a failed write to store: it is logged, counted,
 // and refuses runs until the directory takes writes again.
 func (s *state) writeFailed(store string, err error) {
-	s.health.failed(err)
+	s.health.failed(store, err)
 	if o := s.observer(); o != nil {
 		o.StateWriteFailed(store)
 	}

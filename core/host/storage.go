@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
@@ -106,19 +107,38 @@ func (s *storageHealth) check() error {
 	return s.err
 }
 
-// failed records a write under the state directory that failed: runs
-// are refused until a probe shows the directory takes writes again.
-func (s *storageHealth) failed(err error) {
+// failed records a write to store under the state directory that
+// failed: runs are refused until a probe shows the directory takes
+// writes again.
+func (s *storageHealth) failed(store string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.writeErr = err
 	s.checked = s.now()
-	s.set(&StorageError{Dir: s.dir, Reason: "a write failed: " + err.Error()})
+	s.set(&StorageError{Dir: s.dir, Reason: fmt.Sprintf("a write of %s failed: %v", store, cause(err))})
+}
+
+// cause is the system's reason for a failed file operation without the
+// path it names: the reason reaches clients and /readyz, the path only
+// the host's log.
+func cause(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	var se *os.SyscallError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
+	case errors.As(err, &se):
+		return se.Err
+	}
+	return err
 }
 
 func (s *storageHealth) measure(now time.Time) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return &StorageError{Dir: s.dir, Reason: "it cannot be created: " + err.Error()}
+		return &StorageError{Dir: s.dir, Reason: "it cannot be created: " + cause(err).Error()}
 	}
 	if sp, err := s.space(s.dir); err == nil {
 		if sp.avail < s.reserve {
@@ -131,7 +151,7 @@ func (s *storageHealth) measure(now time.Time) error {
 	}
 	if s.writeErr != nil || s.probed.IsZero() || now.Sub(s.probed) >= storageProbeEvery {
 		if err := s.probe(s.dir); err != nil {
-			return &StorageError{Dir: s.dir, Reason: "a test write failed: " + err.Error()}
+			return &StorageError{Dir: s.dir, Reason: "a test write failed: " + cause(err).Error()}
 		}
 		s.probed, s.writeErr = now, nil
 	}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"io/fs"
 	"strings"
 	"sync"
 	"syscall"
@@ -112,8 +113,8 @@ func TestStorageHealthWriteFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.set(10<<20, syscall.EROFS)
-	h.failed(syscall.ENOSPC)
-	if err := h.check(); err == nil || !strings.Contains(err.Error(), "no space left on device") {
+	h.failed(StoreRunRecords, &fs.PathError{Op: "write", Path: "/state/runs/.tmp-run_1.json", Err: syscall.ENOSPC})
+	if err := h.check(); err == nil || err.Error() != "the state directory cannot take writes: a write of run_records failed: no space left on device" {
 		t.Fatalf("after a failed write: %v", err)
 	}
 	d.advance(storageCheckTTL)
