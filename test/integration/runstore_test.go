@@ -479,10 +479,18 @@ func TestServeFullDisk(t *testing.T) {
 	}
 
 	const workers = 6
-	stop := make(chan struct{})
+	// stop ends the load after the op in hand; abort, at a failed test's
+	// end, ends it at once.
+	stop, abort := make(chan struct{}), make(chan struct{})
+	var stopOnce sync.Once
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var ops []*op
+	t.Cleanup(func() {
+		stopOnce.Do(func() { close(stop) })
+		close(abort)
+		wg.Wait()
+	})
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -501,6 +509,11 @@ func TestServeFullDisk(t *testing.T) {
 				// stop: an op is never left half done.
 				deadline := time.Now().Add(time.Minute)
 				for time.Now().Before(deadline) {
+					select {
+					case <-abort:
+						return
+					default:
+					}
 					r, err := tryRemember(d.base, o.kvKey, "value", o.idemKey)
 					if err != nil {
 						// A request the host never answered: counted as a
@@ -539,7 +552,7 @@ func TestServeFullDisk(t *testing.T) {
 	waitFor(t, "/readyz to recover once space returned", func() bool { return readyz().status == 200 })
 	recovered := time.Since(freedAt)
 	time.Sleep(1500 * time.Millisecond)
-	close(stop)
+	stopOnce.Do(func() { close(stop) })
 	wg.Wait()
 
 	// Every op, and what the store holds for it.
