@@ -67,3 +67,19 @@ func TestRetentionBlockDiagnostics(t *testing.T) {
 		})
 	}
 }
+
+// host.hcl.example documents every retention setting with its default.
+func TestExampleConfigRetention(t *testing.T) {
+	cfg, diags := NewLoader().Load("../../host.hcl.example")
+	if diags.HasErrors() {
+		t.Fatalf("host.hcl.example: %s", FormatDiagnostics(diags))
+	}
+	got := cfg.Host.Retention
+	got.DefRange = Retention{}.DefRange
+	if got != DefaultRetention() {
+		t.Fatalf("host.hcl.example's retention %+v differs from the defaults %+v", got, DefaultRetention())
+	}
+	if cfg.Host.Retention.DefRange.Filename == "" {
+		t.Fatal("host.hcl.example has no retention block")
+	}
+}
