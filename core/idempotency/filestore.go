@@ -201,7 +201,8 @@ func (s *FileStore) Release(_ context.Context, id, owner string) error {
 // hold a record that is not live, unless it is a pending claim whose
 // lease is longer than ttl, which is read and kept; each candidate is
 // read again and removed under its lock, so a record written meanwhile
-// is never removed. Temporary files of interrupted writes go too.
+// is never removed. Temporary files of interrupted writes, and records
+// that cannot be read, go too.
 func (s *FileStore) Prune(ctx context.Context, now time.Time, ttl time.Duration) (removed, remaining int, err error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -247,14 +248,20 @@ func (s *FileStore) Prune(ctx context.Context, now time.Time, ttl time.Duration)
 				remaining--
 				return nil
 			}
-			if err != nil || cur.Live(now, ttl) {
-				return err
+			// A record that cannot be read, last written before now-ttl,
+			// can hold nothing a client may still repeat: it goes too,
+			// or it would stay forever. Its error is still reported.
+			if err == nil && cur.Live(now, ttl) {
+				return nil
 			}
-			if err := os.Remove(s.path(c.id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
+			if rerr := os.Remove(s.path(c.id)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				return rerr
 			}
 			removed++
 			remaining--
+			if err != nil {
+				return fmt.Errorf("removed an unreadable record: %w", err)
+			}
 			return nil
 		})
 		if err != nil && first == nil {

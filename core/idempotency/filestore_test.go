@@ -258,7 +258,9 @@ func TestFileStorePrune(t *testing.T) {
 	}
 }
 
-// A record that cannot be read does not stop the pruning of the others.
+// A record that cannot be read does not stop the pruning of the others,
+// and once old it is removed too (and reported), so it cannot stay
+// forever.
 func TestFileStorePruneGoesOnPastABadRecord(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, t.TempDir())
@@ -277,12 +279,15 @@ func TestFileStorePruneGoesOnPastABadRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	removed, _, err := s.Prune(ctx, now, testTTL)
-	if err == nil || removed != 1 {
-		t.Fatalf("Prune = %d removed, %v; want 1 and the bad record's error", removed, err)
+	removed, remaining, err := s.Prune(ctx, now, testTTL)
+	if err == nil || !strings.Contains(err.Error(), "unreadable") || removed != 2 || remaining != 0 {
+		t.Fatalf("Prune = %d removed, %d remaining, %v; want 2, 0 and the bad record's error", removed, remaining, err)
 	}
 	if _, err := s.Get(ctx, c.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the good old record was kept: %v", err)
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Fatalf("the unreadable old record was kept: %v", err)
 	}
 }
 
