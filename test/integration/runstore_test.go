@@ -325,6 +325,36 @@ func countRecords(t *testing.T, dir, prefix string) int {
 	return n
 }
 
+// countPending counts the claims still pending in an idempotency store
+// directory.
+func countPending(t *testing.T, dir string) int {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct {
+			State string `json:"state"`
+		}
+		if err := json.Unmarshal(data, &rec); err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		if rec.State != "done" {
+			n++
+		}
+	}
+	return n
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -594,6 +624,26 @@ func TestServeFullDisk(t *testing.T) {
 			t.Errorf("%s: the store holds version %d, want 1", o.kvKey, v)
 		}
 	}
+	// Every keyed op is answered again from its key, never run again, and
+	// no claim is left pending: outcomes that could not be written while
+	// the disk was full were answered from memory, then written.
+	rereplayed := 0
+	for _, o := range ops {
+		if o.idemKey == "" {
+			continue
+		}
+		r := remember(t, d.base, o.kvKey, "value", o.idemKey)
+		if r.status != 200 || !r.replayed || r.Output.Version != 1 {
+			t.Errorf("%s repeated under its key: %+v; want its recorded outcome", o.kvKey, r)
+			continue
+		}
+		rereplayed++
+	}
+	pendingClaims := -1
+	waitFor(t, "every idempotency outcome written", func() bool {
+		pendingClaims = countPending(t, filepath.Join(disk.access(), "idempotency"))
+		return pendingClaims == 0
+	})
 	metrics := request(t, "GET", d.base+"/metrics", "", nil).body
 	recordsLost := metricValue(metrics, `wophost_state_write_failures_total{store="run_records"}`)
 	keysLost := metricValue(metrics, `wophost_state_write_failures_total{store="idempotency_keys"}`)
@@ -602,10 +652,17 @@ func TestServeFullDisk(t *testing.T) {
 		codes = append(codes, fmt.Sprintf("%s ×%d", c, n))
 	}
 	slices.Sort(codes)
+	keyed := 0
+	for _, o := range ops {
+		if o.idemKey != "" {
+			keyed++
+		}
+	}
 	t.Logf("%d ops (%d with an Idempotency-Key) by %d clients: %d requests, %d answered 200 (%d replayed), failures by code: [%s]",
-		len(ops), (len(ops)+1)/2, workers, requests, ok, replays, strings.Join(codes, ", "))
+		len(ops), keyed, workers, requests, ok, replays, strings.Join(codes, ", "))
 	t.Logf("refused before running: %d; double writes: %d; unfinished ops: %d; writes lost to the full disk: %v run records, %v idempotency records",
 		refusedBeforeRun, doubles, unfinished, recordsLost, keysLost)
+	t.Logf("every keyed op repeated under its key afterwards: %d answered from its record, %d claims left pending", rereplayed, pendingClaims)
 	t.Logf("/readyz turned 503 %v after the disk filled (%q) and 200 %v after it was freed",
 		sawFull.Round(time.Millisecond), notReady.body, recovered.Round(time.Millisecond))
 	if refusedKeyless == 0 {
