@@ -15,6 +15,7 @@ import (
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -109,6 +110,12 @@ func runCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if opts.IdempotencyKey != "" {
+				// Refused before any plugin starts; the host would refuse it too.
+				if err := idempotency.CheckKey(opts.IdempotencyKey); err != nil {
+					return g.printError(err)
+				}
+			}
 			return g.withHost(func(ctx context.Context, h *host.Host) error {
 				res, err := h.Run(ctx, typeID, input, opts)
 				g.printRunRecord(res)
@@ -121,6 +128,8 @@ func runCommand(g *globals) *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().Lookup("idempotency-key").Usage = "run at most once per key: a repeat with the same key, node and input prints the recorded\n" +
+		"outcome without running the node (22-128 characters of A-Z a-z 0-9 . _ ~ -; kept for retention idempotency_keys)"
 	rf.register(cmd)
 	return cmd
 }

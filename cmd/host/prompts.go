@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -516,7 +517,13 @@ func (f *replayFlags) resolve(args []string, c *callFlags, stdin io.Reader) (str
 	if c.input != "" {
 		return "", nil, opts, errors.New("--input cannot be used with --replay: a replay runs the recorded input")
 	}
+	if c.idempotencyKey != "" {
+		return "", nil, opts, errors.New("--idempotency-key cannot be used with --replay: a replay runs the recorded node again on purpose")
+	}
 	rec, err := host.ReadRunRecord(f.record)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil, opts, fmt.Errorf("run record %s does not exist; records older than the host's retention (run_records, max_run_records) are deleted", f.record)
+	}
 	if err != nil {
 		return "", nil, opts, err
 	}
@@ -528,15 +535,38 @@ func (f *replayFlags) resolve(args []string, c *callFlags, stdin io.Reader) (str
 }
 
 // printRunRecord names the run record on stderr, so stdout stays the
-// node's output: "run record: PATH", or a JSON object with --json.
+// node's output: "run record: PATH", or a JSON object with --json. An
+// outcome repeated from an idempotency key says so and names the record
+// of the run that produced it; a record that could not be written says
+// why.
 func (g *globals) printRunRecord(res *host.RunResult) {
-	if res == nil || res.RecordPath == "" {
+	if res == nil || (res.RecordPath == "" && res.RecordError == "" && !res.Replayed) {
 		return
 	}
 	if g.json {
-		b, _ := json.Marshal(map[string]string{"runId": res.RunID, "runRecord": res.RecordPath})
+		line := map[string]any{"runId": res.RunID}
+		if res.RecordPath != "" {
+			line["runRecord"] = res.RecordPath
+		}
+		if res.RecordError != "" {
+			line["runRecordError"] = res.RecordError
+		}
+		if res.Replayed {
+			line["idempotentReplay"] = true
+		}
+		b, _ := json.Marshal(line)
 		fmt.Fprintln(g.stderr, string(b))
 		return
 	}
-	fmt.Fprintf(g.stderr, "run record: %s\n", res.RecordPath)
+	switch {
+	case res.Replayed:
+		fmt.Fprintf(g.stderr, "idempotent replay: the recorded outcome of run %s; the node did not run again\n", res.RunID)
+		if res.RecordPath != "" {
+			fmt.Fprintf(g.stderr, "run record: %s\n", res.RecordPath)
+		}
+	case res.RecordError != "":
+		fmt.Fprintf(g.stderr, "run record: not written (%s); the run's outcome stands\n", res.RecordError)
+	default:
+		fmt.Fprintf(g.stderr, "run record: %s\n", res.RecordPath)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -166,18 +167,60 @@ func etagMatches(header, etag string) bool {
 
 // executeRequest is the body of POST /v1/nodes/{typeId}:execute.
 type executeRequest struct {
-	Input          json.RawMessage `json:"input"`
-	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
-	TimeoutMs      int64           `json:"timeoutMs,omitempty"`
+	Input json.RawMessage `json:"input"`
+	// IdempotencyKey is the body's spelling of the Idempotency-Key
+	// header; either may be given, both only with the same value.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	TimeoutMs      int64  `json:"timeoutMs,omitempty"`
 }
 
 // executeResponse is its answer on success.
 type executeResponse struct {
 	Output json.RawMessage `json:"output"`
 	RunID  string          `json:"runId"`
+	// IdempotentReplay is set when the answer is the recorded outcome of
+	// the request's idempotency key and the node did not run again.
+	IdempotentReplay bool `json:"idempotentReplay,omitempty"`
 }
 
 const executeSuffix = ":execute"
+
+// Header names of the idempotency rules.
+const (
+	// HeaderIdempotencyKey carries a request's idempotency key.
+	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderIdempotentReplay is "true" on an answer that repeats the
+	// recorded outcome of the request's idempotency key.
+	HeaderIdempotentReplay = "OpenWOP-Idempotent-Replay"
+)
+
+// idempotencyKey returns the request's key from the Idempotency-Key
+// header and the body's idempotencyKey, which may each be absent but
+// must agree when both are given.
+func idempotencyKey(r *http.Request, body string) (string, error) {
+	values := r.Header.Values(HeaderIdempotencyKey)
+	switch {
+	case len(values) > 1:
+		return "", wop.Errorf(idempotency.CodeKeyInvalid, "more than one %s header", HeaderIdempotencyKey)
+	case len(values) == 0:
+		return body, nil
+	case values[0] == "":
+		return "", wop.Errorf(idempotency.CodeKeyInvalid, "the %s header is empty", HeaderIdempotencyKey)
+	case body != "" && body != values[0]:
+		return "", wop.Errorf(idempotency.CodeKeyInvalid, "the %s header and the body's idempotencyKey differ; give one, or both with the same value", HeaderIdempotencyKey)
+	}
+	return values[0], nil
+}
+
+// credential returns the bearer token the request authenticated with,
+// or "" when the API has no tokens.
+func (s *Server) credential(r *http.Request) string {
+	if len(s.tokenSums) == 0 {
+		return ""
+	}
+	_, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	return strings.TrimSpace(token)
+}
 
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
@@ -198,29 +241,52 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, wop.Errorf(wop.CodeValidation, `field "timeoutMs": must not be negative`))
 		return
 	}
+	key, err := idempotencyKey(r, req.IdempotencyKey)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
 	b, release := s.current.Acquire()
 	defer release()
 	if b == nil {
-		writeError(w, http.StatusServiceUnavailable, wop.Errorf(wop.CodeUnavailable, "no host is running"))
+		writeError(w, http.StatusServiceUnavailable, wop.Errorf(wop.CodeUnavailable, "no host is running").WithRetryable(true))
 		return
 	}
+	ctx := r.Context()
+	if key != "" {
+		// A keyed run goes on to its outcome when the client goes away:
+		// the client's retry then gets that outcome instead of cutting
+		// a second run short, and no run is cut between its effect and
+		// its record. Its own deadline still bounds it.
+		ctx = context.WithoutCancel(ctx)
+	}
 	start := time.Now()
-	res, err := b.Run(r.Context(), typeID, req.Input, host.RunOptions{
-		Timeout:        time.Duration(req.TimeoutMs) * time.Millisecond,
-		IdempotencyKey: req.IdempotencyKey,
-		Traceparent:    r.Header.Get("traceparent"),
-		Record:         true,
+	res, err := b.Run(ctx, typeID, req.Input, host.RunOptions{
+		Timeout:          time.Duration(req.TimeoutMs) * time.Millisecond,
+		IdempotencyKey:   key,
+		IdempotencyScope: idempotency.Scope(s.credential(r)),
+		Traceparent:      r.Header.Get("traceparent"),
+		Record:           true,
 	})
 	if s.opts.OnRun != nil {
 		s.opts.OnRun(typeID, time.Since(start), err)
 	}
+	replayed := res != nil && res.Replayed
+	if replayed {
+		// Set as spelled: Header.Set would send "Openwop-Idempotent-Replay".
+		w.Header()[HeaderIdempotentReplay] = []string{"true"}
+	}
 	if err != nil {
 		e := asEnvelope(err)
-		s.opts.Logger.Debug("node execution failed", "type_id", typeID, "code", e.Code, "error", e.Message)
-		writeError(w, StatusOf(e), e)
+		s.opts.Logger.Debug("node execution failed", "type_id", typeID, "code", e.Code, "error", e.Message, "replayed", replayed)
+		status := StatusOf(e)
+		if e.Retryable && (status == http.StatusServiceUnavailable || status == http.StatusConflict) {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeError(w, status, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, executeResponse{Output: res.Output, RunID: res.RunID})
+	writeJSON(w, http.StatusOK, executeResponse{Output: res.Output, RunID: res.RunID, IdempotentReplay: replayed})
 }
 
 func (s *Server) plugins(w http.ResponseWriter, _ *http.Request) {

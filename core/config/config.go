@@ -87,6 +87,9 @@ type Host struct {
 	HTTP *HTTP
 	// Tracing configures OpenTelemetry export; nil means tracing is off.
 	Tracing *Tracing
+	// Retention bounds the run records and idempotency records kept
+	// under StateDir; defaults apply without a retention block.
+	Retention Retention
 }
 
 // Capability is one capability block: a plugin and its opaque config.
@@ -166,6 +169,9 @@ type rawHost struct {
 	HTTP            []*rawHTTP     `hcl:"http,block"`
 	Tracing         []*rawTracing  `hcl:"tracing,block"`
 	DefRange        hcl.Range      `hcl:",def_range"`
+
+	// Retention is the retention block (retention.go).
+	Retention []*rawRetention `hcl:"retention,block"`
 }
 
 type rawCapability struct {
@@ -433,6 +439,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		CrashLimit:      DefaultCrashLimit,
 		CrashWindow:     DefaultCrashWindow,
 		RunTimeout:      DefaultRunTimeout,
+		Retention:       DefaultRetention(),
 	}
 	if len(hosts) == 0 {
 		return h, true
@@ -482,6 +489,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	}
 	h.HTTP = d.http(r.HTTP)
 	h.Tracing = d.tracing(r.Tracing)
+	h.Retention = d.retention(r.Retention)
 	return h, pluginDirOK
 }
 

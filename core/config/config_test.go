@@ -152,6 +152,7 @@ pack "community.demo" {
 		CrashLimit:      DefaultCrashLimit,
 		CrashWindow:     DefaultCrashWindow,
 		RunTimeout:      DefaultRunTimeout,
+		Retention:       DefaultRetention(),
 	}
 	if cfg.Host != wantHost {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, wantHost)
@@ -228,6 +229,10 @@ func TestLoadDefaults(t *testing.T) {
 		CrashLimit:      5,
 		CrashWindow:     10 * time.Minute,
 		RunTimeout:      10 * time.Minute,
+		Retention: Retention{
+			RunRecords: 168 * time.Hour, MaxRunRecords: 100000,
+			IdempotencyKeys: 24 * time.Hour, MaxIdempotencyKeys: 100000, Interval: 10 * time.Minute,
+		},
 	}
 	if cfg.Host != want {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, want)

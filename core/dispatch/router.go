@@ -58,6 +58,9 @@ func (r *Router) SetTracer(t trace.Tracer) { r.tracer = t }
 // serves any call.
 func (r *Router) SetObserver(o Observer) { r.observer = o }
 
+// Observer returns the observer SetObserver set, or nil.
+func (r *Router) Observer() Observer { return r.observer }
+
 // SetPolicy wraps every call to family that passes the router's checks
 // with p. Call it before the router serves any call.
 func (r *Router) SetPolicy(family string, p Policy) {

@@ -63,6 +63,9 @@ type Host struct {
 	// them, started again there if the reload is refused.
 	prev    *Host
 	retired []*capability
+	// state is the state directory's health, idempotency store and
+	// retention (state.go).
+	state *state
 }
 
 // New returns a host for cfg. files is the loader that parsed cfg; it
@@ -106,6 +109,7 @@ func New(cfg *config.Config, files *config.Loader, logger hclog.Logger, version 
 	h.prompts = dispatch.NewPromptPolicy(h.promptLockMap)
 	h.router.SetPolicy(wop.FamilyPromptLibrary, h.prompts)
 	h.setUpAgents()
+	h.state = newState(h)
 	return h
 }
 
@@ -135,6 +139,7 @@ func (r *Report) Fatal() bool { return r.Config.HasErrors() }
 // all have reached ready or failed.
 func (h *Host) Start(ctx context.Context) *Report {
 	rep := &Report{}
+	h.state.start()
 	packs, launched := h.launchPacks(ctx)
 	h.startCapabilities(ctx, rep)
 	if rep.Fatal() {
@@ -187,6 +192,7 @@ func (h *Host) Close() {
 	}
 	wg.Wait()
 	h.watchers.Wait()
+	h.state.close()
 	// After the processes: their spans reach the collector on their own.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -44,12 +44,17 @@ func (e *NotReadyError) Error() string {
 }
 
 // Ready reports whether the host can serve what the operator asked for:
-// nil when every capability block with required = true is ready and every
-// pack the host admitted can run nodes (none crashed, restarting or
-// failed), ErrClosing once Close has begun, a *NotReadyError otherwise.
+// nil when every capability block with required = true is ready, the
+// state directory takes writes and every pack the host admitted can run
+// nodes (none crashed, restarting or failed); ErrClosing once Close has
+// begun, a *StorageError while the state directory cannot take writes, a
+// *NotReadyError otherwise.
 func (h *Host) Ready() error {
 	if h.isClosing() {
 		return ErrClosing
+	}
+	if err := h.state.health.check(); err != nil {
+		return err
 	}
 	states := map[string]registry.State{}
 	for _, r := range h.reg.Records() {

@@ -16,10 +16,18 @@ import (
 
 // RunOptions are the optional settings of one node run.
 type RunOptions struct {
-	// Timeout bounds the run; zero means the caller's context alone.
-	Timeout        time.Duration
+	// Timeout bounds the run; zero means the host's run_timeout.
+	Timeout time.Duration
+	// IdempotencyKey, when set, makes the run idempotent (runKeyed): a
+	// repeat of the same request under the key gets the recorded outcome
+	// instead of a second run. It must match the key grammar. It also
+	// travels in the call context of every call the run makes.
 	IdempotencyKey string
-	Traceparent    string
+	// IdempotencyScope is whom the key belongs to: keys of different
+	// scopes never meet. The API derives it from the caller's credential
+	// (idempotency.Scope); the operator's CLI uses the empty scope.
+	IdempotencyScope string
+	Traceparent      string
 	// Record writes a run record to state_dir/runs/<runId>.json once the
 	// node has run (RunRecord), whatever its outcome.
 	Record bool
@@ -36,8 +44,16 @@ type RunResult struct {
 	Output json.RawMessage
 	// Prompts are the prompts the run resolved, each reference once.
 	Prompts []dispatch.ResolvedPrompt
-	// RecordPath is the run record's path when RunOptions.Record was set.
+	// RecordPath is the run record's path when RunOptions.Record was set
+	// and the record was written.
 	RecordPath string
+	// RecordError says why the run record was not written, when it was
+	// asked for and could not be: the run's outcome stands, since the
+	// node has run and its effects happened.
+	RecordError string
+	// Replayed is set when the outcome is the recorded outcome of the
+	// request's idempotency key, answered without running the node.
+	Replayed bool
 }
 
 // Run executes the node typeID with input. Every check that can refuse the
@@ -48,7 +64,13 @@ func (h *Host) Run(ctx context.Context, typeID string, input json.RawMessage, op
 	// travels in the run's call context to the pack and every plugin.
 	ctx, span, traceparent := tracing.Start(ctx, h.tracer, opts.Traceparent, "run "+typeID, trace.SpanKindServer)
 	opts.Traceparent = traceparent
-	res, err := h.run(ctx, typeID, input, opts)
+	var res *RunResult
+	var err error
+	if opts.IdempotencyKey != "" {
+		res, err = h.runKeyed(ctx, typeID, input, opts)
+	} else {
+		res, err = h.run(ctx, typeID, input, opts)
+	}
 	tracing.End(span, err, wop.CodeOf(err))
 	return res, err
 }
@@ -76,6 +98,14 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	node, _ := p.manifest.Node(typeID)
 	if err := node.ValidateInput(input); err != nil {
 		return nil, err
+	}
+	// A run that leaves a record is refused while the state directory
+	// cannot take it: refused now, before the node acts, rather than
+	// after, with effects that no record accounts for.
+	if opts.Record {
+		if err := h.state.writable(); err != nil {
+			return nil, err
+		}
 	}
 	// A run without a deadline of its own gets the host's run_timeout, so
 	// no node can hold its pack and plugins forever.

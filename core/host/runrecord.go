@@ -105,9 +105,12 @@ func writeRunRecord(dir string, rec *RunRecord) (path string, err error) {
 }
 
 // record finishes a run's record and writes it when opts ask for one. It
-// returns runErr, or a loud error when the run succeeded but its record
-// could not be written (a run that cannot be replayed must not pass
-// silently).
+// returns runErr unchanged: when the record cannot be written the node
+// has run all the same, and a failure answered for a run whose effects
+// happened would invite a retry that repeats them. The lost record is
+// logged, counted (StateObserver.StateWriteFailed), named in
+// res.RecordError, and makes the host refuse new runs until the state
+// directory takes writes again.
 func (h *Host) record(rec *RunRecord, trace *dispatch.PromptTrace, opts RunOptions, res *RunResult, runErr error) error {
 	res.Prompts = trace.Resolved()
 	if !opts.Record {
@@ -121,10 +124,10 @@ func (h *Host) record(rec *RunRecord, trace *dispatch.PromptTrace, opts RunOptio
 	}
 	path, err := writeRunRecord(filepath.Join(h.cfg.Host.StateDir, RunsDir), rec)
 	if err != nil {
-		h.logger.Error("run record not written", "run_id", rec.RunID, "error", err)
-		if runErr == nil {
-			return wop.Errorf(wop.CodeInternal, "node %s ran, but its run record could not be written: %v", rec.TypeID, err)
-		}
+		h.logger.Error("run record not written; the run's outcome stands", "run_id", rec.RunID, "type_id", rec.TypeID,
+			"outcome", rec.Outcome, "error", err)
+		h.state.writeFailed(StoreRunRecords, err)
+		res.RecordError = err.Error()
 		return runErr
 	}
 	res.RecordPath = path

@@ -23,6 +23,11 @@ type Metrics struct {
 	callsInFlight *prometheus.GaugeVec
 	runs          *prometheus.CounterVec
 	runLatency    *prometheus.HistogramVec
+
+	stateWritable      prometheus.Gauge
+	stateWriteFailures *prometheus.CounterVec
+	replays            *prometheus.CounterVec
+	pruned             *prometheus.CounterVec
 }
 
 // NewMetrics returns the metric set. records is read at every scrape for
@@ -54,7 +59,31 @@ func NewMetrics(records func() []registry.Record) *Metrics {
 			Help:    "Duration of node executions, by type id.",
 			Buckets: latencyBuckets,
 		}, []string{"type_id"}),
+		stateWritable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "wophost_state_writable",
+			Help: "1 while the state directory takes writes, 0 while runs are refused because it does not.",
+		}),
+		stateWriteFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wophost_state_write_failures_total",
+			Help: "Writes under the state directory that failed, by store (run_records, idempotency_keys).",
+		}, []string{"store"}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wophost_idempotent_replays_total",
+			Help: "Node executions answered with the recorded outcome of their idempotency key, by type id.",
+		}, []string{"type_id"}),
+		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wophost_pruned_records_total",
+			Help: "Records removed by retention, by store (run_records, idempotency_keys).",
+		}, []string{"store"}),
 	}
+	// Writable until a host says otherwise; the stores' series exist from
+	// the start, so a rate over them needs no first failure.
+	m.stateWritable.Set(1)
+	for _, store := range []string{"run_records", "idempotency_keys"} {
+		m.stateWriteFailures.WithLabelValues(store)
+		m.pruned.WithLabelValues(store)
+	}
+	m.reg.MustRegister(m.stateWritable, m.stateWriteFailures, m.replays, m.pruned)
 	m.reg.MustRegister(m.calls, m.callLatency, m.callsInFlight, m.runs, m.runLatency,
 		newCapabilityCollector(records),
 		collectors.NewGoCollector(),
@@ -85,6 +114,27 @@ func (m *Metrics) RunFinished(typeID string, d time.Duration, err error) {
 	m.runLatency.WithLabelValues(typeID).Observe(d.Seconds())
 	m.runs.WithLabelValues(typeID, codeLabel(err)).Inc()
 }
+
+// StateWritable records whether the state directory takes writes
+// (host.StateObserver).
+func (m *Metrics) StateWritable(writable bool) {
+	if writable {
+		m.stateWritable.Set(1)
+	} else {
+		m.stateWritable.Set(0)
+	}
+}
+
+// StateWriteFailed counts a failed write to store (host.StateObserver).
+func (m *Metrics) StateWriteFailed(store string) { m.stateWriteFailures.WithLabelValues(store).Inc() }
+
+// IdempotentReplay counts an execution answered from its idempotency
+// key's record (host.StateObserver).
+func (m *Metrics) IdempotentReplay(typeID string) { m.replays.WithLabelValues(typeID).Inc() }
+
+// Pruned counts records of store removed by retention
+// (host.StateObserver).
+func (m *Metrics) Pruned(store string, n int) { m.pruned.WithLabelValues(store).Add(float64(n)) }
 
 func codeLabel(err error) string {
 	if err == nil {

@@ -54,8 +54,16 @@ var servingLine = regexp.MustCompile(`serving: address=(\S+)`)
 // startServe starts `host serve` and waits until it listens.
 func startServe(t *testing.T, cfg string, env ...string) *daemon {
 	t.Helper()
-	d := &daemon{cmd: exec.Command(bin.host, "--config", cfg, "serve"), done: make(chan struct{})}
-	d.cmd.Env = append(os.Environ(), env...)
+	cmd := exec.Command(bin.host, "--config", cfg, "serve")
+	cmd.Env = append(os.Environ(), env...)
+	return startServeCommand(t, cmd)
+}
+
+// startServeCommand starts cmd, which runs `host serve` (possibly through
+// a wrapper that execs it), and waits until it listens.
+func startServeCommand(t *testing.T, cmd *exec.Cmd) *daemon {
+	t.Helper()
+	d := &daemon{cmd: cmd, done: make(chan struct{})}
 	pipe, err := d.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

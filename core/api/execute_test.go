@@ -1,0 +1,229 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/idempotency"
+	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// fakeBackend answers every run with res and err and remembers what it
+// was asked.
+type fakeBackend struct {
+	reg      *registry.Registry
+	res      *host.RunResult
+	err      error
+	ready    error
+	mu       sync.Mutex
+	calls    int
+	opts     host.RunOptions
+	ctxDone  bool // whether the run's context could be cancelled
+	gotInput string
+}
+
+func newFake() *fakeBackend {
+	return &fakeBackend{reg: registry.New(registry.Implementation{Name: "test"})}
+}
+
+func (f *fakeBackend) Registry() *registry.Registry { return f.reg }
+func (f *fakeBackend) Packs() []host.PackInfo       { return nil }
+func (f *fakeBackend) Ready() error                 { return f.ready }
+func (f *fakeBackend) Run(ctx context.Context, _ string, input json.RawMessage, opts host.RunOptions) (*host.RunResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	f.opts = opts
+	f.ctxDone = ctx.Done() != nil
+	f.gotInput = string(input)
+	return f.res, f.err
+}
+
+const key22 = "key-0123456789abcdefghij"
+
+func execute(t *testing.T, s *Server, body string, header map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	// A server's request context ends when the client goes away.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, "POST", "/v1/nodes/kvdemo.remember:execute", strings.NewReader(body))
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	return w
+}
+
+func envelope(t *testing.T, w *httptest.ResponseRecorder) *wop.Error {
+	t.Helper()
+	var e wop.Error
+	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Code == "" {
+		t.Fatalf("%d %s: not an error envelope", w.Code, w.Body)
+	}
+	return &e
+}
+
+func TestExecuteIdempotencyKeySources(t *testing.T) {
+	f := newFake()
+	f.res = &host.RunResult{RunID: "run_1", Output: json.RawMessage(`{}`)}
+	s := New(NewCurrent(f), Options{})
+	for _, tc := range []struct {
+		name, body, header, want string
+	}{
+		{"header", `{"input":{}}`, key22, key22},
+		{"body", `{"input":{},"idempotencyKey":"` + key22 + `"}`, "", key22},
+		{"both, equal", `{"input":{},"idempotencyKey":"` + key22 + `"}`, key22, key22},
+		{"none", `{"input":{}}`, "", ""},
+	} {
+		h := map[string]string{}
+		if tc.header != "" {
+			h[HeaderIdempotencyKey] = tc.header
+		}
+		w := execute(t, s, tc.body, h)
+		if w.Code != 200 || f.opts.IdempotencyKey != tc.want || !f.opts.Record {
+			t.Errorf("%s: %d %s, key %q; want 200 and key %q", tc.name, w.Code, w.Body, f.opts.IdempotencyKey, tc.want)
+		}
+		// A keyed run is not cut short when the client goes away.
+		if want := tc.want == ""; f.ctxDone != want {
+			t.Errorf("%s: cancellable run context = %v, want %v", tc.name, f.ctxDone, want)
+		}
+	}
+}
+
+func TestExecuteIdempotencyKeyConflicts(t *testing.T) {
+	f := newFake()
+	f.res = &host.RunResult{RunID: "run_1", Output: json.RawMessage(`{}`)}
+	s := New(NewCurrent(f), Options{})
+	calls := f.calls
+	w := execute(t, s, `{"input":{},"idempotencyKey":"`+key22+`"}`, map[string]string{HeaderIdempotencyKey: "other-key-0123456789abcdef"})
+	if e := envelope(t, w); w.Code != 400 || e.Code != idempotency.CodeKeyInvalid || !strings.Contains(e.Message, "differ") {
+		t.Fatalf("header and body differ: %d %+v", w.Code, e)
+	}
+	req := httptest.NewRequest("POST", "/v1/nodes/kvdemo.remember:execute", strings.NewReader(`{"input":{}}`))
+	req.Header.Add(HeaderIdempotencyKey, key22)
+	req.Header.Add(HeaderIdempotencyKey, key22)
+	w = httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	if e := envelope(t, w); w.Code != 400 || e.Code != idempotency.CodeKeyInvalid {
+		t.Fatalf("two headers: %d %+v", w.Code, e)
+	}
+	req = httptest.NewRequest("POST", "/v1/nodes/kvdemo.remember:execute", strings.NewReader(`{"input":{}}`))
+	req.Header[HeaderIdempotencyKey] = []string{""}
+	w = httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	if e := envelope(t, w); w.Code != 400 || e.Code != idempotency.CodeKeyInvalid {
+		t.Fatalf("empty header: %d %+v", w.Code, e)
+	}
+	if f.calls != calls {
+		t.Fatal("a request with conflicting keys reached the host")
+	}
+}
+
+// The key's scope comes from the credential, never the body: two tokens
+// are two scopes, and no token is none.
+func TestExecuteIdempotencyScope(t *testing.T) {
+	f := newFake()
+	f.res = &host.RunResult{RunID: "run_1", Output: json.RawMessage(`{}`)}
+	s := New(NewCurrent(f), Options{Tokens: []string{"tok-a", "tok-b"}})
+	scopes := map[string]string{}
+	for _, tok := range []string{"tok-a", "tok-b"} {
+		w := execute(t, s, `{"input":{}}`, map[string]string{"Authorization": "Bearer " + tok, HeaderIdempotencyKey: key22})
+		if w.Code != 200 {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+		scopes[tok] = f.opts.IdempotencyScope
+	}
+	if scopes["tok-a"] == scopes["tok-b"] || scopes["tok-a"] != idempotency.Scope("tok-a") || strings.Contains(scopes["tok-a"], "tok") {
+		t.Fatalf("scopes %v", scopes)
+	}
+	open := New(NewCurrent(f), Options{})
+	if w := execute(t, open, `{"input":{}}`, map[string]string{HeaderIdempotencyKey: key22}); w.Code != 200 || f.opts.IdempotencyScope != "" {
+		t.Fatalf("no tokens: %d scope %q", w.Code, f.opts.IdempotencyScope)
+	}
+}
+
+func TestExecuteMarksReplays(t *testing.T) {
+	f := newFake()
+	s := New(NewCurrent(f), Options{})
+
+	f.res = &host.RunResult{RunID: "run_1", Output: json.RawMessage(`{"version":1}`), Replayed: true}
+	w := execute(t, s, `{"input":{}}`, map[string]string{HeaderIdempotencyKey: key22})
+	var body map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != 200 || body["idempotentReplay"] != true || body["runId"] != "run_1" {
+		t.Fatalf("replayed success: %d %s", w.Code, w.Body)
+	}
+	if got := w.Header()[HeaderIdempotentReplay]; len(got) != 1 || got[0] != "true" {
+		t.Fatalf("replay header = %v (headers %v)", got, w.Header())
+	}
+
+	f.res = &host.RunResult{RunID: "run_1", Output: json.RawMessage(`{"version":1}`)}
+	w = execute(t, s, `{"input":{}}`, map[string]string{HeaderIdempotencyKey: key22})
+	if strings.Contains(w.Body.String(), "idempotentReplay") || w.Header().Get(HeaderIdempotentReplay) != "" {
+		t.Fatalf("a first run marked as a replay: %v %s", w.Header(), w.Body)
+	}
+
+	f.res, f.err = &host.RunResult{RunID: "run_2", Replayed: true}, wop.Errorf("acme.kv.key_not_found", "gone")
+	w = execute(t, s, `{"input":{}}`, map[string]string{HeaderIdempotencyKey: key22})
+	if e := envelope(t, w); w.Code != 404 || e.Code != "acme.kv.key_not_found" || w.Header()[HeaderIdempotentReplay] == nil {
+		t.Fatalf("replayed failure: %d %v %s", w.Code, w.Header(), w.Body)
+	}
+}
+
+func TestExecuteIdempotencyStatuses(t *testing.T) {
+	f := newFake()
+	s := New(NewCurrent(f), Options{})
+	for _, tc := range []struct {
+		err        *wop.Error
+		status     int
+		retryAfter bool
+	}{
+		{wop.Errorf(idempotency.CodeKeyMismatch, "x"), 409, false},
+		{wop.Errorf(idempotency.CodeInFlight, "x").WithRetryable(true), 409, true},
+		{wop.Errorf(idempotency.CodeKeyInvalid, "x"), 400, false},
+		{wop.Errorf(wop.CodeUnavailable, "state directory full").WithRetryable(true), 503, true},
+		{wop.Errorf(wop.CodeInternal, "x"), 500, false},
+	} {
+		f.res, f.err = nil, tc.err
+		w := execute(t, s, `{"input":{}}`, map[string]string{HeaderIdempotencyKey: key22})
+		if e := envelope(t, w); w.Code != tc.status || e.Code != tc.err.Code || (w.Header().Get("Retry-After") != "") != tc.retryAfter {
+			t.Errorf("%s: %d Retry-After %q; want %d, Retry-After %v", tc.err.Code, w.Code, w.Header().Get("Retry-After"), tc.status, tc.retryAfter)
+		}
+	}
+}
+
+func TestReadyzReportsStorage(t *testing.T) {
+	f := newFake()
+	f.ready = &host.StorageError{Dir: "/var/lib/wophost", Reason: "12 KiB free, below the 32.3 MiB one run may need"}
+	s := New(NewCurrent(f), Options{})
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "state directory cannot take writes: 12 KiB free") {
+		t.Fatalf("readyz: %d %s", w.Code, w.Body)
+	}
+	f.ready = nil
+	w = httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
+	if w.Code != 200 {
+		t.Fatalf("readyz after recovery: %d %s", w.Code, w.Body)
+	}
+}
+
+func TestStatusForIdempotencyCodes(t *testing.T) {
+	for code, want := range map[string]int{
+		idempotency.CodeKeyInvalid:  400,
+		idempotency.CodeKeyMismatch: 409,
+		idempotency.CodeInFlight:    409,
+	} {
+		if got := StatusFor(code); got != want {
+			t.Errorf("StatusFor(%s) = %d, want %d", code, got, want)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/core/httpstatus"
+	"github.com/wophost/wophost/core/idempotency"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// leaseGrace is added to a run's deadline to make the lease of its
+// claim: long enough for the run to record its outcome after its
+// deadline, so that a claim is only taken over from a host that is gone.
+const leaseGrace = time.Minute
+
+// runKeyed runs a node under an idempotency key; see state.runKeyed.
+func (h *Host) runKeyed(ctx context.Context, typeID string, input json.RawMessage, opts RunOptions) (*RunResult, error) {
+	return h.state.runKeyed(ctx, typeID, input, opts, h.runBound(ctx, opts), func() (*RunResult, error) {
+		return h.run(ctx, typeID, input, opts)
+	})
+}
+
+// runKeyed runs a node through run under an idempotency key (OpenWOP's
+// Layer 1): a repeat of the same request gets the recorded final outcome
+// without running the node, a different request under the key is
+// idempotency_key_mismatch, a repeat while the first still runs is
+// idempotency_in_flight (retryable), and of two concurrent requests
+// exactly one runs. Only final outcomes are kept (idempotency.Final); a
+// retryable outcome releases the key, so that its repeat runs. bound is
+// how long the run may take, for the lease of its claim.
+func (s *state) runKeyed(ctx context.Context, typeID string, input json.RawMessage, opts RunOptions, bound time.Duration, run func() (*RunResult, error)) (*RunResult, error) {
+	if err := idempotency.CheckKey(opts.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	if opts.Replay != nil {
+		return nil, wop.Errorf(idempotency.CodeKeyInvalid, "a replay of a run record cannot carry an idempotency key: it runs the recorded node again on purpose")
+	}
+	id := idempotency.ID(opts.IdempotencyScope, opts.IdempotencyKey)
+	digest := idempotency.RequestDigest(typeID, input)
+	ttl := s.retention.IdempotencyKeys
+	store, err := s.idempotencyStore()
+	if err != nil {
+		s.writeFailed(StoreIdempotencyKeys, err)
+		return nil, refusal(err)
+	}
+
+	// What the key already holds is answered without writing anything, so
+	// repeats are answered even while the directory takes no writes.
+	held := s.unsavedRecord(id)
+	if held == nil {
+		held, err = store.Get(ctx, id)
+		if errors.Is(err, idempotency.ErrNotFound) {
+			held, err = nil, nil
+		}
+		if err != nil {
+			s.logger.Error("idempotency record unreadable", "error", err)
+			return nil, wop.Errorf(wop.CodeUnavailable, "the outcome of this idempotency key cannot be read; the run was refused before it started").WithRetryable(true)
+		}
+	}
+	now := time.Now().UTC()
+	if held != nil && held.Live(now, ttl) {
+		return s.answer(held, digest, typeID)
+	}
+
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
+	if n, full := s.keysFull(); full {
+		return nil, wop.Errorf(wop.CodeUnavailable,
+			"the host holds %d idempotency keys (retention max_idempotency_keys); a new key is accepted once older keys expire", n).
+			WithRetryable(true).WithDetails(map[string]string{"storage": StoreIdempotencyKeys})
+	}
+	claim := &idempotency.Record{
+		ID: id, State: idempotency.StatePending, Request: digest, TypeID: typeID,
+		Owner: dispatch.NewID("claim"), CreatedAt: now, LeaseUntil: now.Add(bound + leaseGrace),
+	}
+	held, err = store.Claim(ctx, claim, now, ttl)
+	if err != nil {
+		s.writeFailed(StoreIdempotencyKeys, err)
+		s.logger.Error("idempotency claim not written", "error", err)
+		return nil, refusal(err)
+	}
+	if held != nil {
+		return s.answer(held, digest, typeID)
+	}
+	s.claimed()
+	res, runErr := run()
+	s.settle(store, claim, res, runErr)
+	return res, runErr
+}
+
+// runBound is how long a run with opts may last from now: its timeout,
+// or the host's run_timeout, or the caller's earlier deadline.
+func (h *Host) runBound(ctx context.Context, opts RunOptions) time.Duration {
+	bound := opts.Timeout
+	if bound <= 0 {
+		bound = h.cfg.Host.RunTimeout
+	}
+	if d, ok := ctx.Deadline(); ok && (bound <= 0 || time.Until(d) < bound) {
+		bound = time.Until(d)
+	}
+	return max(bound, 0)
+}
+
+// answer is the reply to a request whose key a live record holds.
+func (s *state) answer(rec *idempotency.Record, digest, typeID string) (*RunResult, error) {
+	if rec.Request != digest {
+		return nil, wop.Errorf(idempotency.CodeKeyMismatch,
+			"this idempotency key was used for a different request (another node or another input); a new request needs a new key")
+	}
+	if rec.State == idempotency.StatePending {
+		return nil, wop.Errorf(idempotency.CodeInFlight,
+			"the first request with this idempotency key is still running; repeat the request to get its outcome").WithRetryable(true)
+	}
+	if o := s.observer(); o != nil {
+		o.IdempotentReplay(typeID)
+	}
+	res := &RunResult{RunID: rec.RunID, Output: rec.Output, RecordPath: rec.RunRecord, Replayed: true}
+	if rec.Error != nil {
+		return res, rec.Error
+	}
+	return res, nil
+}
+
+// settle records the final outcome of a keyed run, or releases the key
+// when the outcome is not final. A record that cannot be written is
+// kept in memory and answered from there until it can be.
+func (s *state) settle(store idempotency.Store, claim *idempotency.Record, res *RunResult, runErr error) {
+	ctx := context.Background()
+	we := wop.AsError(runErr)
+	status := 0
+	if we != nil {
+		status = httpstatus.Of(we)
+	}
+	if !idempotency.Final(status, we) {
+		switch err := store.Release(ctx, claim.ID, claim.Owner); {
+		case err == nil:
+			s.released()
+		case errors.Is(err, idempotency.ErrNotOwner):
+			s.logger.Warn("idempotency claim already gone at release")
+		default:
+			// The key stays claimed until its lease ends: repeats get
+			// idempotency_in_flight until then, never a second run at once.
+			s.logger.Error("idempotency claim not released", "error", err)
+		}
+		return
+	}
+	done := *claim
+	done.State = idempotency.StateDone
+	done.CompletedAt = time.Now().UTC()
+	if res != nil {
+		done.RunID, done.RunRecord = res.RunID, res.RecordPath
+		if runErr == nil {
+			done.Output = res.Output
+		}
+	}
+	done.Error = we
+	switch err := store.Complete(ctx, &done); {
+	case err == nil:
+	case errors.Is(err, idempotency.ErrNotOwner):
+		s.logger.Error("idempotency outcome not recorded: the claim's lease ended and another request took the key over", "run_id", done.RunID)
+	default:
+		s.logger.Error("idempotency outcome not written; it is answered from memory and written once the state directory takes writes",
+			"run_id", done.RunID, "error", err)
+		s.writeFailed(StoreIdempotencyKeys, err)
+		s.keep(&done)
+	}
+}

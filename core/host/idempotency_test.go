@@ -1,0 +1,340 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/idempotency"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// countingObserver counts what the state reports.
+type countingObserver struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (o *countingObserver) add(k string, n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n == nil {
+		o.n = map[string]int{}
+	}
+	o.n[k] += n
+}
+
+func (o *countingObserver) get(k string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n[k]
+}
+
+func (o *countingObserver) snapshot() map[string]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range o.n {
+		out[k] = v
+	}
+	return out
+}
+
+func (o *countingObserver) StateWritable(ok bool)          { o.add(fmt.Sprintf("writable:%v", ok), 1) }
+func (o *countingObserver) StateWriteFailed(store string)  { o.add("failed:"+store, 1) }
+func (o *countingObserver) IdempotentReplay(typeID string) { o.add("replay:"+typeID, 1) }
+func (o *countingObserver) Pruned(store string, n int)     { o.add("pruned:"+store, n) }
+
+// keyedFixture is a host's state over a temporary state_dir and a node
+// that counts its runs.
+type keyedFixture struct {
+	t    *testing.T
+	s    *state
+	obs  *countingObserver
+	runs atomic.Int64
+}
+
+const testKey = "test-key-0123456789abcdef"
+
+func newKeyedFixture(t *testing.T) *keyedFixture {
+	t.Helper()
+	cfg := config.Host{StateDir: t.TempDir(), MaxMessageBytes: 64 << 10, RunTimeout: time.Minute, Retention: config.DefaultRetention()}
+	f := &keyedFixture{t: t, obs: &countingObserver{}}
+	f.s = newStateFor(cfg, hclog.NewNullLogger(), func(string) bool { return false }, func() StateObserver { return f.obs })
+	return f
+}
+
+// run runs typeID with input under key through the idempotency rules; the
+// node answers with outcome (its output, or its error) and counts itself.
+func (f *keyedFixture) run(key, typeID, input string, outcome func(n int64) (*RunResult, error)) (*RunResult, error) {
+	opts := RunOptions{IdempotencyKey: key}
+	return f.s.runKeyed(context.Background(), typeID, json.RawMessage(input), opts, time.Minute, func() (*RunResult, error) {
+		n := f.runs.Add(1)
+		return outcome(n)
+	})
+}
+
+func succeed(n int64) (*RunResult, error) {
+	return &RunResult{RunID: fmt.Sprintf("run_%d", n), Output: json.RawMessage(fmt.Sprintf(`{"version":%d}`, n))}, nil
+}
+
+func fail(err *wop.Error) func(int64) (*RunResult, error) {
+	return func(n int64) (*RunResult, error) { return &RunResult{RunID: fmt.Sprintf("run_%d", n)}, err }
+}
+
+func TestKeyedSameRequestRunsOnce(t *testing.T) {
+	f := newKeyedFixture(t)
+	first, err := f.run(testKey, "kvdemo.remember", `{"key":"k","value":"v"}`, succeed)
+	if err != nil || first.Replayed || string(first.Output) != `{"version":1}` {
+		t.Fatalf("first run = %+v, %v", first, err)
+	}
+	// The same request, its JSON spelled differently.
+	again, err := f.run(testKey, "kvdemo.remember", ` { "value" : "v", "key" : "k" } `, succeed)
+	if err != nil || !again.Replayed || again.RunID != first.RunID || string(again.Output) != `{"version":1}` {
+		t.Fatalf("repeat = %+v, %v; want the recorded outcome of %s", again, err, first.RunID)
+	}
+	if n := f.runs.Load(); n != 1 {
+		t.Fatalf("the node ran %d times, want 1", n)
+	}
+	if f.obs.get("replay:kvdemo.remember") != 1 {
+		t.Fatalf("replays counted: %v", f.obs.snapshot())
+	}
+}
+
+func TestKeyedDifferentRequestIsAMismatch(t *testing.T) {
+	f := newKeyedFixture(t)
+	if _, err := f.run(testKey, "kvdemo.remember", `{"key":"k","value":"v"}`, succeed); err != nil {
+		t.Fatal(err)
+	}
+	for name, call := range map[string][2]string{
+		"another input": {"kvdemo.remember", `{"key":"k","value":"w"}`},
+		"another node":  {"kvdemo.forget", `{"key":"k","value":"v"}`},
+	} {
+		res, err := f.run(testKey, call[0], call[1], succeed)
+		we := wop.AsError(err)
+		if we == nil || we.Code != idempotency.CodeKeyMismatch || we.Retryable || res != nil {
+			t.Errorf("%s: %+v, %v; want idempotency_key_mismatch", name, res, err)
+		}
+	}
+	if n := f.runs.Load(); n != 1 {
+		t.Fatalf("the node ran %d times, want 1", n)
+	}
+}
+
+// Of concurrent requests under one key exactly one runs; the others are
+// told it is in flight (retryable) while it runs, and get its outcome
+// after.
+func TestKeyedConcurrentRequestsRunOnce(t *testing.T) {
+	f := newKeyedFixture(t)
+	const n = 12
+	started, finish := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	errs := make([]error, n)
+	results := make([]*RunResult, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer answered.Add(1)
+			results[i], errs[i] = f.run(testKey, "a.b", `{}`, func(m int64) (*RunResult, error) {
+				close(started)
+				<-finish
+				return succeed(m)
+			})
+		}()
+	}
+	<-started
+	// Wait until every request but the running one has been answered.
+	deadline := time.Now().Add(10 * time.Second)
+	for answered.Load() < n-1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(finish)
+	wg.Wait()
+	ran, inFlight := 0, 0
+	for i := range n {
+		we := wop.AsError(errs[i])
+		switch {
+		case we == nil && results[i] != nil && !results[i].Replayed:
+			ran++
+		case we != nil && we.Code == idempotency.CodeInFlight && we.Retryable:
+			inFlight++
+		default:
+			t.Errorf("request %d: %+v, %v", i, results[i], errs[i])
+		}
+	}
+	if ran != 1 || inFlight != n-1 || f.runs.Load() != 1 {
+		t.Fatalf("%d ran, %d in flight, node ran %d times; want 1, %d, 1", ran, inFlight, f.runs.Load(), n-1)
+	}
+	res, err := f.run(testKey, "a.b", `{}`, succeed)
+	if err != nil || !res.Replayed {
+		t.Fatalf("after the run: %+v, %v; want its outcome", res, err)
+	}
+}
+
+// A retryable or 5xx outcome is not kept: the repeat runs again, and its
+// final outcome is kept from then on.
+func TestKeyedRetryableOutcomesAreNotKept(t *testing.T) {
+	f := newKeyedFixture(t)
+	for _, e := range []*wop.Error{
+		wop.Errorf(wop.CodeUnavailable, "plugin restarting").WithRetryable(true),
+		wop.Errorf(wop.CodeInternal, "panic"),
+		wop.Errorf(wop.CodeDeadlineExceeded, "slow"),
+		wop.Errorf("acme.kv.store_unavailable", "disk").WithRetryable(true),
+		wop.Errorf(wop.CodeValidation, "bad input"),
+	} {
+		if _, err := f.run(testKey, "a.b", `{}`, fail(e)); wop.CodeOf(err) != e.Code {
+			t.Fatalf("run failing with %s answered %v", e.Code, err)
+		}
+	}
+	res, err := f.run(testKey, "a.b", `{}`, succeed)
+	if err != nil || res.Replayed {
+		t.Fatalf("after retryable failures: %+v, %v; want a run", res, err)
+	}
+	if n := f.runs.Load(); n != 6 {
+		t.Fatalf("the node ran %d times, want 6 (5 failures not kept, then a success)", n)
+	}
+	if res, err := f.run(testKey, "a.b", `{}`, succeed); err != nil || !res.Replayed {
+		t.Fatalf("after the success: %+v, %v; want it replayed", res, err)
+	}
+}
+
+// A final failure (a non-retryable 4xx) is kept and answered again, as
+// the same error, marked replayed.
+func TestKeyedFinalFailureIsKept(t *testing.T) {
+	f := newKeyedFixture(t)
+	notFound := wop.Errorf("acme.kv.key_not_found", "no value under key %q", "k")
+	if _, err := f.run(testKey, "a.b", `{}`, fail(notFound)); wop.CodeOf(err) != notFound.Code {
+		t.Fatal(err)
+	}
+	res, err := f.run(testKey, "a.b", `{}`, succeed)
+	if wop.CodeOf(err) != notFound.Code || res == nil || !res.Replayed || res.RunID != "run_1" {
+		t.Fatalf("repeat = %+v, %v; want the recorded %s", res, err, notFound.Code)
+	}
+	if n := f.runs.Load(); n != 1 {
+		t.Fatalf("the node ran %d times, want 1", n)
+	}
+}
+
+// Past the retention a key is free again: the same request runs, and a
+// different one is no mismatch.
+func TestKeyedExpiredKeyRunsAgain(t *testing.T) {
+	f := newKeyedFixture(t)
+	f.s.retention.IdempotencyKeys = 50 * time.Millisecond // below the config minimum, to wait it out
+	if _, err := f.run(testKey, "a.b", `{"n":1}`, succeed); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := f.run(testKey, "a.b", `{"n":1}`, succeed); res == nil || !res.Replayed {
+		t.Fatal("not replayed within the retention")
+	}
+	time.Sleep(60 * time.Millisecond)
+	res, err := f.run(testKey, "a.b", `{"n":2}`, succeed)
+	if err != nil || res.Replayed || f.runs.Load() != 2 {
+		t.Fatalf("after expiry: %+v, %v, %d runs; want a second run", res, err, f.runs.Load())
+	}
+}
+
+func TestKeyedGrammarAndScopes(t *testing.T) {
+	f := newKeyedFixture(t)
+	for _, key := range []string{"short", "has space in it 0123456789", "slash/0123456789abcdefghij"} {
+		if _, err := f.run(key, "a.b", `{}`, succeed); wop.CodeOf(err) != idempotency.CodeKeyInvalid {
+			t.Errorf("key %q: %v, want idempotency_key_invalid", key, err)
+		}
+	}
+	if f.runs.Load() != 0 {
+		t.Fatal("a node ran under an invalid key")
+	}
+	// The same key in two scopes (two credentials) is two keys.
+	for _, scope := range []string{"", idempotency.Scope("token-a")} {
+		opts := RunOptions{IdempotencyKey: testKey, IdempotencyScope: scope}
+		res, err := f.s.runKeyed(context.Background(), "a.b", json.RawMessage(`{}`), opts, time.Minute, func() (*RunResult, error) {
+			return succeed(f.runs.Add(1))
+		})
+		if err != nil || res.Replayed {
+			t.Fatalf("scope %q: %+v, %v; want a run of its own", scope, res, err)
+		}
+	}
+	// A replay of a run record cannot carry a key.
+	opts := RunOptions{IdempotencyKey: testKey, Replay: &RunRecord{RunID: "run_x"}}
+	if _, err := f.s.runKeyed(context.Background(), "a.b", json.RawMessage(`{}`), opts, time.Minute, nil); wop.CodeOf(err) != idempotency.CodeKeyInvalid {
+		t.Fatalf("replay with a key: %v", err)
+	}
+}
+
+// An outcome whose record cannot be written still answers the run, is
+// answered again from memory to a repeat (no second run), refuses new
+// keyed runs before they run, and is written once the store takes
+// writes again.
+func TestKeyedUnsavedOutcomeIsAnsweredAndWrittenLater(t *testing.T) {
+	f := newKeyedFixture(t)
+	storeDir := filepath.Join(f.s.dir, IdempotencyDir)
+	away := storeDir + ".away"
+	res, err := f.run(testKey, "a.b", `{}`, func(n int64) (*RunResult, error) {
+		// The store's directory goes away while the node runs: every
+		// write to it fails from now on.
+		if err := os.Rename(storeDir, away); err != nil {
+			t.Fatal(err)
+		}
+		return succeed(n)
+	})
+	if err != nil || string(res.Output) != `{"version":1}` {
+		t.Fatalf("the run's own answer: %+v, %v; want its output", res, err)
+	}
+	if f.obs.get("failed:"+StoreIdempotencyKeys) == 0 || f.obs.get("writable:false") != 1 {
+		t.Fatalf("the failed write was not reported: %v", f.obs.snapshot())
+	}
+	again, err := f.run(testKey, "a.b", `{}`, succeed)
+	if err != nil || !again.Replayed || again.RunID != res.RunID {
+		t.Fatalf("repeat while unsaved: %+v, %v; want the outcome from memory", again, err)
+	}
+	other, err := f.run("another-key-0123456789abc", "a.b", `{}`, succeed)
+	if we := wop.AsError(err); we == nil || we.Code != wop.CodeUnavailable || !we.Retryable || other != nil {
+		t.Fatalf("a new key while writes fail: %+v, %v; want a retryable refusal", other, err)
+	}
+	if n := f.runs.Load(); n != 1 {
+		t.Fatalf("the node ran %d times, want 1", n)
+	}
+
+	if err := os.Rename(away, storeDir); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(storageCheckTTL) // the failure is remembered for one check's life
+	if left := f.s.flush(context.Background()); left != 0 {
+		t.Fatalf("%d outcomes still unsaved", left)
+	}
+	rec, err := f.s.store.Get(context.Background(), idempotency.ID("", testKey))
+	if err != nil || rec.State != idempotency.StateDone || rec.RunID != res.RunID {
+		t.Fatalf("record after flush: %+v, %v", rec, err)
+	}
+	if f.s.unsavedRecord(rec.ID) != nil {
+		t.Fatal("the written outcome is still held in memory")
+	}
+}
+
+// Past max_idempotency_keys a new key is refused (retryable) while the
+// keys held keep answering.
+func TestKeyedMaxKeys(t *testing.T) {
+	f := newKeyedFixture(t)
+	f.s.retention.MaxIdempotencyKeys = 1
+	f.s.setKeys(0)
+	if _, err := f.run(testKey, "a.b", `{}`, succeed); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.run("another-key-0123456789abc", "a.b", `{}`, succeed)
+	if we := wop.AsError(err); we == nil || we.Code != wop.CodeUnavailable || !we.Retryable {
+		t.Fatalf("a key past the maximum: %v", err)
+	}
+	if res, err := f.run(testKey, "a.b", `{}`, succeed); err != nil || !res.Replayed {
+		t.Fatalf("a held key: %+v, %v", res, err)
+	}
+}

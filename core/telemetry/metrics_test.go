@@ -1,0 +1,45 @@
+package telemetry
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/registry"
+)
+
+// The host reports its state directory to the metrics it observes calls
+// with: Metrics must be a StateObserver, or those reports go nowhere.
+var _ host.StateObserver = (*Metrics)(nil)
+
+func TestStateMetrics(t *testing.T) {
+	m := NewMetrics(func() []registry.Record { return nil })
+	m.StateWritable(false)
+	m.StateWriteFailed("run_records")
+	m.StateWriteFailed("run_records")
+	m.IdempotentReplay("kvdemo.remember")
+	m.Pruned("idempotency_keys", 7)
+	w := httptest.NewRecorder()
+	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(w.Body)
+	for _, want := range []string{
+		"wophost_state_writable 0",
+		`wophost_state_write_failures_total{store="run_records"} 2`,
+		`wophost_state_write_failures_total{store="idempotency_keys"} 0`,
+		`wophost_idempotent_replays_total{type_id="kvdemo.remember"} 1`,
+		`wophost_pruned_records_total{store="idempotency_keys"} 7`,
+		`wophost_pruned_records_total{store="run_records"} 0`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	m.StateWritable(true)
+	w = httptest.NewRecorder()
+	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(w.Body.String(), "wophost_state_writable 1") {
+		t.Error("the gauge did not come back to 1")
+	}
+}
