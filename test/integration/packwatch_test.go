@@ -146,14 +146,3 @@ func TestChaosPackKill(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, d.log())
 	}
 }
-
-// grepLines returns the lines of text that contain s.
-func grepLines(text, s string) string {
-	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, s) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
-}

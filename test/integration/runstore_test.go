@@ -366,6 +366,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// grepLines returns the lines of text that contain substr.
 func grepLines(text, substr string) string {
 	var out []string
 	for _, l := range strings.Split(text, "\n") {
