@@ -1,16 +1,39 @@
 package dispatch
 
-import "github.com/wophost/wophost/sdk/wop"
+import (
+	"bytes"
+	"encoding/json"
 
-// requiredFacet names the facet a core family's method needs advertised,
-// beyond the family itself (CONTRACT §4): ctx.aiEnvelope.await exists only
-// with the await facet, and every mcp method only with the client facet.
-func requiredFacet(family, method string) string {
+	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// requiredFacet names the facet a core family's call needs declared and
+// advertised, beyond the family itself (CONTRACT §4): ctx.aiEnvelope.await
+// exists only with the await facet, and so does an async generate (a
+// pending envelope nobody may await would be lost work); every mcp method
+// needs the client facet.
+func requiredFacet(family, method string, payload []byte) string {
 	switch {
-	case family == wop.FamilyAIEnvelope && method == "await":
-		return "await"
+	case family == wop.FamilyAIEnvelope && method == aienvelope.MethodAwait:
+		return aienvelope.FacetAwait
+	case family == wop.FamilyAIEnvelope && method == aienvelope.MethodGenerate && asksAsync(payload):
+		return aienvelope.FacetAwait
 	case family == wop.FamilyMCP:
-		return "client"
+		return mcp.FacetClient
 	}
 	return ""
+}
+
+// asksAsync reports whether a generate request sets "async": true. A
+// payload that is not a JSON object is left to the plugin to refuse.
+func asksAsync(payload []byte) bool {
+	if !bytes.Contains(payload, []byte(`"async"`)) {
+		return false
+	}
+	var req struct {
+		Async bool `json:"async"`
+	}
+	return json.Unmarshal(payload, &req) == nil && req.Async
 }

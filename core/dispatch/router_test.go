@@ -345,17 +345,21 @@ func TestRouterErrorPassesThrough(t *testing.T) {
 }
 
 func TestRequiredFacet(t *testing.T) {
-	tests := []struct{ family, method, want string }{
-		{wop.FamilyAIEnvelope, "await", "await"},
-		{wop.FamilyAIEnvelope, "generate", ""},
-		{wop.FamilyMCP, "callTool", "client"},
-		{wop.FamilyMCP, "anything", "client"},
-		{wop.FamilyAgents, "await", ""},
-		{"acme.kv", "await", ""},
+	tests := []struct{ family, method, payload, want string }{
+		{wop.FamilyAIEnvelope, "await", `{}`, "await"},
+		{wop.FamilyAIEnvelope, "generate", `{"envelopeType":"x"}`, ""},
+		{wop.FamilyAIEnvelope, "generate", `{"envelopeType":"x","async":false}`, ""},
+		{wop.FamilyAIEnvelope, "generate", `{"envelopeType":"x","async":true}`, "await"},
+		{wop.FamilyAIEnvelope, "generate", `{"userMessage":"\"async\": true"}`, ""},
+		{wop.FamilyAIEnvelope, "generate", `not json "async"`, ""},
+		{wop.FamilyMCP, "callTool", `{}`, "client"},
+		{wop.FamilyMCP, "anything", `{}`, "client"},
+		{wop.FamilyAgents, "await", `{}`, ""},
+		{"acme.kv", "await", `{"async":true}`, ""},
 	}
 	for _, tt := range tests {
-		if got := requiredFacet(tt.family, tt.method); got != tt.want {
-			t.Errorf("requiredFacet(%q, %q) = %q, want %q", tt.family, tt.method, got, tt.want)
+		if got := requiredFacet(tt.family, tt.method, []byte(tt.payload)); got != tt.want {
+			t.Errorf("requiredFacet(%q, %q, %s) = %q, want %q", tt.family, tt.method, tt.payload, got, tt.want)
 		}
 	}
 }
@@ -380,5 +384,25 @@ func TestRouterEarlierDeadlineWins(t *testing.T) {
 				t.Fatalf("invoker deadline = %v (%v), want %v", got.deadline, got.hasDeadline, soon)
 			}
 		})
+	}
+}
+
+// An async generate needs the await facet like await itself: declared by
+// the caller and advertised, checked before the plugin sees the call, so
+// no pack starts a job it cannot collect.
+func TestRouterAsyncGenerateNeedsTheAwaitFacet(t *testing.T) {
+	inv := &fakeInvoker{result: []byte(`1`)}
+	r := newTestRouter(inv) // aiEnvelope without the await facet
+	async := []byte(`{"async":true}`)
+	_, err := r.Call(context.Background(), allowAll, wop.FamilyAIEnvelope, "generate", async, wop.CallContext{Depth: 1})
+	wantWopError(t, err, wop.CodeCapabilityNotProvided, "host.aiEnvelope.await")
+	noAwait := Caller{Name: "pack:demo", Allowed: func(_, facet string) bool { return facet == "" }}
+	_, err = r.Call(context.Background(), noAwait, wop.FamilyAIEnvelope, "generate", async, wop.CallContext{Depth: 1})
+	wantWopError(t, err, wop.CodeCapabilityNotDeclared, "host.aiEnvelope.generate")
+	if inv.count() != 0 {
+		t.Fatalf("the plugin saw %d refused calls", inv.count())
+	}
+	if _, err := r.Call(context.Background(), noAwait, wop.FamilyAIEnvelope, "generate", []byte(`{"async":false}`), wop.CallContext{Depth: 1}); err != nil {
+		t.Fatalf("a synchronous generate: %v", err)
 	}
 }
