@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -284,7 +285,13 @@ func (h *Host) checkPeers(p *Pack) error {
 func (h *Host) admitPack(ctx context.Context, p *Pack) error {
 	if agents := p.manifest.Agents; len(agents) > 0 {
 		if !h.reg.Has(wop.FamilyAgents, agentruntime.FacetManifestRuntime) {
-			h.logger.Info("pack's agents not installed: agents.manifestRuntime is not advertised", "pack", p.Name, "agents", len(agents))
+			// Never skip a tier silently: the pack loads degraded and says
+			// why (a pack that requires the runtime was refused already).
+			h.logger.Warn("pack's agents not installed: agents.manifestRuntime is not advertised", "pack", p.Name, "agents", len(agents))
+			if !slices.Contains(p.Degraded, manifestRuntimeTier) {
+				p.Degraded = append(p.Degraded, manifestRuntimeTier)
+				sort.Strings(p.Degraded)
+			}
 		} else {
 			var err error
 			if p.agents, err = h.agentCheck.CheckPack(ctx, p.Name, agents); err != nil {
@@ -300,6 +307,10 @@ func (h *Host) admitPack(ctx context.Context, p *Pack) error {
 	}
 	return nil
 }
+
+// manifestRuntimeTier is what a pack with agents misses while the host
+// does not advertise agents.manifestRuntime.
+const manifestRuntimeTier = wop.FamilyAgents + "." + agentruntime.FacetManifestRuntime
 
 // sameManifest compares pack.json with the copy embedded in the binary,
 // ignoring the top-level "prompts" lock map: the operator rewrites that

@@ -721,3 +721,37 @@ pack "community.council" { path = %q }
 		}
 	}
 }
+
+// A pack with agents on a host without agents.manifestRuntime loads
+// degraded and says what it misses; its agents are not installed.
+func TestAgentPackWithoutTheRuntimeIsDegraded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pack")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := `{"name":"test.agentless","version":"1.0.0","kind":"node","runtime":{"language":"go","entry":"agentpack"},
+  "peerDependencies":{"agentRuntime":"optional"},
+  "agents":[{"id":"lonely","name":"Lonely","description":"has no runtime","systemPromptRef":"t/lonely@1","toolAllowlist":[]}]}`
+	if err := os.WriteFile(filepath.Join(dir, "pack.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.ReadFile(binary(t, "./test/plugins/agentpack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agentpack"), exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, fmt.Sprintf("host { plugin_dir = \"BIN\" }\npack \"test.agentless\" { path = %q }\n", dir))
+	res := runHost(t, "", "--config", cfg, "--json", "packs")
+	var packs []host.PackInfo
+	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &packs) != nil || len(packs) != 1 {
+		t.Fatalf("packs: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if p := packs[0]; p.State != host.PackDegraded || !slices.Contains(p.Degraded, "agents.manifestRuntime") || len(p.Agents) != 0 {
+		t.Fatalf("a pack with agents and no runtime: %+v", p)
+	}
+	if !strings.Contains(res.stderr, "agents not installed") {
+		t.Errorf("no warning says the agents were not installed:\n%s", res.stderr)
+	}
+}
