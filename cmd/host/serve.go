@@ -10,10 +10,10 @@ import (
 	"os/signal"
 	"slices"
 	"syscall"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"golang.org/x/net/netutil"
 
 	"github.com/wophost/wophost/core/api"
 	"github.com/wophost/wophost/core/config"
@@ -80,11 +80,14 @@ func (g *globals) serve() error {
 			Agents:       agentsForAPI,
 			Logger:       logger.Named("api"),
 		}),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       d.http.ReadTimeout,
+		ReadHeaderTimeout: d.http.ReadHeaderTimeout,
+		IdleTimeout:       d.http.IdleTimeout,
+		MaxHeaderBytes:    d.http.MaxHeaderBytes,
 		ErrorLog:          logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(netutil.LimitListener(ln, d.http.MaxConnections)) }()
 	logger.Info("listening; starting plugins and packs", "address", ln.Addr().String())
 
 	// Starting can take a while; a stop signal meanwhile cancels it.
@@ -129,7 +132,7 @@ func httpSettings(cfg *config.Config) config.HTTP {
 	if cfg.Host.HTTP != nil {
 		return *cfg.Host.HTTP
 	}
-	return config.HTTP{Listen: config.DefaultListen, ShutdownTimeout: config.DefaultShutdownTimeout}
+	return config.DefaultHTTP()
 }
 
 // start starts a host for cfg. Capability and pack problems are logged;

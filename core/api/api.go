@@ -19,13 +19,20 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/manifest"
 	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
+// UnknownNodeLabel is the type_id label of the runs of nodes no loaded pack
+// serves.
+const UnknownNodeLabel = "(unknown)"
+
 // Backend is the host the API serves; *host.Host satisfies it.
 type Backend interface {
+	// ServesNode reports whether a loaded pack serves the node typeID.
+	ServesNode(typeID string) bool
 	Registry() *registry.Registry
 	Packs() []host.PackInfo
 	Run(ctx context.Context, typeID string, input json.RawMessage, opts host.RunOptions) (*host.RunResult, error)
@@ -67,17 +74,54 @@ func New(current *Current, opts Options) *Server {
 	for _, t := range opts.Tokens {
 		s.tokenSums = append(s.tokenSums, sha256.Sum256([]byte(t)))
 	}
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.Handle("GET /.well-known/openwop", s.authed(s.discovery))
-	s.mux.Handle("POST /v1/nodes/{node}", s.authed(s.execute))
-	s.mux.Handle("GET /v1/plugins", s.authed(s.plugins))
-	s.mux.Handle("GET /v1/packs", s.authed(s.packs))
-	s.mux.Handle("GET /v1/agents", s.authed(s.agents))
-	if opts.Metrics != nil {
-		s.mux.Handle("GET /metrics", s.authed(opts.Metrics.ServeHTTP))
+	routes := []struct {
+		method, path string
+		h            http.Handler
+	}{
+		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
+		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
+		{"GET", "/.well-known/openwop", s.authed(s.discovery)},
+		{"POST", "/v1/nodes/{node}", s.authed(s.execute)},
+		{"GET", "/v1/plugins", s.authed(s.plugins)},
+		{"GET", "/v1/packs", s.authed(s.packs)},
+		{"GET", "/v1/agents", s.authed(s.agents)},
 	}
+	if opts.Metrics != nil {
+		routes = append(routes, struct {
+			method, path string
+			h            http.Handler
+		}{"GET", "/metrics", s.authed(opts.Metrics.ServeHTTP)})
+	}
+	for _, r := range routes {
+		s.mux.Handle(r.method+" "+r.path, r.h)
+		// Every other method on the path: 405 in the error envelope,
+		// rather than the mux's plain text.
+		allow := r.method
+		if r.method == "GET" {
+			allow = "GET, HEAD"
+		}
+		s.mux.HandleFunc(r.path, func(w http.ResponseWriter, req *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, &wop.Error{Code: "method_not_allowed",
+				Message: fmt.Sprintf("%s is not allowed here; the allowed methods are %s", clip(req.Method, 32), allow)})
+		})
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, http.StatusNotFound, wop.Errorf(wop.CodeNotFound, "no route %s %s", clip(req.Method, 32), clip(req.URL.Path, maxEchoBytes)))
+	})
 	return s
+}
+
+// maxEchoBytes bounds how much of a caller's path an error quotes back.
+const maxEchoBytes = 300
+
+// clip returns s, or its first n bytes and an ellipsis, so that an error
+// never echoes a caller's oversized input whole.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // ServeHTTP implements http.Handler.
@@ -226,7 +270,13 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
 	typeID, ok := strings.CutSuffix(node, executeSuffix)
 	if !ok || typeID == "" {
-		writeError(w, http.StatusNotFound, wop.Errorf(wop.CodeNotFound, "no route POST %s; nodes run at POST /v1/nodes/{typeId}:execute", r.URL.Path))
+		writeError(w, http.StatusNotFound, wop.Errorf(wop.CodeNotFound, "no route POST %s; nodes run at POST /v1/nodes/{typeId}:execute", clip(r.URL.Path, maxEchoBytes)))
+		return
+	}
+	if len(typeID) > manifest.MaxTypeIDBytes {
+		// No pack can declare it; neither the answer nor a metric label
+		// carries it.
+		writeError(w, http.StatusNotFound, wop.Errorf(wop.CodeNotFound, "no node has a typeId of %d bytes; a typeId is at most %d", len(typeID), manifest.MaxTypeIDBytes))
 		return
 	}
 	var req executeRequest
@@ -269,7 +319,13 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		Record:           true,
 	})
 	if s.opts.OnRun != nil {
-		s.opts.OnRun(typeID, time.Since(start), err)
+		// A caller chooses the typeId: only the host's own nodes become
+		// metric labels, so callers cannot grow the series at will.
+		label := typeID
+		if !b.ServesNode(typeID) {
+			label = UnknownNodeLabel
+		}
+		s.opts.OnRun(label, time.Since(start), err)
 	}
 	replayed := res != nil && res.Replayed
 	if replayed {

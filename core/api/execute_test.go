@@ -27,6 +27,8 @@ type fakeBackend struct {
 	opts     host.RunOptions
 	ctxDone  bool // whether the run's context could be cancelled
 	gotInput string
+	// unknown lists typeIds no pack serves.
+	unknown map[string]bool
 }
 
 func newFake() *fakeBackend {
@@ -35,6 +37,7 @@ func newFake() *fakeBackend {
 
 func (f *fakeBackend) Registry() *registry.Registry { return f.reg }
 func (f *fakeBackend) Packs() []host.PackInfo       { return nil }
+func (f *fakeBackend) ServesNode(id string) bool    { return !f.unknown[id] }
 func (f *fakeBackend) Ready() error                 { return f.ready }
 func (f *fakeBackend) Run(ctx context.Context, _ string, input json.RawMessage, opts host.RunOptions) (*host.RunResult, error) {
 	f.mu.Lock()

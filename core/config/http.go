@@ -10,9 +10,23 @@ import (
 
 // Defaults of the http block.
 const (
-	DefaultListen          = "127.0.0.1:7427"
-	DefaultShutdownTimeout = 30 * time.Second
+	DefaultListen            = "127.0.0.1:7427"
+	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultMaxConnections    = 1024
 )
+
+// DefaultHTTP returns the settings of a host block without an http block.
+func DefaultHTTP() HTTP {
+	return HTTP{
+		Listen: DefaultListen, ShutdownTimeout: DefaultShutdownTimeout,
+		ReadTimeout: DefaultReadTimeout, ReadHeaderTimeout: DefaultReadHeaderTimeout, IdleTimeout: DefaultIdleTimeout,
+		MaxHeaderBytes: DefaultMaxHeaderBytes, MaxConnections: DefaultMaxConnections,
+	}
+}
 
 // HTTP holds the settings of the HTTP API that `host serve` listens with.
 type HTTP struct {
@@ -28,6 +42,19 @@ type HTTP struct {
 	// ShutdownTimeout bounds how long a stopping host waits for calls in
 	// flight before it stops the plugins under them.
 	ShutdownTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included, and
+	// ReadHeaderTimeout its headers: a client that trickles its request
+	// cannot hold a connection longer. There is no write timeout: a
+	// node's answer takes as long as the node runs (run_timeout bounds it).
+	ReadTimeout       time.Duration
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection with no request.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's headers.
+	MaxHeaderBytes int
+	// MaxConnections bounds the connections served at once; more wait to
+	// be accepted.
+	MaxConnections int
 
 	DefRange    hcl.Range
 	ListenRange hcl.Range
@@ -38,6 +65,11 @@ type rawHTTP struct {
 	Tokens               *hcl.Attribute `hcl:"tokens"`
 	AllowUnauthenticated *hcl.Attribute `hcl:"allow_unauthenticated"`
 	ShutdownTimeout      *hcl.Attribute `hcl:"shutdown_timeout"`
+	ReadTimeout          *hcl.Attribute `hcl:"read_timeout"`
+	ReadHeaderTimeout    *hcl.Attribute `hcl:"read_header_timeout"`
+	IdleTimeout          *hcl.Attribute `hcl:"idle_timeout"`
+	MaxHeaderBytes       *hcl.Attribute `hcl:"max_header_bytes"`
+	MaxConnections       *hcl.Attribute `hcl:"max_connections"`
 	DefRange             hcl.Range      `hcl:",def_range"`
 }
 
@@ -52,12 +84,9 @@ func (d *decoder) http(blocks []*rawHTTP) *HTTP {
 			posString(blocks[0].DefRange), posString(dup.DefRange))
 	}
 	r := blocks[0]
-	h := &HTTP{
-		Listen:          DefaultListen,
-		ShutdownTimeout: DefaultShutdownTimeout,
-		DefRange:        r.DefRange,
-		ListenRange:     r.DefRange,
-	}
+	def := DefaultHTTP()
+	h := &def
+	h.DefRange, h.ListenRange = r.DefRange, r.DefRange
 	listenOK := true
 	if s, ok := d.stringAttr(r.Listen); ok {
 		h.ListenRange = r.Listen.Expr.Range()
@@ -83,6 +112,24 @@ func (d *decoder) http(blocks []*rawHTTP) *HTTP {
 	d.attr(r.AllowUnauthenticated, &h.AllowUnauthenticated)
 	if dur, ok := d.durationAttr(r.ShutdownTimeout); ok {
 		h.ShutdownTimeout = dur
+	}
+	for _, t := range []struct {
+		attr *hcl.Attribute
+		to   *time.Duration
+	}{{r.ReadTimeout, &h.ReadTimeout}, {r.ReadHeaderTimeout, &h.ReadHeaderTimeout}, {r.IdleTimeout, &h.IdleTimeout}} {
+		if dur, ok := d.durationAttr(t.attr); ok {
+			*t.to = dur
+		}
+	}
+	if r.ReadHeaderTimeout != nil && h.ReadHeaderTimeout > h.ReadTimeout {
+		d.errorf(r.ReadHeaderTimeout.Expr.Range(), "Invalid read_header_timeout",
+			"read_header_timeout (%s) is longer than read_timeout (%s), which bounds the headers too.", h.ReadHeaderTimeout, h.ReadTimeout)
+	}
+	if n, ok := d.intAttr(r.MaxHeaderBytes, 4<<10, 1<<20); ok {
+		h.MaxHeaderBytes = n
+	}
+	if n, ok := d.intAttr(r.MaxConnections, 1, 1<<20); ok {
+		h.MaxConnections = n
 	}
 	if listenOK && len(h.Tokens) == 0 && !h.AllowUnauthenticated && !IsLoopback(h.Listen) {
 		d.errorf(h.ListenRange, "Unauthenticated listener beyond loopback",

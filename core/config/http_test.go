@@ -23,8 +23,15 @@ host {
 	}
 
 	cfg, _ = mustLoad(t, newFixture(t, "host {\n  http {}\n}\n"))
-	if h := cfg.Host.HTTP; h == nil || h.Listen != DefaultListen || h.ShutdownTimeout != DefaultShutdownTimeout {
+	if h := cfg.Host.HTTP; h == nil || h.Listen != DefaultListen || h.ShutdownTimeout != DefaultShutdownTimeout ||
+		h.ReadTimeout != DefaultReadTimeout || h.ReadHeaderTimeout != DefaultReadHeaderTimeout || h.IdleTimeout != DefaultIdleTimeout ||
+		h.MaxHeaderBytes != DefaultMaxHeaderBytes || h.MaxConnections != DefaultMaxConnections {
 		t.Fatalf("defaults: http = %+v", h)
+	}
+	cfg, _ = mustLoad(t, newFixture(t, "host {\n  http {\n    read_timeout = \"3s\"\n    read_header_timeout = \"1s\"\n    idle_timeout = \"7s\"\n    max_header_bytes = 8192\n    max_connections = 9\n  }\n}\n"))
+	if h := cfg.Host.HTTP; h.ReadTimeout != 3*time.Second || h.ReadHeaderTimeout != time.Second || h.IdleTimeout != 7*time.Second ||
+		h.MaxHeaderBytes != 8192 || h.MaxConnections != 9 {
+		t.Fatalf("limits: http = %+v", h)
 	}
 	cfg, _ = mustLoad(t, newFixture(t, "host {}\n"))
 	if cfg.Host.HTTP != nil {
@@ -42,6 +49,10 @@ func TestHTTPBlockDiagnostics(t *testing.T) {
 		{"empty token", "host {\n  http {\n    tokens = [\"\"]\n  }\n}\n", "Empty token", 3, 14},
 		{"bad timeout", "host {\n  http {\n    shutdown_timeout = \"soon\"\n  }\n}\n", "Invalid duration", 3, 24},
 		{"two blocks", "host {\n  http {}\n  http {}\n}\n", "Duplicate http block", 3, 3},
+		{"zero read timeout", "host {\n  http {\n    read_timeout = \"0s\"\n  }\n}\n", "Invalid duration", 3, 20},
+		{"header timeout over read timeout", "host {\n  http {\n    read_timeout = \"5s\"\n    read_header_timeout = \"6s\"\n  }\n}\n", "Invalid read_header_timeout", 4, 27},
+		{"tiny header limit", "host {\n  http {\n    max_header_bytes = 100\n  }\n}\n", "Invalid max_header_bytes", 3, 24},
+		{"no connections", "host {\n  http {\n    max_connections = 0\n  }\n}\n", "Invalid max_connections", 3, 23},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.src)

@@ -167,6 +167,14 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	return res, h.record(rec, promptTrace, opts, res, nil)
 }
 
+// ServesNode reports whether a loaded pack serves the node typeID.
+func (h *Host) ServesNode(typeID string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	_, ok := h.byTypeID[typeID]
+	return ok
+}
+
 // Call invokes one host service as a node would, through the same routing
 // and checks, on behalf of the operator. The operator may call any
 // advertised family.

@@ -212,6 +212,10 @@ func parseLegacy(rest string) (family, facet, msg string) {
 	return family, facet, ""
 }
 
+// MaxTypeIDBytes bounds a node's typeId: long enough for any reverse-DNS
+// name, short enough that a typeId can be quoted in errors and logs.
+const MaxTypeIDBytes = 256
+
 // checkNodes checks each node and returns copies with their requires
 // normalised and their schemas compiled.
 func (m *Manifest) checkNodes(ps *problems, peers map[string]string) []Node {
@@ -223,6 +227,8 @@ func (m *Manifest) checkNodes(ps *problems, peers map[string]string) []Node {
 		switch prev, dup := seen[n.TypeID]; {
 		case n.TypeID == "":
 			ps.add(field+"/typeId", "is required")
+		case len(n.TypeID) > MaxTypeIDBytes:
+			ps.add(field+"/typeId", "is longer than "+strconv.Itoa(MaxTypeIDBytes)+" bytes")
 		case !typeIDPattern.MatchString(n.TypeID):
 			ps.add(field+"/typeId", `must be a dotted type name, e.g. "acme.summarize"`)
 		case dup:

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -241,7 +243,7 @@ func TestServeAPI(t *testing.T) {
 	metrics := request(t, "GET", d.base+"/metrics", "", nil)
 	for _, want := range []string{
 		`wophost_node_runs_total{code="ok",type_id="probe.echo"} 1`,
-		`wophost_node_runs_total{code="not_found",type_id="nope.nothing"} 1`,
+		`wophost_node_runs_total{code="not_found",type_id="(unknown)"} 1`,
 		`wophost_plugin_restarts_total{capability="echo"} 0`,
 		`wophost_plugin_state{capability="echo",state="ready"} 1`,
 		"wophost_node_run_duration_seconds_bucket",
@@ -378,5 +380,55 @@ func TestServeGoMaxProcs(t *testing.T) {
 	d.waitForLog(t, "reloaded")
 	if got := gomaxprocsMetric(t, d.base); got == "1" {
 		t.Fatal("GOMAXPROCS stayed 1 after a reload without gomaxprocs")
+	}
+}
+
+// A client that trickles its request body cannot hold a connection past
+// read_timeout, and many such clients do not keep others out.
+func TestServeSlowClientsAreCut(t *testing.T) {
+	d := startServe(t, serveConfig(t, "    read_timeout = \"1s\"\n    read_header_timeout = \"1s\"\n", ""))
+	addr := strings.TrimPrefix(d.base, "http://")
+	const clients = 20
+	took := make(chan time.Duration, clients)
+	for range clients {
+		go func() {
+			t0 := time.Now()
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				took <- -1
+				return
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "POST /v1/nodes/probe.echo:execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+			// One byte every 100 ms, for far longer than read_timeout,
+			// until the host closes the connection.
+			go func() {
+				for range 300 {
+					if _, err := conn.Write([]byte(" ")); err != nil {
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			_, _ = io.Copy(io.Discard, conn)
+			took <- time.Since(t0)
+		}()
+	}
+	// Meanwhile a client that sends its request at once is served.
+	if r := request(t, "POST", d.base+"/v1/nodes/probe.echo:execute", `{"input":{"ok":true}}`, nil); r.status != 200 {
+		t.Fatalf("a prompt client beside the slow ones: %d %s", r.status, r.body)
+	}
+	var longest time.Duration
+	for range clients {
+		d := <-took
+		if d < 0 {
+			t.Fatal("could not connect")
+		}
+		longest = max(longest, d)
+	}
+	t.Logf("%d trickling clients cut after at most %s (read_timeout 1s)", clients, longest.Round(time.Millisecond))
+	if longest > 5*time.Second {
+		t.Fatalf("a trickling client held its connection for %s with read_timeout = 1s", longest)
 	}
 }
