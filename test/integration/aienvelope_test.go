@@ -162,8 +162,14 @@ func TestAIEnvelopeAwaitFacet(t *testing.T) {
 		if _, err := probeCall(t, h, "await", `{"envelopeId":"env_x","timeoutMs":10}`); wop.CodeOf(err) != wop.CodeCapabilityNotDeclared {
 			t.Errorf("undeclared await without the facet: %v", err)
 		}
+		// An async generate needs the facet like await: refused the same
+		// ways, before the plugin sees it.
 		_, err = probeCall(t, h, "generate", `{"envelopeType":"x","userMessage":"hi","idempotencyKey":"a-1","async":true}`)
-		if c := wop.CodeOf(err); c != wop.CodeValidation || !strings.Contains(err.Error(), "async") {
+		if c := wop.CodeOf(err); c != wop.CodeCapabilityNotDeclared || !strings.Contains(err.Error(), "aiEnvelope.await") {
+			t.Errorf("undeclared async without the facet: %v", err)
+		}
+		_, err = h.Call(context.Background(), "aiEnvelope", "generate", json.RawMessage(`{"envelopeType":"x","userMessage":"hi","idempotencyKey":"a-2","async":true}`), host.RunOptions{})
+		if we := wop.AsError(err); we == nil || we.Code != wop.CodeCapabilityNotProvided || we.Capability != "host.aiEnvelope.await" {
 			t.Errorf("async without the facet: %v", err)
 		}
 	})
@@ -172,11 +178,16 @@ func TestAIEnvelopeAwaitFacet(t *testing.T) {
 		if facets := advertisedFacets(t, h); !facets["await"] {
 			t.Fatalf("await not advertised with async on: %v", facets)
 		}
-		pending := decoder{t}.result(probeCall(t, h, "generate", `{"envelopeType":"bg","userMessage":"hello","idempotencyKey":"bg-1","async":true}`))
+		// The probe pack does not declare aiEnvelope.await: it may start
+		// no job it could not await.
+		if _, err := probeCall(t, h, "generate", `{"envelopeType":"bg","userMessage":"hello","idempotencyKey":"bg-0","async":true}`); wop.CodeOf(err) != wop.CodeCapabilityNotDeclared {
+			t.Errorf("undeclared async generate: %v", err)
+		}
+		pending := decoder{t}.result(h.Call(context.Background(), "aiEnvelope", "generate",
+			json.RawMessage(`{"envelopeType":"bg","userMessage":"hello","idempotencyKey":"bg-1","async":true}`), host.RunOptions{}))
 		if pending.Status != "pending" || pending.EnvelopeID == "" {
 			t.Fatalf("async generate %+v", pending)
 		}
-		// The probe pack does not declare aiEnvelope.await: refused.
 		_, err := probeCall(t, h, "await", fmt.Sprintf(`{"envelopeId":%q,"timeoutMs":10}`, pending.EnvelopeID))
 		if c := wop.CodeOf(err); c != wop.CodeCapabilityNotDeclared {
 			t.Errorf("undeclared await: %v", err)
@@ -317,7 +328,10 @@ func TestAIEnvelopeSurvivesKill9(t *testing.T) {
 	if first.Text != "answer from the server" || fast.count() != 1 {
 		t.Fatalf("first generate %+v, provider calls %d", first, fast.count())
 	}
-	pending := decoder{t}.result(probeCall(t, h, "generate", `{"envelopeType":"bg","provider":"slow","userMessage":"take your time","idempotencyKey":"kill-async","async":true}`))
+	// The operator starts the job: the probe pack may not, since it does
+	// not declare aiEnvelope.await.
+	pending := decoder{t}.result(h.Call(context.Background(), "aiEnvelope", "generate",
+		json.RawMessage(`{"envelopeType":"bg","provider":"slow","userMessage":"take your time","idempotencyKey":"kill-async","async":true}`), host.RunOptions{}))
 	if pending.Status != "pending" {
 		t.Fatalf("async generate %+v", pending)
 	}
