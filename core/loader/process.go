@@ -253,6 +253,18 @@ func (p *process) stop(graceful bool) {
 				p.logger.Warn("could not kill the process group", "error", err)
 			}
 		}
+		if graceful {
+			// With the group gone the output closes and go-plugin collects
+			// the process on its own; cancelling exec's watch first would
+			// have a stop the host asked for reported as a failure
+			// ("context canceled").
+			settle := time.NewTimer(releaseGrace)
+			select {
+			case <-stopped:
+			case <-settle.C:
+			}
+			settle.Stop()
+		}
 		p.cancel()
 		if !graceful {
 			go func() {
