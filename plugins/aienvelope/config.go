@@ -31,6 +31,16 @@ const (
 	defaultOpenAIURL  = "https://api.openai.com/v1"
 	// storeFile is the database inside the plugin's state directory.
 	storeFile = "aienvelope.db"
+	// defaultRetention keeps a week of finished envelopes: long enough for
+	// any client's retries, short enough that a busy host's store stays a
+	// bounded size.
+	defaultRetention = 7 * 24 * time.Hour
+	// minRetention is the shortest retention accepted. A pruned envelope's
+	// key is free again, so a shorter one would break idempotency for
+	// clients that retry the next day.
+	minRetention = 24 * time.Hour
+	// keepForever is the retention value that turns pruning off.
+	keepForever = "forever"
 )
 
 // configSchema is the plugin's config block.
@@ -58,6 +68,11 @@ func configSchema() schema.Block {
 					dur("max_retry_after", "longest server-requested wait honoured; a longer one ends the retries (default 60s)"),
 				},
 			}},
+			{TypeName: "retention", Nesting: schema.NestingSingle, Description: "how long finished envelopes and their idempotency keys are kept", Block: schema.Block{
+				Attributes: []schema.Attribute{
+					{Name: "finished", Type: schema.String, Description: `how long a completed or failed envelope is kept after it finished, at least 24h, or "forever" (default 168h); a request repeated after that runs again`},
+				},
+			}},
 			{TypeName: "provider", Nesting: schema.NestingMap, Description: "a backend, named by its label", Block: schema.Block{
 				Attributes: []schema.Attribute{
 					{Name: "type", Type: schema.String, Required: true, Description: "local | openai | anthropic"},
@@ -78,6 +93,7 @@ type rawConfig struct {
 	DefaultProvider *string                 `json:"default_provider"`
 	Async           *rawAsync               `json:"async"`
 	Retry           *rawRetry               `json:"retry"`
+	Retention       *rawRetention           `json:"retention"`
 	Provider        map[string]*rawProvider `json:"provider"`
 }
 
@@ -92,6 +108,10 @@ type rawRetry struct {
 	InitialBackoff *string  `json:"initial_backoff"`
 	MaxBackoff     *string  `json:"max_backoff"`
 	MaxRetryAfter  *string  `json:"max_retry_after"`
+}
+
+type rawRetention struct {
+	Finished *string `json:"finished"`
 }
 
 type rawProvider struct {
@@ -119,6 +139,9 @@ type settings struct {
 	async           bool
 	workers         int
 	jobTimeout      time.Duration
+	// retention is how long a finished envelope is kept; 0 keeps it
+	// forever.
+	retention time.Duration
 }
 
 // parseConfig checks the decoded config and builds the backends. Every
@@ -154,7 +177,7 @@ func parseConfig(req *plugin.ConfigureRequest) (*settings, error) {
 		return int(*v)
 	}
 
-	s := &settings{backends: map[string]*backend{}, workers: defaultWorkers, jobTimeout: defaultJobTimeout}
+	s := &settings{backends: map[string]*backend{}, workers: defaultWorkers, jobTimeout: defaultJobTimeout, retention: defaultRetention}
 	if a := rc.Async; a != nil {
 		s.async = a.Enabled != nil && *a.Enabled
 		s.workers = integer(a.Workers, defaultWorkers, 1, "async", "workers")
@@ -168,6 +191,9 @@ func parseConfig(req *plugin.ConfigureRequest) (*settings, error) {
 		if s.policy.MaxBackoff < s.policy.InitialBackoff {
 			bad("max_backoff must not be shorter than initial_backoff", "retry", "max_backoff")
 		}
+	}
+	if r := rc.Retention; r != nil && r.Finished != nil {
+		s.retention = retention(*r.Finished, bad)
 	}
 
 	names := make([]string, 0, len(rc.Provider))
@@ -205,6 +231,22 @@ func parseConfig(req *plugin.ConfigureRequest) (*settings, error) {
 		return nil, errs
 	}
 	return s, nil
+}
+
+// retention parses retention.finished: a duration of at least
+// minRetention, or "forever" (0).
+func retention(v string, bad func(string, ...string)) time.Duration {
+	if v == keepForever {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < minRetention {
+		bad(fmt.Sprintf("%q is not a duration of at least %gh or %q: a request repeated after its envelope is pruned runs again, "+
+			"so keep envelopes at least as long as clients may retry, e.g. \"168h\" for a week", v, minRetention.Hours(), keepForever),
+			"retention", "finished")
+		return defaultRetention
+	}
+	return d
 }
 
 func buildBackend(name string, rp *rawProvider,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -27,6 +28,27 @@ const writeTimeout = 10 * time.Second
 // maxAwait caps one await; a caller wanting longer awaits again.
 const maxAwait = time.Hour
 
+// Store upkeep.
+const (
+	// defaultLockWait bounds how long Configure waits for another process
+	// to release the store: long enough for a killed or stopping plugin to
+	// finish exiting, short enough to fail well within the host's
+	// Configure deadline (30s).
+	defaultLockWait = 10 * time.Second
+	// pruneInterval is how often finished envelopes past the retention are
+	// deleted while the plugin runs.
+	pruneInterval = time.Hour
+	// pruneBatch is the rows one prune statement deletes: about 10ms of the
+	// write lock on a disk that syncs.
+	pruneBatch = 1000
+	// startPruneBudget bounds the prune Configure runs before serving; a
+	// larger backlog is left to the periodic prune, which starts at once.
+	startPruneBudget = 5 * time.Second
+	// vacuumBudget bounds the one-time rewrite of a store created without
+	// incremental auto-vacuum.
+	vacuumBudget = 10 * time.Second
+)
+
 // service serves the family. Configure swaps its instance; calls read the
 // current one.
 type service struct {
@@ -37,6 +59,11 @@ type service struct {
 	// jitter (tests).
 	sleep func(ctx context.Context, d time.Duration) error
 	rand  func() float64
+	// now, pruneEvery and lockWait, when set, replace the clock the prune
+	// measures age by, pruneInterval and defaultLockWait (tests).
+	now        func() time.Time
+	pruneEvery time.Duration
+	lockWait   time.Duration
 }
 
 // instance is one configuration with its open store and job runner.
@@ -54,6 +81,10 @@ type instance struct {
 	// broadcast channel keeps no per-envelope state to leak.
 	waitMu  sync.Mutex
 	changed chan struct{}
+	// now is the clock the prune measures age by; pruned is closed when
+	// the periodic prune has stopped (nil when retention is forever).
+	now    func() time.Time
+	pruned chan struct{}
 }
 
 func newPlugin() *plugin.Plugin {
@@ -120,16 +151,33 @@ func (s *service) configure(ctx context.Context, req *plugin.ConfigureRequest) e
 		s.inst.close()
 		s.inst = nil
 	}
-	st, err := store.Open(filepath.Join(req.StateDir, storeFile))
+	// The store's lock is held from here until close: the recovery below
+	// releases and re-runs pending envelopes, which is only right when no
+	// other process is still working on them.
+	lockWait := cmp.Or(s.lockWait, defaultLockWait)
+	lctx, lcancel := context.WithTimeout(ctx, lockWait)
+	st, err := store.Open(lctx, filepath.Join(req.StateDir, storeFile))
+	lcancel()
 	if err != nil {
 		return wop.Errorf(wop.CodeUnavailable, "aiEnvelope store: %v", err)
 	}
+	now := s.now
+	if now == nil {
+		now = time.Now
+	}
 	ictx, cancel := context.WithCancel(context.Background())
 	inst := &instance{cfg: cfg, store: st, logger: logger, ctx: ictx, cancel: cancel,
-		slots: make(chan struct{}, cfg.workers), changed: make(chan struct{})}
+		slots: make(chan struct{}, cfg.workers), changed: make(chan struct{}), now: now}
+	// Upkeep first: its one-time rewrite holds the write lock, which
+	// resumed jobs would otherwise wait for to record their results.
+	backlog := cfg.retention > 0 && !inst.upkeep(ctx)
 	if err := inst.recover(ctx); err != nil {
 		inst.close()
 		return wop.Errorf(wop.CodeUnavailable, "aiEnvelope store: %v", err)
+	}
+	if cfg.retention > 0 {
+		inst.pruned = make(chan struct{})
+		go inst.pruneLoop(cmp.Or(s.pruneEvery, pruneInterval), backlog)
 	}
 	s.inst = inst
 	return nil
@@ -145,11 +193,100 @@ func (s *service) shutdown() {
 }
 
 // close stops the job runner, leaving unfinished jobs pending for the
-// next start, and closes the store.
+// next start, stops the periodic prune, and closes the store, which
+// releases its lock.
 func (in *instance) close() {
 	in.cancel()
 	in.jobs.Wait()
-	_ = in.store.Close()
+	if in.pruned != nil {
+		<-in.pruned
+	}
+	if err := in.store.Close(); err != nil {
+		in.logger.Error("cannot close the aiEnvelope store", "error", err)
+	}
+}
+
+// upkeep runs at Configure, before calls are served: a prune bounded by
+// startPruneBudget, then, for a store created before incremental
+// auto-vacuum, the one rewrite that lets it shrink. It reports whether the
+// prune got through; a failure is logged, never fatal, because the store
+// serves as well unpruned.
+func (in *instance) upkeep(ctx context.Context) bool {
+	pctx, cancel := context.WithTimeout(ctx, startPruneBudget)
+	err := in.prune(pctx)
+	cancel()
+	switch {
+	case err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		in.logger.Info("the aiEnvelope store has more to prune than fits the start; pruning continues in the background")
+		return false
+	case err != nil:
+		in.logger.Warn("cannot prune the aiEnvelope store", "error", err)
+		return false
+	}
+	inc, err := in.store.Incremental(ctx)
+	if err != nil {
+		in.logger.Warn("cannot read the aiEnvelope store's vacuum mode", "error", err)
+		return true
+	}
+	if inc {
+		return true
+	}
+	before, _ := in.store.Size()
+	t0 := time.Now()
+	vctx, cancel := context.WithTimeout(ctx, vacuumBudget)
+	defer cancel()
+	if err := in.store.Vacuum(vctx); err != nil {
+		in.logger.Warn("cannot rewrite the aiEnvelope store for incremental vacuum; its free pages are reused but the file does not shrink; retried at the next start",
+			"error", err)
+		return true
+	}
+	after, _ := in.store.Size()
+	in.logger.Info("rewrote the aiEnvelope store with incremental vacuum", "bytes_before", before, "bytes_after", after,
+		"took", time.Since(t0).Round(time.Millisecond))
+	return true
+}
+
+// pruneLoop prunes every interval until the instance closes; at once
+// first when Configure left a backlog.
+func (in *instance) pruneLoop(every time.Duration, backlog bool) {
+	defer close(in.pruned)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if !backlog {
+			select {
+			case <-in.ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		backlog = false
+		if err := in.prune(in.ctx); err != nil && in.ctx.Err() == nil {
+			in.logger.Warn("cannot prune the aiEnvelope store; trying again at the next interval", "error", err)
+		}
+	}
+}
+
+// prune deletes the envelopes that finished more than the retention ago
+// and, when it got through them, gives the free space back (also what an
+// earlier, interrupted prune freed). What it deleted stays deleted when it
+// stops early with an error.
+func (in *instance) prune(ctx context.Context) error {
+	cutoff := in.now().Add(-in.cfg.retention)
+	t0 := time.Now()
+	n, err := in.store.Prune(ctx, cutoff, pruneBatch)
+	if err == nil {
+		if rerr := in.store.Reclaim(ctx); rerr != nil {
+			in.logger.Warn("cannot give the aiEnvelope store's free pages back", "error", rerr)
+		}
+	}
+	if n == 0 {
+		return err
+	}
+	size, _ := in.store.Size()
+	in.logger.Info("pruned finished envelopes", "deleted", n, "finished_before", cutoff.UTC().Format(time.RFC3339),
+		"took", time.Since(t0).Round(time.Millisecond), "store_bytes", size)
+	return err
 }
 
 // recover deals with what a previous process left pending: an async job

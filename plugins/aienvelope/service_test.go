@@ -56,8 +56,18 @@ func configured(t *testing.T, dir, config string) *harness {
 
 func tryConfigure(t *testing.T, dir, config string) (*harness, error) {
 	t.Helper()
+	return tryConfigureWith(t, dir, config, nil)
+}
+
+// tryConfigureWith is tryConfigure with adjust applied to the service
+// before it is configured.
+func tryConfigureWith(t *testing.T, dir, config string, adjust func(*service)) (*harness, error) {
+	t.Helper()
 	sl := &sleeps{}
 	svc := &service{logger: hclog.NewNullLogger(), sleep: sl.sleep, rand: func() float64 { return 0.5 }}
+	if adjust != nil {
+		adjust(svc)
+	}
 	if err := svc.configure(context.Background(), &plugin.ConfigureRequest{Config: json.RawMessage(config), StateDir: dir}); err != nil {
 		return nil, err
 	}
@@ -452,6 +462,11 @@ func TestConfigErrorsNameTheirPath(t *testing.T) {
 		{`{"provider":{"x":{"type":"local"}},"default_provider":"y"}`, "default_provider"},
 		{`{"provider":{"x":{"type":"local"},"y":{"type":"local"}}}`, "default_provider"},
 		{`{"provider":{"x":{"type":"openai","timeout":"-1s","model":"m"}}}`, "provider.x.timeout"},
+		{`{"retention":{"finished":"23h59m"}}`, "retention.finished"},
+		{`{"retention":{"finished":"0s"}}`, "retention.finished"},
+		{`{"retention":{"finished":"-168h"}}`, "retention.finished"},
+		{`{"retention":{"finished":"a week"}}`, "retention.finished"},
+		{`{"retention":{"finished":"never"}}`, "retention.finished"},
 	}
 	for _, tt := range tests {
 		_, err := tryConfigure(t, t.TempDir(), tt.config)

@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -362,5 +365,73 @@ func TestAIEnvelopeSurvivesKill9(t *testing.T) {
 	again := decoder{t}.result(probeCall(t, h, "generate", syncReq))
 	if again.EnvelopeID != first.EnvelopeID || fast.count() != 1 {
 		t.Errorf("after the restart: aiResult %s (want %s), provider calls %d (want 1)", again.EnvelopeID, first.EnvelopeID, fast.count())
+	}
+}
+
+// Two hosts on one state directory: the second one's aiEnvelope plugin
+// cannot open the store the first one's plugin holds, and fails saying
+// which process holds it, instead of recovering (and so releasing) the
+// envelope the first one is still completing. Once the first host has
+// stopped, a new one opens the store and answers from it.
+func TestAIEnvelopeStoreAdmitsOneProcess(t *testing.T) {
+	slow := newChatServer(t, true)
+	cfg := aiConfig(t, fmt.Sprintf(`
+    default_provider = "slow"
+    provider "slow" {
+      type     = "openai"
+      base_url = "%s/v1"
+      model    = "fixture-model"
+    }`, slow.URL))
+	first := startHost(t, cfg)
+	const req = `{"envelopeType":"answer","userMessage":"hello","idempotencyKey":"one-owner"}`
+	inFlight := make(chan aiResult, 1)
+	go func() {
+		raw, err := probeCall(t, first, "generate", req)
+		var res aiResult
+		if err == nil {
+			err = json.Unmarshal(raw, &res)
+		}
+		if err != nil {
+			res.Status = err.Error()
+		}
+		inFlight <- res
+	}()
+	waitUntil(t, "the call to reach the provider", func() bool { return slow.count() == 1 })
+	holder := pluginPID(t, binary(t, "./plugins/aienvelope"))
+
+	loaded, ldr, diags := config.Load(cfg)
+	if diags.HasErrors() {
+		t.Fatal(config.FormatDiagnostics(diags))
+	}
+	second := host.New(loaded, ldr, hclog.NewNullLogger(), "test")
+	start := time.Now()
+	rep := second.Start(context.Background())
+	second.Close()
+	var lastError string
+	for _, r := range second.Registry().Records() {
+		if r.Name == "ai" {
+			lastError = r.LastError
+		}
+	}
+	for _, want := range []string{"in use by another process", fmt.Sprintf("process %d holds", holder), "aienvelope.db.lock"} {
+		if !strings.Contains(lastError, want) {
+			t.Errorf("the second host's ai capability: %q does not say %q\n%s", lastError, want, config.FormatDiagnostics(rep.All()))
+		}
+	}
+	t.Logf("the second host gave up on the store after %s", time.Since(start).Round(time.Millisecond))
+
+	close(slow.gate)
+	res := <-inFlight
+	if res.Status != "completed" {
+		t.Fatalf("the first host's call: %+v", res)
+	}
+	if again := (decoder{t}).result(probeCall(t, first, "generate", req)); again.EnvelopeID != res.EnvelopeID || slow.count() != 1 {
+		t.Errorf("replay on the first host: %s (want %s), provider calls %d (want 1)", again.EnvelopeID, res.EnvelopeID, slow.count())
+	}
+
+	first.Close()
+	third := startHost(t, cfg)
+	if again := (decoder{t}).result(probeCall(t, third, "generate", req)); again.EnvelopeID != res.EnvelopeID || slow.count() != 1 {
+		t.Errorf("replay on a host started after the first stopped: %s (want %s), provider calls %d (want 1)", again.EnvelopeID, res.EnvelopeID, slow.count())
 	}
 }

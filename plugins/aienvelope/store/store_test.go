@@ -10,7 +10,7 @@ import (
 
 func open(t *testing.T, path string) *Store {
 	t.Helper()
-	s, err := Open(path)
+	s, err := Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
