@@ -1,7 +1,8 @@
 // Package hostservices is the HostServices gRPC service the host serves to
 // every pack and capability plugin through the go-plugin broker. It binds
 // each connection to the identity of the process it was served to, so a
-// caller cannot claim to be someone else.
+// caller cannot claim to be someone else, and each call to the run whose
+// token it carries, so a caller cannot act in a run it was not given.
 package hostservices
 
 import (
@@ -141,8 +142,9 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 // in flight, with that node's declared families, or a plugin as any run,
 // by naming its id. The token is compared in constant time and never
 // logged. The refusal is capability_not_declared, the contract's code for
-// a call the caller may not make, whether the token is missing or wrong,
-// and it says no more about the run.
+// a call the caller may not make, whether the token is missing or wrong;
+// the message says which, and nothing of the run beyond the id the caller
+// named.
 func (s *Server) checkToken(run *dispatch.Run, claimed wop.CallContext, family, method string) error {
 	if run.Binds(claimed.Token) {
 		return nil
