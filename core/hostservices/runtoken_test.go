@@ -133,6 +133,9 @@ func TestPackCallNeedsTheRunsToken(t *testing.T) {
 		{"holder's run id, a fresh random token", withToken(holder, dispatch.NewRunToken()), "not the run's"},
 		{"holder's run id, the sibling's own token", withToken(holder, f.sibling.Token), "not the run's"},
 		{"holder's run id, another pack's run token", withToken(holder, f.stranger.Token), "not the run's"},
+		// The other way round: a token that leaked does not bind another
+		// run, not even the caller's own.
+		{"sibling's run id, the holder's token", withToken(f.sibling.CallContext("pack:test.sibling"), f.holder.Token), "not the run's"},
 	} {
 		for _, family := range []string{"test.other", "test.echo"} {
 			err := f.call(s, family, tc.call)
@@ -140,8 +143,8 @@ func TestPackCallNeedsTheRunsToken(t *testing.T) {
 				t.Errorf("%s, %s: %+v, want capability_not_declared for host.%s.echo", tc.name, family, err, family)
 				continue
 			}
-			if !strings.Contains(err.Message, tc.token) || !strings.Contains(err.Message, f.holder.ID) {
-				t.Errorf("%s: message %q does not say the call carries %s for run %s", tc.name, err.Message, tc.token, f.holder.ID)
+			if !strings.Contains(err.Message, tc.token) || !strings.Contains(err.Message, "may not act in run "+tc.call.RunID) {
+				t.Errorf("%s: message %q does not say the call carries %s for run %s", tc.name, err.Message, tc.token, tc.call.RunID)
 			}
 		}
 	}
