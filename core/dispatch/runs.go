@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"sync"
 	"time"
@@ -22,15 +23,29 @@ type Run struct {
 	// Traceparent and IdempotencyKey travel with every call of the run.
 	Traceparent    string
 	IdempotencyKey string
+	// Token is the run's secret (NewRunToken). The host hands it to the
+	// pack that runs the node and to every plugin called on the run's
+	// behalf, in the call context, and a host-service call that names the
+	// run is served only when it carries the token back (Binds): the run
+	// id alone is no proof, since it is in logs, run records and API
+	// answers. A run without a token binds no call.
+	Token wop.RunToken
 }
 
-// CallContext returns the call context of a call made directly by the node.
+// CallContext returns the call context of a call made directly by the
+// node. It carries the run's token, so it goes only to the processes that
+// act in the run.
 func (r *Run) CallContext(caller string) wop.CallContext {
 	return wop.CallContext{
 		RunID: r.ID, NodeID: r.NodeID, TypeID: r.TypeID, Pack: r.Pack, Caller: caller,
 		Depth: 1, Deadline: r.Deadline, Traceparent: r.Traceparent, IdempotencyKey: r.IdempotencyKey,
+		Token: r.Token,
 	}
 }
+
+// Binds reports whether a call that carries token may act in the run: the
+// token is the run's, compared in constant time.
+func (r *Run) Binds(token wop.RunToken) bool { return r.Token.Matches(token) }
 
 // Runs is the table of runs in flight. It is safe for concurrent use.
 type Runs struct {
@@ -66,6 +81,14 @@ func (t *Runs) Len() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return len(t.m)
+}
+
+// NewRunToken returns a fresh run token: 256 bits from crypto/rand, far
+// beyond guessing within a run's lifetime.
+func NewRunToken() wop.RunToken {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return wop.NewRunToken(base64.RawURLEncoding.EncodeToString(b[:]))
 }
 
 // NewID returns a random identifier with a prefix, e.g. "run_3f2a…".

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"encoding/base64"
 	"encoding/hex"
 	"strings"
 	"sync"
@@ -96,13 +97,48 @@ func TestRunCallContext(t *testing.T) {
 	deadline := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 	r := &Run{
 		ID: "run_1", NodeID: "n1", TypeID: "demo.echo", Pack: "community.demo", Deadline: deadline,
-		Traceparent: "00-abc-def-01", IdempotencyKey: "idem",
+		Traceparent: "00-abc-def-01", IdempotencyKey: "idem", Token: wop.NewRunToken("secret"),
 	}
 	want := wop.CallContext{
 		RunID: "run_1", NodeID: "n1", TypeID: "demo.echo", Pack: "community.demo", Caller: "pack:community.demo",
-		Depth: 1, Deadline: deadline, Traceparent: "00-abc-def-01", IdempotencyKey: "idem",
+		Depth: 1, Deadline: deadline, Traceparent: "00-abc-def-01", IdempotencyKey: "idem", Token: wop.NewRunToken("secret"),
 	}
 	if got := r.CallContext("pack:community.demo"); got != want {
 		t.Fatalf("CallContext = %+v, want %+v", got, want)
+	}
+}
+
+// Run tokens are 256 random bits, spelled in unpadded base64url, and
+// never repeat.
+func TestNewRunToken(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		tok := NewRunToken()
+		b, err := base64.RawURLEncoding.DecodeString(tok.Reveal())
+		if err != nil || len(b) != 32 {
+			t.Fatalf("NewRunToken() = %d bytes (%v), want 32 random bytes in base64url", len(b), err)
+		}
+		if seen[tok.Reveal()] {
+			t.Fatal("NewRunToken returned a token twice")
+		}
+		seen[tok.Reveal()] = true
+	}
+}
+
+// A run binds exactly the calls that carry its token; a run without one
+// binds none.
+func TestRunBinds(t *testing.T) {
+	tok := NewRunToken()
+	r := &Run{ID: "run_1", Token: tok}
+	if !r.Binds(wop.NewRunToken(tok.Reveal())) {
+		t.Error("the run does not bind its own token")
+	}
+	for _, other := range []wop.RunToken{{}, NewRunToken(), wop.NewRunToken(tok.Reveal()[:len(tok.Reveal())-1])} {
+		if r.Binds(other) {
+			t.Errorf("the run binds %v, which is not its token", other)
+		}
+	}
+	if (&Run{ID: "run_2"}).Binds(wop.RunToken{}) {
+		t.Error("a run without a token binds a call without one")
 	}
 }

@@ -122,6 +122,10 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 		ID: dispatch.NewID("run"), NodeID: dispatch.NewID("node"), TypeID: typeID, Pack: p.Name,
 		Allowed:     p.manifest.Declared(typeID),
 		Traceparent: opts.Traceparent, IdempotencyKey: opts.IdempotencyKey,
+		// The pack gets the token with the run's call context below and
+		// must carry it back on every call; the run id alone, which the
+		// record and the API answer name, binds nothing.
+		Token: dispatch.NewRunToken(),
 	}
 	if d, ok := ctx.Deadline(); ok {
 		run.Deadline = d
@@ -187,6 +191,8 @@ func (h *Host) Call(ctx context.Context, family, method string, payload json.Raw
 	run := &dispatch.Run{
 		ID: dispatch.NewID("run"), NodeID: dispatch.NewID("node"), TypeID: "operator.call",
 		Traceparent: opts.Traceparent, IdempotencyKey: opts.IdempotencyKey,
+		// The plugin called gets the token and carries it on its callbacks.
+		Token: dispatch.NewRunToken(),
 	}
 	if d, ok := ctx.Deadline(); ok {
 		run.Deadline = d

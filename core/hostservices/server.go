@@ -1,7 +1,8 @@
 // Package hostservices is the HostServices gRPC service the host serves to
 // every pack and capability plugin through the go-plugin broker. It binds
 // each connection to the identity of the process it was served to, so a
-// caller cannot claim to be someone else.
+// caller cannot claim to be someone else, and each call to the run whose
+// token it carries, so a caller cannot act in a run it was not given.
 package hostservices
 
 import (
@@ -93,6 +94,9 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 		return nil, wire.ToStatus(wop.Errorf(wop.CodeNotFound, "no node run %q is in flight", claimed.RunID).
 			WithCapability("host." + req.GetFamily() + "." + req.GetMethod()))
 	}
+	if err := s.checkToken(run, claimed, req.GetFamily(), req.GetMethod()); err != nil {
+		return nil, wire.ToStatus(err)
+	}
 	tgt := s.target.Load()
 	var caller dispatch.Caller
 	var call wop.CallContext
@@ -130,6 +134,36 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 		return nil, wire.ToStatus(err)
 	}
 	return &wophostv1.CallResponse{Result: out}, nil
+}
+
+// checkToken refuses a call that names run without carrying its token.
+// The run id is no secret (it is in logs, run records and API answers),
+// so without this a node could act as a sibling node of its pack that is
+// in flight, with that node's declared families, or a plugin as any run,
+// by naming its id. The token is compared in constant time and never
+// logged. The refusal is capability_not_declared, the contract's code for
+// a call the caller may not make, whether the token is missing or wrong;
+// the message says which, and nothing of the run beyond the id the caller
+// named.
+func (s *Server) checkToken(run *dispatch.Run, claimed wop.CallContext, family, method string) error {
+	if run.Binds(claimed.Token) {
+		return nil
+	}
+	who := "pack " + s.pack
+	if s.pack == "" {
+		who = "plugin " + s.plugin
+	}
+	why := "a run token that is not the run's"
+	if claimed.Token.IsZero() {
+		why = "no run token"
+	}
+	// A forged or lost token is never a node's ordinary mistake: the SDKs
+	// carry it. Warn, so that the operator sees a pack or plugin that
+	// tries, or one built on an SDK that drops the token.
+	s.logger.Warn("host-service call refused: it names a run without that run's token",
+		"run_id", run.ID, "caller", who, "family", family, "method", method, "token", claimed.Token)
+	return wop.Errorf(wop.CodeCapabilityNotDeclared, "%s may not act in run %s: the call carries %s (the run token the host gave with the run's call context)", who, run.ID, why).
+		WithCapability("host." + family + "." + method)
 }
 
 // checkAgent enforces an agent's manifest on a call its runtime makes for

@@ -56,7 +56,7 @@ func newAgentFixture(t *testing.T) *agentFixture {
 		{Name: wop.FamilyAIEnvelope, Methods: []string{"generate"}},
 	}, f.inv)
 	f.router = dispatch.NewRouter(reg, 8, 1<<20)
-	f.run = &dispatch.Run{ID: "run_1", NodeID: "node_1", TypeID: "operator.call"}
+	f.run = &dispatch.Run{ID: "run_1", NodeID: "node_1", TypeID: "operator.call", Token: dispatch.NewRunToken()}
 	t.Cleanup(f.runs.Add(f.run))
 	m, err := agentruntime.ParseManifest([]byte(`{"id":"math","name":"Math","description":"adds",` +
 		`"systemPromptRef":"t/math@1","toolAllowlist":["tools/add"]}`))

@@ -56,7 +56,10 @@ type Ctx struct {
 	AgentRuntime  *agentruntime.Client
 	MCP           *mcp.Client
 
-	// Run identifies this node run.
+	// Run identifies this node run. Its Token is the run's secret: every
+	// host-service call made with this Ctx, or a context derived from it,
+	// carries it, and the host refuses a call without it. Node code never
+	// needs to handle it, and it prints redacted.
 	Run wop.CallContext
 	// Logger writes to the host's log with the run and node ids attached.
 	Logger hclog.Logger

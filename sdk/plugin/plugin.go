@@ -75,7 +75,10 @@ type Request struct {
 	Method  string
 	Payload json.RawMessage
 	// Call identifies the node run the call belongs to. ctx carries it too,
-	// so calls made through Host with ctx stay part of the run.
+	// so calls made through Host with ctx stay part of the run; its Token
+	// is the run's secret, without which the host refuses a callback. Work
+	// done for the run outside the handler's ctx keeps it by rebuilding a
+	// context with wop.WithCallContext(ctx, req.Call).
 	Call wop.CallContext
 	// Host reaches the host's services. Calls are refused unless the family
 	// lists the target in Needs or Uses.

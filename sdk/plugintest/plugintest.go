@@ -10,6 +10,8 @@ package plugintest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -114,6 +116,7 @@ type Plugin struct {
 	client   *goplugin.Client
 	conn     *wire.CapabilityConn
 	host     wophostv1.HostServicesServer
+	tokens   *runTokens
 	stateDir string
 }
 
@@ -182,10 +185,12 @@ func Start(t testing.TB, cfg Config) *Plugin {
 	if !ok {
 		t.Fatalf("plugintest: unexpected plugin client %T", raw)
 	}
+	tokens := &runTokens{m: map[string]wop.RunToken{}}
 	return &Plugin{
 		client:   client,
 		conn:     conn,
-		host:     hostServices{fn: hostFn},
+		host:     hostServices{fn: hostFn, tokens: tokens},
+		tokens:   tokens,
 		stateDir: t.TempDir(),
 	}
 }
@@ -285,7 +290,14 @@ func (p *Plugin) ConfigureErr(ctx context.Context, config json.RawMessage) (*Con
 // Invoke sends one call to the plugin as the host would. A non-nil error is
 // always a *wop.Error, exactly as the plugin sent it: unlike the host, the
 // kit fills in no capability.
+//
+// As the host does, the kit gives each run id a run token, which goes to
+// the plugin in call unless call carries a token of its own (which then
+// becomes the run's), and refuses a callback that names a run the kit
+// invoked without that run's token, with capability_not_declared: a
+// plugin's callbacks must send back the call context it was invoked with.
 func (p *Plugin) Invoke(ctx context.Context, family, method string, payload json.RawMessage, call wop.CallContext) (json.RawMessage, error) {
+	call.Token = p.tokens.bind(call.RunID, call.Token)
 	resp, err := p.conn.Client.Invoke(ctx, &wophostv1.InvokeRequest{
 		Family: family, Method: method, Payload: payload, Call: wire.CallContextToProto(call),
 	})
@@ -298,14 +310,67 @@ func (p *Plugin) Invoke(ctx context.Context, family, method string, payload json
 // Exited reports whether the plugin process has exited.
 func (p *Plugin) Exited() bool { return p.client.Exited() }
 
+// runTokens are the run tokens the kit gave, by run id.
+type runTokens struct {
+	mu sync.Mutex
+	m  map[string]wop.RunToken
+}
+
+// bind returns the token of run: token when it is set (and makes it the
+// run's), otherwise the run's, made on first use. A call without a run id
+// gets none.
+func (r *runTokens) bind(run string, token wop.RunToken) wop.RunToken {
+	if run == "" {
+		return token
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !token.IsZero() {
+		r.m[run] = token
+		return token
+	}
+	t, ok := r.m[run]
+	if !ok {
+		var b [32]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+		t = wop.NewRunToken(hex.EncodeToString(b[:]))
+		r.m[run] = t
+	}
+	return t
+}
+
+// check refuses a callback that names a run the kit invoked without that
+// run's token, as the host does. Other run ids pass to the test's
+// HostServicesFunc.
+func (r *runTokens) check(call wop.CallContext, family, method string) error {
+	r.mu.Lock()
+	t, ok := r.m[call.RunID]
+	r.mu.Unlock()
+	if !ok || t.Matches(call.Token) {
+		return nil
+	}
+	why := "a run token that is not the run's"
+	if call.Token.IsZero() {
+		why = "no run token"
+	}
+	return wop.Errorf(wop.CodeCapabilityNotDeclared, "plugintest: the callback names run %s but carries %s; "+
+		"a plugin's callbacks must send back the call context it was invoked with, run_token included "+
+		"(in Go, call through req.Host with the handler's ctx)", call.RunID, why).WithCapability("host." + family + "." + method)
+}
+
 // hostServices serves a HostServicesFunc as the HostServices gRPC service.
 type hostServices struct {
 	wophostv1.UnimplementedHostServicesServer
-	fn HostServicesFunc
+	fn     HostServicesFunc
+	tokens *runTokens
 }
 
 func (h hostServices) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophostv1.CallResponse, error) {
-	out, err := h.fn(ctx, req.GetFamily(), req.GetMethod(), req.GetPayload(), wire.CallContextFromProto(req.GetCall()))
+	call := wire.CallContextFromProto(req.GetCall())
+	if err := h.tokens.check(call, req.GetFamily(), req.GetMethod()); err != nil {
+		return nil, wire.ToStatus(err)
+	}
+	out, err := h.fn(ctx, req.GetFamily(), req.GetMethod(), req.GetPayload(), call)
 	if err != nil {
 		return nil, wire.ToStatus(err)
 	}

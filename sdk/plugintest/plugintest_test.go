@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,5 +207,44 @@ func assertProblems(t *testing.T, problems []string, want ...string) {
 		if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, w) }) {
 			t.Errorf("no problem mentions %q; got %q", w, problems)
 		}
+	}
+}
+
+// The kit gives each run a token, as the host does, and its host services
+// refuse a callback that names the run without it: a plugin whose
+// callbacks leave out the call context it was invoked with fails the kit
+// as it would fail the host. A token the test passes becomes the run's.
+func TestCallbacksMustCarryTheRunToken(t *testing.T) {
+	var mu sync.Mutex
+	var seen []wop.RunToken
+	p := Start(t, Config{Binary: testPlugin, HostServices: func(_ context.Context, _, _ string, payload []byte, call wop.CallContext) ([]byte, error) {
+		mu.Lock()
+		seen = append(seen, call.Token)
+		mu.Unlock()
+		return payload, nil
+	}})
+	p.Configure(t, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	call := wop.CallContext{RunID: "plugintest-run", Depth: 1}
+	if _, err := p.Invoke(ctx, "test.echo", "callback", json.RawMessage(`{}`), call); err != nil {
+		t.Fatalf("callback through req.Host with the handler's ctx: %v", err)
+	}
+	_, err := p.Invoke(ctx, "test.echo", "callbackDetached", json.RawMessage(`{}`), call)
+	if we := wop.AsError(err); we == nil || we.Code != wop.CodeCapabilityNotDeclared || !strings.Contains(we.Message, "carries no run token") {
+		t.Fatalf("callback without the run token: %v; want capability_not_declared", err)
+	}
+	mine := wop.NewRunToken("chosen-by-the-test")
+	if _, err := p.Invoke(ctx, "test.echo", "callback", json.RawMessage(`{}`), wop.CallContext{RunID: "other-run", Depth: 1, Token: mine}); err != nil {
+		t.Fatalf("callback with the test's own token: %v", err)
+	}
+	// A callback without a run id is the test's to answer.
+	if _, err := p.Invoke(ctx, "test.echo", "callbackDetached", json.RawMessage(`{}`), wop.CallContext{}); err != nil {
+		t.Fatalf("callback outside any run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 3 || seen[0].IsZero() || !seen[1].Matches(mine) || !seen[2].IsZero() {
+		t.Errorf("the test's host services saw tokens %v; want the kit's, the test's, then none", seen)
 	}
 }

@@ -19,6 +19,7 @@ func CallContextToProto(c wop.CallContext) *wophostv1.CallContext {
 		Depth:          uint32(max(c.Depth, 0)),
 		Traceparent:    c.Traceparent,
 		IdempotencyKey: c.IdempotencyKey,
+		RunToken:       c.Token.Reveal(),
 	}
 	if !c.Deadline.IsZero() {
 		p.DeadlineUnixNano = c.Deadline.UnixNano()
@@ -41,6 +42,7 @@ func CallContextFromProto(p *wophostv1.CallContext) wop.CallContext {
 		Depth:          int(p.GetDepth()),
 		Traceparent:    p.GetTraceparent(),
 		IdempotencyKey: p.GetIdempotencyKey(),
+		Token:          wop.NewRunToken(p.GetRunToken()),
 	}
 	if p.GetDeadlineUnixNano() != 0 {
 		c.Deadline = time.Unix(0, p.GetDeadlineUnixNano())

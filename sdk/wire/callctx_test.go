@@ -36,6 +36,7 @@ func TestCallContextRoundTrip(t *testing.T) {
 				RunID: "run_1", NodeID: "n1", TypeID: "demo.echo", Pack: "community.demo", Caller: "pack:community.demo",
 				Depth: 3, Deadline: time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC),
 				Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", IdempotencyKey: "idem-1",
+				Token: wop.NewRunToken("run-token-1"),
 			},
 		},
 		{name: "zero deadline", in: wop.CallContext{RunID: "run_2", Depth: 1}},
@@ -64,6 +65,21 @@ func TestCallContextRoundTrip(t *testing.T) {
 				t.Errorf("round trip:\n got %+v\nwant %+v", got, tt.in)
 			}
 		})
+	}
+}
+
+// The run token crosses the wire as run_token, whole, so the host can
+// check it on the way back.
+func TestCallContextCarriesTheRunToken(t *testing.T) {
+	p := viaBytes(t, CallContextToProto(wop.CallContext{RunID: "run_1", Token: wop.NewRunToken("run-token-1")}))
+	if p.GetRunToken() != "run-token-1" {
+		t.Fatalf("run_token on the wire = %q, want run-token-1", p.GetRunToken())
+	}
+	if got := CallContextFromProto(p).Token; !got.Matches(wop.NewRunToken("run-token-1")) {
+		t.Fatalf("token from the wire = %v, not the one sent", got)
+	}
+	if p := CallContextToProto(wop.CallContext{RunID: "run_1"}); p.GetRunToken() != "" {
+		t.Fatalf("a call context without a token sent run_token %q", p.GetRunToken())
 	}
 }
 

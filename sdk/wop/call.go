@@ -18,6 +18,9 @@ type CallContext struct {
 	Deadline       time.Time `json:"deadline,omitzero"`
 	Traceparent    string    `json:"traceparent,omitempty"`
 	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
+	// Token binds the call to its run (see RunToken). The host sets it and
+	// the SDKs carry it; it never appears in the JSON of a call context.
+	Token RunToken `json:"-"`
 }
 
 // The core families of the host-services contract, and the family that

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/schema"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 type config struct {
@@ -48,6 +49,9 @@ func newPlugin() *plugin.Plugin {
 				"echo":     echo,
 				"sleep":    plugin.Typed(sleep),
 				"callback": callback,
+				// callbackDetached calls back from a context of its own
+				// making that leaves out the run token: the kit must refuse it.
+				"callbackDetached": callbackDetached,
 			},
 			Facets: func() map[string]any { return map[string]any{"echo": nil} },
 		}},
@@ -101,6 +105,18 @@ func sleep(ctx context.Context, _ *plugin.Request, in *sleepRequest) (map[string
 func callback(ctx context.Context, req *plugin.Request) (any, error) {
 	var out json.RawMessage
 	if err := req.Host.Call(ctx, "test.host", "ping", req.Payload, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// callbackDetached forwards its payload like callback, from a call context
+// it builds by hand with the run id but without the run token, as a
+// careless plugin would.
+func callbackDetached(ctx context.Context, req *plugin.Request) (any, error) {
+	detached := wop.WithCallContext(context.WithoutCancel(ctx), wop.CallContext{RunID: req.Call.RunID, Depth: req.Call.Depth})
+	var out json.RawMessage
+	if err := req.Host.Call(detached, "test.host", "ping", req.Payload, &out); err != nil {
 		return nil, err
 	}
 	return out, nil

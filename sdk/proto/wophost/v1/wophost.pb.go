@@ -45,8 +45,14 @@ type CallContext struct {
 	// traceparent is a W3C trace context header value.
 	Traceparent    string `protobuf:"bytes,8,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	IdempotencyKey string `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// run_token is the secret the host gave the node run: in the
+	// ExecuteRequest to the pack, in every InvokeRequest to a plugin on
+	// behalf of the run. Every HostServices call of the run must carry it
+	// back unchanged; one that names the run without it is refused with
+	// capability_not_declared. Never log it.
+	RunToken      string `protobuf:"bytes,10,opt,name=run_token,json=runToken,proto3" json:"run_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallContext) Reset() {
@@ -138,6 +144,13 @@ func (x *CallContext) GetTraceparent() string {
 func (x *CallContext) GetIdempotencyKey() string {
 	if x != nil {
 		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *CallContext) GetRunToken() string {
+	if x != nil {
+		return x.RunToken
 	}
 	return ""
 }
@@ -1135,7 +1148,7 @@ var File_wophost_v1_wophost_proto protoreflect.FileDescriptor
 const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\n" +
 	"\x18wophost/v1/wophost.proto\x12\n" +
-	"wophost.v1\"\x91\x02\n" +
+	"wophost.v1\"\xae\x02\n" +
 	"\vCallContext\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x17\n" +
@@ -1145,7 +1158,9 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\x05depth\x18\x06 \x01(\rR\x05depth\x12,\n" +
 	"\x12deadline_unix_nano\x18\a \x01(\x03R\x10deadlineUnixNano\x12 \n" +
 	"\vtraceparent\x18\b \x01(\tR\vtraceparent\x12'\n" +
-	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\"\x93\x01\n" +
+	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12\x1b\n" +
+	"\trun_token\x18\n" +
+	" \x01(\tR\brunToken\"\x93\x01\n" +
 	"\vErrorDetail\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1e\n" +
