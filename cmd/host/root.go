@@ -130,9 +130,7 @@ func (g *globals) startHost(ctx context.Context) (*host.Host, error) {
 	logger := g.logger(cfg)
 	h := host.New(cfg, ldr, logger, version)
 	rep := h.Start(ctx)
-	for _, d := range append(rep.Capabilities, rep.Packs...) {
-		logger.Warn(config.FormatDiagnostic(d))
-	}
+	warnDiagnostics(logger, append(rep.Capabilities, rep.Packs...))
 	if rep.Fatal() {
 		_ = config.WriteDiagnostics(g.stderr, ldr.Files(), rep.Config)
 		h.Close()

@@ -138,9 +138,7 @@ func (d *daemon) start(ctx context.Context, cfg *config.Config, ldr *config.Load
 	h := host.New(cfg, ldr, d.logger, version)
 	h.ObserveCalls(d.metrics)
 	rep := h.Start(ctx)
-	for _, diag := range append(rep.Capabilities, rep.Packs...) {
-		d.logger.Warn(config.FormatDiagnostic(diag))
-	}
+	warnDiagnostics(d.logger, append(rep.Capabilities, rep.Packs...))
 	if rep.Fatal() {
 		h.Close()
 		return nil, fmt.Errorf("config %s:\n%s", cfg.Path, config.FormatDiagnostics(rep.Config))
@@ -197,9 +195,7 @@ func (d *daemon) reload() {
 	}
 	next, rep, err := cur.Reload(context.Background(), cfg, ldr)
 	if rep != nil {
-		for _, diag := range append(rep.Capabilities, rep.Packs...) {
-			d.logger.Warn(config.FormatDiagnostic(diag))
-		}
+		warnDiagnostics(d.logger, append(rep.Capabilities, rep.Packs...))
 	}
 	if err != nil {
 		d.logger.Error("reload refused; the running host keeps serving", "error", err)

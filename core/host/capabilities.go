@@ -168,10 +168,10 @@ func (h *Host) startCapabilities(ctx context.Context, rep *Report) {
 		rep.Capabilities = append(rep.Capabilities, d...)
 	}
 
+	// The config blocks are decoded even when two plugins claim one
+	// family, so that one run (host validate) reports their problems too;
+	// nothing is configured then.
 	rep.Config = append(rep.Config, h.checkClaims(caps)...)
-	if rep.Config.HasErrors() {
-		return
-	}
 	ectx := h.files.EvalContext(h.cfg.Dir)
 	for i, c := range caps {
 		diags[i] = nil
@@ -188,6 +188,12 @@ func (h *Host) startCapabilities(ctx context.Context, rep *Report) {
 		c.fingerprint = h.fingerprint(c.cfg, c.identity, val)
 		h.logger.Debug("plugin config decoded", "capability", c.cfg.Name,
 			"config", string(config.Redact(val, c.schema.SensitivePaths())))
+	}
+	if rep.Config.HasErrors() {
+		for _, d := range diags {
+			rep.Capabilities = append(rep.Capabilities, d...)
+		}
+		return
 	}
 	for i, c := range caps {
 		if c.adopted || c.current() == nil {
