@@ -59,7 +59,7 @@ func (g *globals) serve() error {
 	// Bind first: a port in use should fail before any plugin starts.
 	ln, err := net.Listen("tcp", d.http.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", d.http.Listen, err)
+		return listenFailure(d.http, err)
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
