@@ -301,7 +301,13 @@ func (h *Host) phaseFailure(c *capability, err error, summary string) hcl.Diagno
 		phase = registry.State(pe.Phase)
 	}
 	h.reg.Fail(c.cfg.Name, phase, err)
-	return capabilityDiag(c, summary, err, c.cfg.PluginRange)
+	rng := c.cfg.PluginRange
+	// go-plugin's check of the pin just before exec is the pin's problem.
+	var ce *loader.ChecksumError
+	if errors.As(err, &ce) {
+		rng = c.cfg.SHA256Range
+	}
+	return capabilityDiag(c, summary, err, rng)
 }
 
 func capabilityDiag(c *capability, summary string, err error, rng hcl.Range) hcl.Diagnostics {

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"os/exec"
@@ -56,11 +57,34 @@ type ChecksumError struct {
 	Path     string
 	Expected string
 	Actual   string
+	// AtExec is set when the binary matched when the host hashed it and
+	// no longer did when go-plugin hashed it again, just before exec: the
+	// file was replaced in between.
+	AtExec bool
 }
 
 // Error implements error.
 func (e *ChecksumError) Error() string {
-	return fmt.Sprintf("sha256 of %s does not match the pin: expected %s, actual %s", e.Path, e.Expected, e.Actual)
+	when := ""
+	if e.AtExec {
+		when = " just before exec (the file changed after the host checked it)"
+	}
+	return fmt.Sprintf("sha256 of %s does not match the pin%s: expected %s, actual %s", e.Path, when, e.Expected, e.Actual)
+}
+
+// sumRecorder is the hash go-plugin checks a pinned binary with just
+// before exec. It keeps the sum go-plugin computed, since go-plugin's own
+// error ("checksums did not match") names neither sum.
+type sumRecorder struct {
+	hash.Hash
+	sum []byte
+}
+
+// Sum implements hash.Hash, remembering the sum.
+func (r *sumRecorder) Sum(b []byte) []byte {
+	out := r.Hash.Sum(b)
+	r.sum = slices.Clone(out[len(b):])
+	return out
 }
 
 // Verify checks that path is an executable regular file and, when pin is
@@ -177,8 +201,10 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 	cfg.PluginLogBufferSize = 256 << 10
 	cfg.SyncStdout = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
 	cfg.SyncStderr = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
+	var recorder *sumRecorder
 	if sum != nil {
-		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+		recorder = &sumRecorder{Hash: sha256.New()}
+		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: sum, Hash: recorder}
 	}
 	client := goplugin.NewClient(cfg)
 	p := &process{name: name, client: client, logger: logger, cancel: cancel}
@@ -211,6 +237,10 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 	p.group = out.group
 	if out.err != nil {
 		p.stop(false)
+		// Read after the start returned, which is after go-plugin hashed.
+		if recorder != nil && recorder.sum != nil && errors.Is(out.err, goplugin.ErrChecksumsDoNotMatch) {
+			return nil, nil, &ChecksumError{Path: path, Expected: hex.EncodeToString(sum), Actual: hex.EncodeToString(recorder.sum), AtExec: true}
+		}
 		if took := time.Since(t0); took >= opts.StartTimeout {
 			return nil, nil, fmt.Errorf("%s did not complete its handshake within start_timeout (%s): %w", name, opts.StartTimeout, out.err)
 		}
