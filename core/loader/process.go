@@ -166,6 +166,11 @@ type process struct {
 	// go-plugin has not yet collected the process.
 	cancel   context.CancelFunc
 	killOnce sync.Once
+	// socket is the unix socket the process announced in its handshake.
+	// go-plugin's server removes it when it closes its listener, which a
+	// process killed with SIGKILL never does; the host removes it once the
+	// process is gone.
+	socket string
 }
 
 // startOutcome is what go-plugin's start returned.
@@ -230,11 +235,13 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 		go func() {
 			o := <-done
 			p.group = o.group
+			p.noteSocket()
 			p.stop(false)
 		}()
 		return nil, nil, fmt.Errorf("%s did not complete its handshake and connection within start_timeout (%s)", name, opts.StartTimeout)
 	}
 	p.group = out.group
+	p.noteSocket()
 	if out.err != nil {
 		p.stop(false)
 		// Read after the start returned, which is after go-plugin hashed.
@@ -247,6 +254,14 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 		return nil, nil, out.err
 	}
 	return p, out.rpc, nil
+}
+
+// noteSocket records the unix socket the process announced, if it got as
+// far as its handshake. Call it once go-plugin's start has returned.
+func (p *process) noteSocket() {
+	if rc := p.client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
+		p.socket = rc.Addr.String()
+	}
 }
 
 // kill stops the process gracefully, then anything left in its process
@@ -300,7 +315,24 @@ func (p *process) stop(graceful bool) {
 		if p.group != nil {
 			p.group.Release()
 		}
+		p.removeSocket()
 	})
+}
+
+// removeSocket removes the socket the stopped process listened on, if it
+// is still there. Only a socket is removed: the path comes from the
+// process's handshake, and whatever else may sit there is not the host's.
+func (p *process) removeSocket() {
+	if p.socket == "" {
+		return
+	}
+	fi, err := os.Lstat(p.socket)
+	if err != nil || fi.Mode().Type() != os.ModeSocket {
+		return
+	}
+	if err := os.Remove(p.socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		p.logger.Warn("could not remove the stopped process's socket", "path", p.socket, "error", err)
+	}
 }
 
 // Exited reports whether the process has exited.
