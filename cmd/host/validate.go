@@ -104,7 +104,6 @@ func (g *globals) check(ctx context.Context) (*validation, error) {
 	v.loaded, v.packs = len(h.Packs())-countRefused(h), len(run.Packs)
 	h.Close()
 	v.diags = append(v.diags, rep.All()...)
-	v.files = ldr.Files()
 	sortDiagnostics(v.diags)
 	return v, nil
 }
