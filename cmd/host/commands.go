@@ -10,10 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
-	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/core/registry"
@@ -235,57 +233,6 @@ func (g *globals) printPacks(h *host.Host) error {
 			orDash(strings.Join(p.Nodes, ",")), orDash(strings.Join(p.Degraded, ",")), orDash(oneLine(p.Error)))
 	}
 	return tw.Flush()
-}
-
-func validateCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "validate",
-		Short: "Check the config, every plugin and every pack; report all problems",
-		Long: "Load the config, start every plugin and pack to check their schemas and manifests,\n" +
-			"report every problem found in one run, and stop. The exit status is 1 when any is found.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, ldr, err := g.loadConfig()
-			if err != nil {
-				return err
-			}
-			ctx, stop := signalContext()
-			defer stop()
-			logger := g.logger(cfg)
-			if g.logLevel == "" {
-				logger.SetLevel(hclog.Off)
-			}
-			h := host.New(cfg, ldr, logger, version)
-			rep := h.Start(ctx)
-			ready, loaded := countReady(h), len(h.Packs())-countRefused(h)
-			h.Close()
-			diags := rep.All()
-			if g.json {
-				problems := make([]string, 0, len(diags))
-				for _, d := range diags {
-					problems = append(problems, config.FormatDiagnostic(d))
-				}
-				if err := json.NewEncoder(g.stdout).Encode(map[string]any{"valid": !diags.HasErrors(), "problems": problems}); err != nil {
-					return err
-				}
-			} else if len(diags) > 0 {
-				if err := config.WriteDiagnostics(g.stderr, ldr.Files(), diags); err != nil {
-					return err
-				}
-			}
-			if diags.HasErrors() {
-				if !g.json {
-					fmt.Fprintf(g.stderr, "%s: %d problem(s) found\n", g.configPath, len(diags.Errs()))
-				}
-				return &exitError{code: 1}
-			}
-			if !g.json {
-				fmt.Fprintf(g.stdout, "%s is valid: %d of %d capabilities ready, %d of %d packs loaded\n", g.configPath,
-					ready, len(cfg.Capabilities), loaded, len(cfg.Packs))
-			}
-			return nil
-		},
-	}
 }
 
 func orDash(s string) string {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -315,8 +316,10 @@ func promptsVerifyCommand(g *globals, open func() (*store.Store, error)) *cobra.
 	return &cobra.Command{
 		Use:   "verify",
 		Short: "Re-hash every stored version and report corruption",
-		Long: "Re-read every version record and re-hash the bytes each one names. Every problem is\n" +
-			"listed; the exit status is 1 when there is any.",
+		Long: "Re-read every version record and re-hash the bytes each one names, and look for blobs\n" +
+			"no record names (orphans: a deleted record, or a publish stopped before its record).\n" +
+			"Every problem is listed with what to do; the exit status is 1 when there is any.\n" +
+			"verify only reads: it never repairs or removes anything.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := open()
@@ -333,13 +336,13 @@ func promptsVerifyCommand(g *globals, open func() (*store.Store, error)) *cobra.
 				}
 			} else {
 				for _, p := range rep.Problems {
-					fmt.Fprintf(g.stdout, "CORRUPT  %s  %s: %s\n", p.Ref, p.Path, p.Message)
+					fmt.Fprintf(g.stdout, "%-8s %s  %s: %s\n", strings.ToUpper(p.Kind), p.Ref, p.Path, p.Message)
 				}
 				for _, l := range rep.Leftovers {
 					fmt.Fprintf(g.stdout, "leftover %s (an unfinished publish; safe to delete)\n", l)
 				}
-				fmt.Fprintf(g.stdout, "%s: %d names, %d versions, %d blobs checked, %d problem(s)\n",
-					st.Dir(), rep.Names, rep.Versions, rep.Blobs, len(rep.Problems))
+				fmt.Fprintf(g.stdout, "%s: %d names, %d versions, %d blobs checked, %s\n",
+					st.Dir(), rep.Names, rep.Versions, rep.Blobs, countProblems(len(rep.Problems)))
 			}
 			if !rep.OK() {
 				return &exitError{code: 1}

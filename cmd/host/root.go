@@ -24,6 +24,15 @@ type exitError struct{ code int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
+// failure is an error a command reports on stderr before it exits 1: the
+// command was given rightly and failed (a port in use, say). Any other
+// error is taken for a usage error and exits 2.
+type failure struct{ err error }
+
+func (f *failure) Error() string { return f.err.Error() }
+
+func (f *failure) Unwrap() error { return f.err }
+
 // globals are the flags every command shares.
 type globals struct {
 	configPath string
@@ -60,11 +69,15 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	)
 	err := root.Execute()
 	var ee *exitError
+	var f *failure
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.As(err, &f):
+		fmt.Fprintln(stderr, "Error:", err)
+		return 1
 	default:
 		fmt.Fprintln(stderr, "Error:", err)
 		return 2
@@ -130,9 +143,7 @@ func (g *globals) startHost(ctx context.Context) (*host.Host, error) {
 	logger := g.logger(cfg)
 	h := host.New(cfg, ldr, logger, version)
 	rep := h.Start(ctx)
-	for _, d := range append(rep.Capabilities, rep.Packs...) {
-		logger.Warn(config.FormatDiagnostic(d))
-	}
+	warnDiagnostics(logger, append(rep.Capabilities, rep.Packs...))
 	if rep.Fatal() {
 		_ = config.WriteDiagnostics(g.stderr, ldr.Files(), rep.Config)
 		h.Close()

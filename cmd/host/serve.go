@@ -59,7 +59,7 @@ func (g *globals) serve() error {
 	// Bind first: a port in use should fail before any plugin starts.
 	ln, err := net.Listen("tcp", d.http.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", d.http.Listen, err)
+		return listenFailure(d.http, err)
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
@@ -141,9 +141,7 @@ func (d *daemon) start(ctx context.Context, cfg *config.Config, ldr *config.Load
 	h := host.New(cfg, ldr, d.logger, version)
 	h.ObserveCalls(d.metrics)
 	rep := h.Start(ctx)
-	for _, diag := range append(rep.Capabilities, rep.Packs...) {
-		d.logger.Warn(config.FormatDiagnostic(diag))
-	}
+	warnDiagnostics(d.logger, append(rep.Capabilities, rep.Packs...))
 	if rep.Fatal() {
 		h.Close()
 		return nil, fmt.Errorf("config %s:\n%s", cfg.Path, config.FormatDiagnostics(rep.Config))
@@ -200,9 +198,7 @@ func (d *daemon) reload() {
 	}
 	next, rep, err := cur.Reload(context.Background(), cfg, ldr)
 	if rep != nil {
-		for _, diag := range append(rep.Capabilities, rep.Packs...) {
-			d.logger.Warn(config.FormatDiagnostic(diag))
-		}
+		warnDiagnostics(d.logger, append(rep.Capabilities, rep.Packs...))
 	}
 	if err != nil {
 		d.logger.Error("reload refused; the running host keeps serving", "error", err)

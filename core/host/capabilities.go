@@ -168,10 +168,10 @@ func (h *Host) startCapabilities(ctx context.Context, rep *Report) {
 		rep.Capabilities = append(rep.Capabilities, d...)
 	}
 
+	// The config blocks are decoded even when two plugins claim one
+	// family, so that one run (host validate) reports their problems too;
+	// nothing is configured then.
 	rep.Config = append(rep.Config, h.checkClaims(caps)...)
-	if rep.Config.HasErrors() {
-		return
-	}
 	ectx := h.files.EvalContext(h.cfg.Dir)
 	for i, c := range caps {
 		diags[i] = nil
@@ -188,6 +188,12 @@ func (h *Host) startCapabilities(ctx context.Context, rep *Report) {
 		c.fingerprint = h.fingerprint(c.cfg, c.identity, val)
 		h.logger.Debug("plugin config decoded", "capability", c.cfg.Name,
 			"config", string(config.Redact(val, c.schema.SensitivePaths())))
+	}
+	if rep.Config.HasErrors() {
+		for _, d := range diags {
+			rep.Capabilities = append(rep.Capabilities, d...)
+		}
+		return
 	}
 	for i, c := range caps {
 		if c.adopted || c.current() == nil {
@@ -295,7 +301,13 @@ func (h *Host) phaseFailure(c *capability, err error, summary string) hcl.Diagno
 		phase = registry.State(pe.Phase)
 	}
 	h.reg.Fail(c.cfg.Name, phase, err)
-	return capabilityDiag(c, summary, err, c.cfg.PluginRange)
+	rng := c.cfg.PluginRange
+	// go-plugin's check of the pin just before exec is the pin's problem.
+	var ce *loader.ChecksumError
+	if errors.As(err, &ce) {
+		rng = c.cfg.SHA256Range
+	}
+	return capabilityDiag(c, summary, err, rng)
 }
 
 func capabilityDiag(c *capability, summary string, err error, rng hcl.Range) hcl.Diagnostics {

@@ -5,6 +5,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -145,6 +146,12 @@ func (h *Host) Start(ctx context.Context) *Report {
 	if rep.Fatal() {
 		launched.Wait()
 		for _, p := range packs {
+			// A pack refused for its own files (pack.json, its binary) is
+			// reported even so, for one run to name every problem; whether
+			// its peers are advertised cannot be known without the plugins.
+			if p.State == PackRefused {
+				rep.Packs = append(rep.Packs, packRefused(p, fmt.Sprintf("Pack %q (%s): %s", p.Name, p.Path, p.Err)))
+			}
 			if p.proc != nil {
 				p.proc.Kill()
 			}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"os/exec"
@@ -56,11 +57,34 @@ type ChecksumError struct {
 	Path     string
 	Expected string
 	Actual   string
+	// AtExec is set when the binary matched when the host hashed it and
+	// no longer did when go-plugin hashed it again, just before exec: the
+	// file was replaced in between.
+	AtExec bool
 }
 
 // Error implements error.
 func (e *ChecksumError) Error() string {
-	return fmt.Sprintf("sha256 of %s does not match the pin: expected %s, actual %s", e.Path, e.Expected, e.Actual)
+	when := ""
+	if e.AtExec {
+		when = " just before exec (the file changed after the host checked it)"
+	}
+	return fmt.Sprintf("sha256 of %s does not match the pin%s: expected %s, actual %s", e.Path, when, e.Expected, e.Actual)
+}
+
+// sumRecorder is the hash go-plugin checks a pinned binary with just
+// before exec. It keeps the sum go-plugin computed, since go-plugin's own
+// error ("checksums did not match") names neither sum.
+type sumRecorder struct {
+	hash.Hash
+	sum []byte
+}
+
+// Sum implements hash.Hash, remembering the sum.
+func (r *sumRecorder) Sum(b []byte) []byte {
+	out := r.Hash.Sum(b)
+	r.sum = slices.Clone(out[len(b):])
+	return out
 }
 
 // Verify checks that path is an executable regular file and, when pin is
@@ -142,6 +166,11 @@ type process struct {
 	// go-plugin has not yet collected the process.
 	cancel   context.CancelFunc
 	killOnce sync.Once
+	// socket is the unix socket the process announced in its handshake.
+	// go-plugin's server removes it when it closes its listener, which a
+	// process killed with SIGKILL never does; the host removes it once the
+	// process is gone.
+	socket string
 }
 
 // startOutcome is what go-plugin's start returned.
@@ -177,8 +206,10 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 	cfg.PluginLogBufferSize = 256 << 10
 	cfg.SyncStdout = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
 	cfg.SyncStderr = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
+	var recorder *sumRecorder
 	if sum != nil {
-		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+		recorder = &sumRecorder{Hash: sha256.New()}
+		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: sum, Hash: recorder}
 	}
 	client := goplugin.NewClient(cfg)
 	p := &process{name: name, client: client, logger: logger, cancel: cancel}
@@ -204,19 +235,33 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 		go func() {
 			o := <-done
 			p.group = o.group
+			p.noteSocket()
 			p.stop(false)
 		}()
 		return nil, nil, fmt.Errorf("%s did not complete its handshake and connection within start_timeout (%s)", name, opts.StartTimeout)
 	}
 	p.group = out.group
+	p.noteSocket()
 	if out.err != nil {
 		p.stop(false)
+		// Read after the start returned, which is after go-plugin hashed.
+		if recorder != nil && recorder.sum != nil && errors.Is(out.err, goplugin.ErrChecksumsDoNotMatch) {
+			return nil, nil, &ChecksumError{Path: path, Expected: hex.EncodeToString(sum), Actual: hex.EncodeToString(recorder.sum), AtExec: true}
+		}
 		if took := time.Since(t0); took >= opts.StartTimeout {
 			return nil, nil, fmt.Errorf("%s did not complete its handshake within start_timeout (%s): %w", name, opts.StartTimeout, out.err)
 		}
 		return nil, nil, out.err
 	}
 	return p, out.rpc, nil
+}
+
+// noteSocket records the unix socket the process announced, if it got as
+// far as its handshake. Call it once go-plugin's start has returned.
+func (p *process) noteSocket() {
+	if rc := p.client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
+		p.socket = rc.Addr.String()
+	}
 }
 
 // kill stops the process gracefully, then anything left in its process
@@ -282,7 +327,24 @@ func (p *process) stop(graceful bool) {
 		if p.group != nil {
 			p.group.Release()
 		}
+		p.removeSocket()
 	})
+}
+
+// removeSocket removes the socket the stopped process listened on, if it
+// is still there. Only a socket is removed: the path comes from the
+// process's handshake, and whatever else may sit there is not the host's.
+func (p *process) removeSocket() {
+	if p.socket == "" {
+		return
+	}
+	fi, err := os.Lstat(p.socket)
+	if err != nil || fi.Mode().Type() != os.ModeSocket {
+		return
+	}
+	if err := os.Remove(p.socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		p.logger.Warn("could not remove the stopped process's socket", "path", p.socket, "error", err)
+	}
 }
 
 // Exited reports whether the process has exited.

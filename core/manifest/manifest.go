@@ -5,6 +5,7 @@
 package manifest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -86,6 +88,12 @@ type Problem struct {
 	// document).
 	Field   string `json:"field"`
 	Message string `json:"message"`
+	// Line and Column locate the problem in the file, both from 1 (the
+	// column counts characters), when the JSON decoder said where it
+	// stopped: a syntax error, or a document that is not an object. They
+	// are 0 otherwise; Field then says where to look.
+	Line   int `json:"line,omitempty"`
+	Column int `json:"column,omitempty"`
 }
 
 // isTopLevelKey reports whether a manifest may carry key; "$schema" is
@@ -121,11 +129,9 @@ func Load(dir string) (*Manifest, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := Parse(data)
+	m, err := parse(data, path)
 	if err != nil {
-		we := *wop.AsError(err)
-		we.Message = path + ": " + we.Message
-		return nil, nil, &we
+		return nil, nil, err
 	}
 	return m, data, nil
 }
@@ -133,21 +139,35 @@ func Load(dir string) (*Manifest, []byte, error) {
 // Parse decodes and validates a manifest. Unknown top-level keys are
 // refused unless they start with "x-", "openwop-" or "vendor.". Every
 // problem found is reported at once, in a pack_validation_failed *wop.Error
-// whose details are {"problems": [Problem...]}.
+// whose details are {"problems": [Problem...]} and whose message lists
+// them one a line. A syntax error is the only problem reported, at its
+// pack.json:LINE:COL.
 func Parse(data []byte) (*Manifest, error) {
+	return parse(data, FileName)
+}
+
+// parse is Parse with the file's name as messages should show it.
+func parse(data []byte, file string) (*Manifest, error) {
 	var ps problems
 	if len(data) > MaxSize {
 		ps.add("", "is larger than "+strconv.Itoa(MaxSize)+" bytes")
-		return nil, ps.err()
+		return nil, ps.err(file)
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		ps.add("", "is not valid JSON: "+err.Error())
-		return nil, ps.err()
+		// The decoder checks the whole document's syntax first, so a type
+		// error means valid JSON that is not an object.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			ps.addAt(data, valueStart(data), "must be a JSON object, not "+jsonValueKind(te.Value))
+		} else {
+			ps.addAt(data, syntaxOffset(data, err), "is not valid JSON: "+err.Error())
+		}
+		return nil, ps.err(file)
 	}
 	if top == nil {
-		ps.add("", "must be a JSON object")
-		return nil, ps.err()
+		ps.addAt(data, valueStart(data), "must be a JSON object")
+		return nil, ps.err(file)
 	}
 
 	var m Manifest
@@ -172,7 +192,7 @@ func Parse(data []byte) (*Manifest, error) {
 	// problem; problems under a field that failed to decode are dropped.
 	m.validate(&ps)
 	if len(ps) > 0 {
-		return nil, ps.err()
+		return nil, ps.err(file)
 	}
 	return &m, nil
 }
@@ -284,21 +304,55 @@ func (ps *problems) add(field, message string) {
 	*ps = append(*ps, Problem{Field: field, Message: message})
 }
 
-func (ps problems) err() error {
+// addAt records a problem with the whole document at byte offset off of
+// data, which is where an editor should put the cursor.
+func (ps *problems) addAt(data []byte, off int, message string) {
+	line, col := position(data, off)
+	*ps = append(*ps, Problem{Message: message, Line: line, Column: col})
+}
+
+// err is the pack_validation_failed error listing ps, nil when there is
+// none. file names the manifest in the message. The message puts each
+// problem on a line of its own, indented under a header, so that logs and
+// terminals show a list rather than one long line; details.problems
+// carries the same list structured.
+func (ps problems) err(file string) error {
 	if len(ps) == 0 {
 		return nil
 	}
-	parts := make([]string, len(ps))
-	for i, p := range ps {
-		parts[i] = label(p.Field) + ": " + p.Message
+	var msg string
+	if len(ps) == 1 && ps[0].Line > 0 {
+		// A syntax error stops the decoding, so it is always alone; its
+		// file:line:col leads, as editors and terminals expect.
+		msg = problemLine(file, ps[0])
+	} else {
+		noun := "problem"
+		if len(ps) > 1 {
+			noun = "problems"
+		}
+		var b strings.Builder
+		b.WriteString(file + " is invalid (" + strconv.Itoa(len(ps)) + " " + noun + "):")
+		for _, p := range ps {
+			b.WriteString("\n  " + problemLine(file, p))
+		}
+		msg = b.String()
 	}
-	noun := "problem"
-	if len(ps) > 1 {
-		noun = "problems"
-	}
-	msg := "pack.json is invalid (" + strconv.Itoa(len(ps)) + " " + noun + "): " + strings.Join(parts, "; ")
 	return wop.Errorf(wop.CodePackValidationFailed, "%s", msg).
 		WithDetails(map[string][]Problem{"problems": ps})
+}
+
+// problemLine shows one problem on one line: "file:line:col: message" when
+// its position is known, otherwise "pointer: message".
+func problemLine(file string, p Problem) string {
+	msg := strings.Join(strings.Fields(p.Message), " ")
+	if p.Line > 0 {
+		at := file + ":" + strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Column)
+		if p.Field != "" {
+			at += ": " + p.Field
+		}
+		return at + ": " + msg
+	}
+	return label(p.Field) + ": " + msg
 }
 
 // label shows a JSON pointer in a message; the empty pointer would vanish.
@@ -307,4 +361,54 @@ func label(p string) string {
 		return "(document)"
 	}
 	return p
+}
+
+// syntaxOffset is the byte offset in data that err, from decoding data,
+// is about. A *json.SyntaxError's Offset counts the bytes read up to and
+// including the offending one, or all of them when the input ended early.
+func syntaxOffset(data []byte, err error) int {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return 0
+	}
+	off := int(se.Offset)
+	if off >= len(data) {
+		return len(data)
+	}
+	return max(off-1, 0)
+}
+
+// jsonValueKind names a JSON kind as the decoder reports it ("array",
+// "string", "number", "bool"), with its article.
+func jsonValueKind(v string) string {
+	switch v {
+	case "array", "object":
+		return "an " + v
+	case "bool":
+		return "a boolean"
+	case "":
+		return "another value"
+	}
+	return "a " + v
+}
+
+// valueStart is the offset of the first byte of data that is not JSON
+// whitespace.
+func valueStart(data []byte) int {
+	for i, c := range data {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return i
+		}
+	}
+	return len(data)
+}
+
+// position turns a byte offset of data into a line and a column, both from
+// 1; the column counts characters, not bytes, as editors do.
+func position(data []byte, off int) (line, col int) {
+	off = min(max(off, 0), len(data))
+	before := data[:off]
+	line = 1 + bytes.Count(before, []byte{'\n'})
+	lineStart := bytes.LastIndexByte(before, '\n') + 1
+	return line, 1 + utf8.RuneCount(before[lineStart:])
 }

@@ -79,10 +79,21 @@ func problemsOf(t *testing.T, err error) []Problem {
 	if err := json.Unmarshal(we.Details, &d); err != nil {
 		t.Fatalf("details %s: %v", we.Details, err)
 	}
+	// Each problem has a line of the message to itself.
+	lines := strings.Split(we.Message, "\n")
 	for _, p := range d.Problems {
-		if !strings.Contains(we.Message, label(p.Field)+": "+p.Message) {
-			t.Errorf("message %q does not list %s: %s", we.Message, p.Field, p.Message)
+		n := 0
+		for _, l := range lines {
+			if strings.HasSuffix(l, label(p.Field)+": "+p.Message) || p.Line > 0 && strings.HasSuffix(l, ": "+p.Message) {
+				n++
+			}
 		}
+		if n != 1 {
+			t.Errorf("message %q does not list %s: %s on a line of its own", we.Message, p.Field, p.Message)
+		}
+	}
+	if len(d.Problems) > 1 && len(lines) != len(d.Problems)+1 {
+		t.Errorf("message %q: want a header and %d problem lines", we.Message, len(d.Problems))
 	}
 	return d.Problems
 }
@@ -231,6 +242,76 @@ func TestParseNotAnObject(t *testing.T) {
 	big := make([]byte, MaxSize+1)
 	if ps := problemsOf(t, func() error { _, err := Parse(big); return err }()); ps[0].Field != "" {
 		t.Errorf("oversized: %+v", ps)
+	}
+}
+
+// A syntax error is reported at pack.json:LINE:COL, the column counted in
+// characters, and with the same position in details.problems.
+func TestParseSyntaxErrorHasLineAndColumn(t *testing.T) {
+	tests := []struct {
+		name, in   string
+		line, col  int
+		wantPrefix string
+	}{
+		{"trailing comma", "{\n  \"name\": \"a.b\",\n}\n", 3, 1, "pack.json:3:1: is not valid JSON: invalid character '}'"},
+		{"missing value", "{\n  \"name\": ,\n  \"kind\": \"node\"\n}", 2, 11, "pack.json:2:11: is not valid JSON: invalid character ','"},
+		{"characters before", "{\"description\": \"ünï\" \"kind\": 1}", 1, 23, "pack.json:1:23: is not valid JSON: invalid character '\"' after object key:value pair"},
+		{"ends early", "{\n  \"name\":", 2, 10, "pack.json:2:10: is not valid JSON: unexpected end of JSON input"},
+		{"empty", "", 1, 1, "pack.json:1:1: is not valid JSON: unexpected end of JSON input"},
+		{"not an object", "\n  [1, 2]", 2, 3, "pack.json:2:3: must be a JSON object, not an array"},
+		{"null", "null", 1, 1, "pack.json:1:1: must be a JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.in))
+			ps := problemsOf(t, err)
+			if len(ps) != 1 || ps[0].Line != tt.line || ps[0].Column != tt.col {
+				t.Errorf("problems = %+v, want one at line %d column %d", ps, tt.line, tt.col)
+			}
+			if msg := wop.AsError(err).Message; !strings.HasPrefix(msg, tt.wantPrefix) {
+				t.Errorf("message = %q, want it to start with %q", msg, tt.wantPrefix)
+			}
+		})
+	}
+
+	// Load names the file by its path, so the position can be opened.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, FileName), []byte("{\n  \"name\": \"a.b\",\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := Load(dir)
+	if want := filepath.Join(dir, FileName) + ":3:1: "; !strings.HasPrefix(wop.AsError(err).Message, want) {
+		t.Errorf("Load: %v, want the message to start with %q", err, want)
+	}
+}
+
+// Several problems read as a list: a header with the count, then one
+// "pointer: message" a line, while details.problems stays structured.
+func TestParseListsOneProblemALine(t *testing.T) {
+	data := variant(t, func(d map[string]any) {
+		d["name"] = "Bad Name"
+		d["kind"] = "agent"
+		node(d, 0)["inputSchema"] = map[string]any{"type": 5}
+	})
+	_, err := Parse(data)
+	ps := problemsOf(t, err)
+	want := "pack.json is invalid (3 problems):\n" +
+		"  /kind: must be \"node\"\n" +
+		"  /name: must be reverse-DNS style, e.g. \"community.demo\"\n" +
+		"  /nodes/0/inputSchema/type: is not valid JSON Schema: "
+	msg := wop.AsError(err).Message
+	sorted := strings.Split(msg, "\n")
+	slices.Sort(sorted[1:])
+	if got := strings.Join(sorted, "\n"); !strings.HasPrefix(got, want) {
+		t.Errorf("message =\n%s\nwant it to start with\n%s", got, want)
+	}
+	if len(ps) != 3 {
+		t.Errorf("details.problems = %+v, want 3", ps)
+	}
+	for _, p := range ps {
+		if p.Field == "" || p.Line != 0 {
+			t.Errorf("problem %+v: want a JSON pointer and no position", p)
+		}
 	}
 }
 

@@ -38,7 +38,7 @@ const legacyPrefix = "host."
 func (m *Manifest) Validate() error {
 	var ps problems
 	m.validate(&ps)
-	return ps.err()
+	return ps.err(FileName)
 }
 
 // validate records every problem in ps and updates m only when there are

@@ -198,7 +198,7 @@ capability "b" {
 	}
 	good := probeConfig(t, "")
 	res = runHost(t, "", "--config", good, "validate")
-	if res.code != 0 || !strings.Contains(res.stdout, "is valid") {
+	if res.code != 0 || !strings.Contains(res.stdout, "no problems") {
 		t.Errorf("validate of a good config: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }

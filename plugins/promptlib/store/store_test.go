@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -225,6 +226,58 @@ func TestCorruptBlob(t *testing.T) {
 	}
 }
 
+// A blob that no version record names, because its record was deleted,
+// is a problem of its own kind, named by its digest and path, with how to
+// restore or remove it; so is a file in blobs/ that is not a blob.
+func TestVerifyReportsOrphanedBlobs(t *testing.T) {
+	s := open(t, t.TempDir())
+	publish(t, s, "---\nname: kept\n---\nKept.\n")
+	gone := publish(t, s, "---\nname: gone\n---\nIts record is deleted.\n")
+	if rep, err := s.Verify(); err != nil || !rep.OK() {
+		t.Fatalf("verify before the deletion: %+v %v", rep, err)
+	}
+	if err := os.Remove(filepath.Join(s.versionsPath("gone"), "1"+recordExt)); err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(s.Dir(), "blobs", "sha256", "ab", "notes.txt")
+	if err := os.MkdirAll(filepath.Dir(stray), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stray, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := s.Verify()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || len(rep.Problems) != 2 {
+		t.Fatalf("verify = %+v, want two problems", rep)
+	}
+	blob := s.blobPath(gone.Version.Digest)
+	for _, p := range rep.Problems {
+		if p.Kind != ProblemOrphan {
+			t.Errorf("problem %+v: kind %q, want %q", p, p.Kind, ProblemOrphan)
+		}
+		switch p.Path {
+		case blob:
+			if p.Ref != gone.Version.Digest || !strings.Contains(p.Message, "no version record names this blob") ||
+				!strings.Contains(p.Message, "rm -f "+blob) || !strings.Contains(p.Message, "host prompts publish "+blob) {
+				t.Errorf("orphan = %+v", p)
+			}
+		case stray:
+			if !strings.Contains(p.Message, "rm -f "+stray) {
+				t.Errorf("stray file = %+v", p)
+			}
+		default:
+			t.Errorf("unexpected problem %+v", p)
+		}
+	}
+	if rep.Versions != 1 || rep.Blobs != 1 {
+		t.Errorf("verify counted %d versions and %d blobs, want 1 and 1", rep.Versions, rep.Blobs)
+	}
+}
+
 // Publishers in separate Store values (separate lock descriptors, as in
 // separate processes) never hand out the same version twice.
 func TestConcurrentPublishers(t *testing.T) {
@@ -333,8 +386,11 @@ func TestKillDuringPublish(t *testing.T) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify after the crash: %+v %v", rep, err)
 	}
-	if len(rep.Leftovers) == 0 {
-		t.Error("verify did not list the unfinished publish's temporary file")
+	// The temporary record, and the blob it names, are both leftovers of
+	// the publish, not an orphan: no version was lost.
+	half := s.blobPath(promptlibrary.DigestOf([]byte("---\nname: crash\n---\nhalf written\n")))
+	if len(rep.Leftovers) != 2 || !slices.Contains(rep.Leftovers, half) {
+		t.Errorf("leftovers = %v, want the temporary record and %s", rep.Leftovers, half)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

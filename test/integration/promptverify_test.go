@@ -1,0 +1,47 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
+)
+
+// A version record deleted by hand leaves its blob behind: prompts verify
+// names the blob as an orphan, says how to restore or remove it, and exits
+// 1; once it is removed the store verifies clean.
+func TestPromptsVerifyReportsOrphanedBlob(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "prompts")
+	raw := "---\nname: team/greet\n---\nSay hello.\n"
+	if res := runHost(t, "", "prompts", "--store", dir, "publish", writePrompt(t, raw)); res.code != 0 {
+		t.Fatalf("publish: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if err := os.Remove(filepath.Join(dir, "names", "team", "greet", "_versions", "1.json")); err != nil {
+		t.Fatal(err)
+	}
+	digest := promptlibrary.DigestOf([]byte(raw))
+	blob := filepath.Join(dir, "blobs", "sha256", digest[len("sha256:"):][:2], digest[len("sha256:"):])
+
+	res := runHost(t, "", "prompts", "--store", dir, "verify")
+	if res.code != 1 {
+		t.Fatalf("verify of a store with an orphaned blob: exit %d, want 1\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	line := grepLines(res.stdout, "ORPHAN")
+	for _, want := range []string{digest, blob, "no version record names this blob", "rm -f " + blob} {
+		if !strings.Contains(line, want) {
+			t.Errorf("verify's ORPHAN line lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	if !strings.HasSuffix(res.stdout, ", 1 problem\n") {
+		t.Errorf("verify does not end with the count:\n%s", res.stdout)
+	}
+
+	if err := os.Remove(blob); err != nil {
+		t.Fatal(err)
+	}
+	if res := runHost(t, "", "prompts", "--store", dir, "verify"); res.code != 0 || !strings.HasSuffix(res.stdout, ", no problems\n") {
+		t.Errorf("verify after removing the orphan: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}
