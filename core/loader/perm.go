@@ -54,6 +54,12 @@ func CheckWritable(path string) error {
 	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Dir(real) != dirs[0] {
 		dirs = append(dirs, filepath.Dir(real))
 	}
+	return checkWritableDirs(dirs)
+}
+
+// checkWritableDirs refuses the first of dirs that every user may write
+// and that is not sticky.
+func checkWritableDirs(dirs []string) error {
 	for _, d := range dirs {
 		di, err := os.Stat(d)
 		if err != nil {
