@@ -299,9 +299,9 @@ func (h *Host) drainTimeout() time.Duration {
 
 // fingerprint sums up what a plugin process runs with: its binary (path,
 // file identity and pin), the block's family filter, its environment, its
-// decoded config, and the host settings every process is started with. Settings that only
-// the host applies (required, max_concurrent_calls, start_timeout) are
-// left out: changing them does not need a new process.
+// decoded config, and the host settings every process is started with.
+// Settings that only the host applies (required, max_concurrent_calls,
+// start_timeout) are left out: changing them does not need a new process.
 func (h *Host) fingerprint(cc *config.Capability, identity string, configJSON []byte) string {
 	sum := sha256.New()
 	enc := json.NewEncoder(sum)

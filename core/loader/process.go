@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -70,14 +71,9 @@ func (e *ChecksumError) Error() string {
 // names (wire.IsReservedEnv), so none of them shadows the host's.
 func processEnv(name string, opts Options) []string {
 	env := wire.ProcessEnv(name, opts.LogLevel, opts.MaxMessageBytes)
-	names := make([]string, 0, len(opts.Env))
-	for k := range opts.Env {
-		names = append(names, k)
-	}
 	// Sorted, so that a process's environment does not change from one
 	// start to the next.
-	slices.Sort(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(opts.Env)) {
 		env = append(env, k+"="+opts.Env[k])
 	}
 	if opts.Tracing != nil {

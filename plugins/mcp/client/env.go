@@ -1,6 +1,7 @@
 package client
 
 import (
+	"maps"
 	"os"
 	"slices"
 
@@ -15,12 +16,7 @@ import (
 // third-party server gets only what its own block names.
 func serverEnv(configured map[string]string) []string {
 	env := wire.BaseEnv(os.Environ())
-	names := make([]string, 0, len(configured))
-	for k := range configured {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(configured)) {
 		env = append(env, k+"="+configured[k])
 	}
 	return env
