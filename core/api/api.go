@@ -19,8 +19,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wophost/wophost/core/host"
-	"github.com/wophost/wophost/core/manifest"
 	"github.com/wophost/wophost/core/idempotency"
+	"github.com/wophost/wophost/core/manifest"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/wop"
 )

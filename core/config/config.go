@@ -19,7 +19,6 @@ import (
 	hcljson "github.com/hashicorp/hcl/v2/json"
 
 	"github.com/wophost/wophost/core/loader"
-	"github.com/wophost/wophost/core/manifest"
 )
 
 // Defaults applied when the host block or one of its attributes is absent.
@@ -115,6 +114,11 @@ type Capability struct {
 	// AllowWritable accepts a plugin executable, or its directory, that
 	// users other than the owner may write; by default it is refused.
 	AllowWritable bool
+	// Env holds the environment variables the operator passes to the
+	// plugin process (the env attribute), on top of the base set every
+	// process gets; nil when none. Values may come from env() and are
+	// secrets then: they are never logged.
+	Env map[string]string
 	// Config is the body of the config block, decoded later against the
 	// plugin's schema; hcl.EmptyBody() when the block is absent.
 	Config hcl.Body
@@ -138,6 +142,9 @@ type Pack struct {
 	// AllowWritable accepts a pack directory, manifest or entry
 	// executable that users other than the owner may write.
 	AllowWritable bool
+	// Env holds the environment variables the operator passes to the
+	// pack process, as Capability.Env.
+	Env map[string]string
 
 	DefRange  hcl.Range
 	PathRange hcl.Range
@@ -186,6 +193,7 @@ type rawCapability struct {
 	MaxConcurrent *hcl.Attribute `hcl:"max_concurrent_calls"`
 	// AllowWritable is allow_writable.
 	AllowWritable *hcl.Attribute `hcl:"allow_writable"`
+	Env           *hcl.Attribute `hcl:"env"`
 	Config        *rawConfig     `hcl:"config,block"`
 	DefRange      hcl.Range      `hcl:",def_range"`
 }
@@ -200,6 +208,7 @@ type rawPack struct {
 	Path          *hcl.Attribute `hcl:"path"`
 	PathRange     hcl.Range      `hcl:"path,attr_value_range"`
 	AllowWritable *hcl.Attribute `hcl:"allow_writable"`
+	Env           *hcl.Attribute `hcl:"env"`
 	DefRange      hcl.Range      `hcl:",def_range"`
 }
 
@@ -544,6 +553,7 @@ func (d *decoder) capability(r *rawCapability, host Host, pluginDirOK bool) *Cap
 	}
 	d.attr(r.Required, &c.Required)
 	d.attr(r.AllowWritable, &c.AllowWritable)
+	c.Env = d.env(r.Env)
 	if n, ok := d.intAttr(r.MaxConcurrent, 1, MaxConcurrent); ok {
 		c.MaxConcurrentCalls = n
 	}
@@ -572,6 +582,7 @@ func (d *decoder) pack(r *rawPack) *Pack {
 		d.errorf(r.DefRange, "Invalid pack name", "A pack's label is its name and must not be empty.")
 	}
 	d.attr(r.AllowWritable, &p.AllowWritable)
+	p.Env = d.env(r.Env)
 	nErrs := len(d.diags)
 	if path, ok := d.stringAttr(r.Path); ok {
 		// Checked when the host loads the pack (CheckPackDir): a broken
@@ -650,25 +661,13 @@ func resolvePlugin(dir, pluginDir, plugin string) (string, bool) {
 }
 
 // CheckPlugin reports, at the plugin attribute, a plugin executable that
-// is missing, a directory, or not executable, or that users other than
-// its owner may write (or whose directory they may) unless the block sets
-// allow_writable; nil when it looks usable.
+// is missing, a directory, or not executable; nil when it looks usable.
+// It words these for the operator, with where the name was looked up.
+// The checks that decide are made on the binary once opened
+// (loader.OpenExecutable), which is also what runs: its permissions, that
+// others may not write it, its sha256.
 func CheckPlugin(c *Capability, pluginDir string) *hcl.Diagnostic {
-	if d := checkPlugin(c.PluginPath, c.pluginBare, pluginDir, c.PluginRange); d != nil {
-		return d
-	}
-	if c.AllowWritable {
-		return nil
-	}
-	if err := loader.CheckWritable(c.PluginPath); err != nil {
-		return &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Plugin is writable by others",
-			Detail:   fmt.Sprintf("Capability %q: %s.", c.Name, err),
-			Subject:  c.PluginRange.Ptr(),
-		}
-	}
-	return nil
+	return checkPlugin(c.PluginPath, c.pluginBare, pluginDir, c.PluginRange)
 }
 
 func checkPlugin(path string, bare bool, pluginDir string, rng hcl.Range) *hcl.Diagnostic {
@@ -710,10 +709,10 @@ func checkPlugin(path string, bare bool, pluginDir string, rng hcl.Range) *hcl.D
 
 // CheckPackDir reports, at the path attribute, a pack directory that is
 // missing or has no pack.json; nil when it looks usable. Unless the block
-// sets allow_writable, it also refuses a pack whose directory, pack.json
-// or runtime.entry executable users other than the owner may write. A
-// pack.json that cannot be read or validated is left for the manifest
-// check to report.
+// sets allow_writable, it also refuses a pack whose directory or pack.json
+// users other than the owner may write. The runtime.entry executable is
+// checked when it is opened to be run (loader.OpenPackEntry), inside the
+// pack directory, so that what is checked is what runs.
 func CheckPackDir(p *Pack) *hcl.Diagnostic {
 	if d := checkPackDir(p.Path, p.PathRange); d != nil {
 		return d
@@ -730,17 +729,6 @@ func CheckPackDir(p *Pack) *hcl.Diagnostic {
 		}
 	}
 	if err := loader.CheckWritable(filepath.Join(p.Path, PackManifest)); err != nil {
-		return writable(err)
-	}
-	m, _, err := manifest.Load(p.Path)
-	if err != nil {
-		return nil
-	}
-	entry := filepath.Join(p.Path, filepath.FromSlash(m.Runtime.Entry))
-	if _, err := os.Stat(entry); err != nil {
-		return nil
-	}
-	if err := loader.CheckWritable(entry); err != nil {
 		return writable(err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -673,9 +674,14 @@ func TestLoadMissingFile(t *testing.T) {
 
 func TestFunctions(t *testing.T) {
 	tests := []struct {
-		name     string
-		env      map[string]string
-		files    map[string]string
+		name  string
+		env   map[string]string
+		files map[string]string
+		// links are symbolic links to make in the fixture, by name; in a
+		// target, OUTSIDE is a directory beside the fixture holding
+		// secret.txt.
+		links    map[string]string
+		fifos    []string
 		src      string
 		wantDir  string // expected PluginDir relative to the fixture
 		wantDiag string // substring of the error detail, "" for none
@@ -737,6 +743,48 @@ func TestFunctions(t *testing.T) {
 			line:     2, col: 22,
 		},
 		{
+			name:    "file through a link that stays inside",
+			files:   map[string]string{"real/dir.txt": "linked"},
+			links:   map[string]string{"dir.txt": "real/dir.txt", "alias": "real"},
+			src:     `host { plugin_dir = file("dir.txt") }`,
+			wantDir: "linked",
+		},
+		{
+			name:    "file through a linked directory inside",
+			files:   map[string]string{"real/dir.txt": "linked"},
+			links:   map[string]string{"alias": "real"},
+			src:     `host { plugin_dir = file("alias/dir.txt") }`,
+			wantDir: "linked",
+		},
+		{
+			name:     "file links outside the config dir",
+			links:    map[string]string{"x": "OUTSIDE/secret.txt"},
+			src:      "host {\n  plugin_dir = file(\"./x\")\n}\n",
+			wantDiag: "leads outside the config file's directory",
+			line:     2, col: 22,
+		},
+		{
+			name:     "file links outside relatively",
+			links:    map[string]string{"x": "../outside/secret.txt"},
+			src:      "host {\n  plugin_dir = file(\"x\")\n}\n",
+			wantDiag: "leads outside the config file's directory",
+			line:     2, col: 22,
+		},
+		{
+			name:     "file through a linked directory outside",
+			links:    map[string]string{"d": "OUTSIDE"},
+			src:      "host {\n  plugin_dir = file(\"d/secret.txt\")\n}\n",
+			wantDiag: "leads outside the config file's directory",
+			line:     2, col: 22,
+		},
+		{
+			name:     "file is a FIFO",
+			fifos:    []string{"fifo"},
+			src:      "host {\n  plugin_dir = file(\"fifo\")\n}\n",
+			wantDiag: "not a regular file",
+			line:     2, col: 22,
+		},
+		{
 			name:     "file is a device",
 			src:      "host {\n  plugin_dir = file(\"/dev/zero\")\n}\n",
 			wantDiag: "not a regular file",
@@ -765,6 +813,18 @@ func TestFunctions(t *testing.T) {
 			for name, content := range tt.files {
 				writeFile(t, filepath.Join(f.dir, name), content, 0o644)
 			}
+			outside := filepath.Join(filepath.Dir(f.dir), "outside")
+			writeFile(t, filepath.Join(outside, "secret.txt"), "outside-secret", 0o644)
+			for name, target := range tt.links {
+				if err := os.Symlink(strings.ReplaceAll(target, "OUTSIDE", outside), filepath.Join(f.dir, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, name := range tt.fifos {
+				if err := syscall.Mkfifo(filepath.Join(f.dir, name), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			cfg, diags := NewLoader().Load(f.path)
 			if tt.wantDiag == "" {
 				if diags.HasErrors() {
@@ -780,6 +840,9 @@ func TestFunctions(t *testing.T) {
 			}
 			if !strings.Contains(diags[0].Detail, tt.wantDiag) {
 				t.Errorf("detail %q does not contain %q", diags[0].Detail, tt.wantDiag)
+			}
+			if strings.Contains(diags[0].Detail, "outside-secret") {
+				t.Errorf("detail %q holds the contents of a file outside", diags[0].Detail)
 			}
 			assertPos(t, "function error", *diags[0].Subject, f.path, tt.line, tt.col)
 		})

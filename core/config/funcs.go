@@ -1,15 +1,19 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
+
+	"github.com/wophost/wophost/internal/rooted"
 )
 
 // EvalContext returns the context every expression in a config file is
@@ -58,10 +62,13 @@ const MaxFileBytes = 4 << 20
 
 // fileFunc is file(path), reading relative to dir so a config behaves the
 // same whatever the host's working directory. A relative path must stay
-// inside dir: "../" cannot reach beyond the config's directory, so a config
-// copied from elsewhere cannot read files its author did not place beside
-// it. An absolute path is taken as written, since the operator chose it.
-// Only regular files up to MaxFileBytes are read.
+// inside dir, and so must what it leads to: "../" cannot reach beyond the
+// config's directory, and neither can a symbolic link, since the file is
+// opened through an os.Root on dir. A config copied from elsewhere thus
+// cannot read files its author did not place beside it; a link that stays
+// inside is followed. An absolute path is taken as written, links and all,
+// since the operator chose it. Only regular files up to MaxFileBytes are
+// read.
 func fileFunc(dir string) function.Function {
 	return function.New(&function.Spec{
 		Description: "Returns the contents of a UTF-8 text file, relative to the config file's directory.",
@@ -79,7 +86,7 @@ func fileFunc(dir string) function.Function {
 					"file %q leaves the config file's directory (%s); a relative path must stay inside it, use an absolute path to read a file elsewhere", p, dir)
 			}
 			full := resolvePath(dir, p)
-			b, err := readBounded(full, MaxFileBytes)
+			b, err := readConfigFile(dir, p)
 			if err != nil {
 				return cty.UnknownVal(cty.String), function.NewArgError(0, fmt.Errorf("cannot read file %q: %w", p, err))
 			}
@@ -91,17 +98,26 @@ func fileFunc(dir string) function.Function {
 	})
 }
 
-// readBounded reads the regular file at path, refusing anything else
-// (devices, FIFOs, directories) and anything larger than limit.
-func readBounded(path string, limit int64) ([]byte, error) {
-	// Stat before opening: opening a FIFO for reading blocks until a
-	// writer comes along.
-	if fi, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (mode %s)", fi.Mode())
+// readConfigFile reads the file p names for file(): an absolute path as
+// written, a relative one inside dir only (see package rooted).
+func readConfigFile(dir, p string) ([]byte, error) {
+	if filepath.IsAbs(p) {
+		return readBounded(func(flag int) (*os.File, error) { return os.OpenFile(p, flag, 0) }, MaxFileBytes)
 	}
-	f, err := os.Open(path)
+	b, err := readBounded(func(flag int) (*os.File, error) { return rooted.OpenFile(dir, p, flag) }, MaxFileBytes)
+	if oe := (*rooted.OutsideError)(nil); errors.As(err, &oe) {
+		return nil, fmt.Errorf("it leads outside the config file's directory (%s) through a symbolic link; a relative path must stay inside it, use an absolute path to read a file elsewhere", dir)
+	}
+	return b, err
+}
+
+// readBounded reads the regular file open opens, refusing anything else
+// (devices, FIFOs, directories) and anything larger than limit. The file
+// is opened without blocking, since opening a FIFO for reading would wait
+// for a writer, and checked once open, so that what is checked is what is
+// read.
+func readBounded(open func(flag int) (*os.File, error), limit int64) ([]byte, error) {
+	f, err := open(os.O_RDONLY | syscall.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}

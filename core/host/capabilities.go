@@ -242,26 +242,24 @@ func (h *Host) launch(ctx context.Context, c *capability) hcl.Diagnostics {
 		h.reg.Fail(c.cfg.Name, registry.StateVerified, errors.New(d.Summary+": "+d.Detail))
 		return hcl.Diagnostics{d}
 	}
-	sum, err := loader.Verify(c.cfg.PluginPath, c.cfg.SHA256)
+	exe, err := openPlugin(c.cfg)
 	if err != nil {
 		h.reg.Fail(c.cfg.Name, registry.StateVerified, err)
-		rng := c.cfg.PluginRange
+		rng, summary := c.cfg.PluginRange, "Plugin failed verification"
 		var ce *loader.ChecksumError
-		if errors.As(err, &ce) {
+		var we *loader.WritableError
+		switch {
+		case errors.As(err, &ce):
 			rng = c.cfg.SHA256Range
+		case errors.As(err, &we):
+			summary = "Plugin is writable by others"
 		}
-		return capabilityDiag(c, "Plugin failed verification", err, rng)
+		return capabilityDiag(c, summary, err, rng)
 	}
-	c.sum = sum
-	if c.identity, err = loader.FileIdentity(c.cfg.PluginPath); err != nil {
-		h.reg.Fail(c.cfg.Name, registry.StateVerified, err)
-		return capabilityDiag(c, "Plugin failed verification", err, c.cfg.PluginRange)
-	}
+	c.sum, c.identity = exe.Sum(), exe.Identity()
 	h.reg.Advance(c.cfg.Name, registry.StateVerified)
 	t0 := time.Now()
-	opts := h.opts
-	opts.StartTimeout = c.cfg.StartTimeout
-	proc, err := loader.StartCapability(c.cfg.Name, c.cfg.PluginPath, sum, opts)
+	proc, err := loader.StartCapability(c.cfg.Name, exe, h.processOptions(c.cfg))
 	if err != nil {
 		return h.phaseFailure(c, err, "Plugin failed to start")
 	}
@@ -342,9 +340,14 @@ func (h *Host) restartOnce(c *capability) (proc *loader.Capability, stop bool, e
 	if c.isReleased() {
 		return nil, true, nil
 	}
-	opts := h.opts
-	opts.StartTimeout = c.cfg.StartTimeout
-	proc, err = loader.StartCapability(c.cfg.Name, c.cfg.PluginPath, c.sum, opts)
+	// The binary is opened and checked afresh, and the process started
+	// from what was checked, as at the first start.
+	exe, err := openPlugin(c.cfg)
+	if err != nil {
+		return nil, false, &loader.PhaseError{Phase: string(registry.StateVerified), Err: err}
+	}
+	c.identity = exe.Identity()
+	proc, err = loader.StartCapability(c.cfg.Name, exe, h.processOptions(c.cfg))
 	if err != nil {
 		return nil, false, err
 	}
@@ -360,6 +363,22 @@ func (h *Host) restartOnce(c *capability) (proc *loader.Capability, stop bool, e
 		return nil, false, errors.New(config.FormatDiagnostics(d))
 	}
 	return proc, false, nil
+}
+
+// openPlugin opens the capability's plugin binary and checks it: a
+// regular executable file, not writable by others unless the block allows
+// it, with the pinned sha256 if the block sets one.
+func openPlugin(cc *config.Capability) (*loader.Executable, error) {
+	return loader.OpenExecutable(cc.PluginPath, loader.Checks{SHA256: cc.SHA256, AllowWritable: cc.AllowWritable})
+}
+
+// processOptions are the options a capability's process is started with:
+// the host's, with the block's start_timeout and environment.
+func (h *Host) processOptions(cc *config.Capability) loader.Options {
+	opts := h.opts
+	opts.StartTimeout = cc.StartTimeout
+	opts.Env = cc.Env
+	return opts
 }
 
 // selectFamilies applies the block's `families` filter to what the plugin

@@ -225,19 +225,23 @@ func (h *Host) launchPack(ctx context.Context, p *Pack) error {
 		p.TypeIDs = append(p.TypeIDs, n.TypeID)
 	}
 	p.entry = filepath.Join(p.Path, filepath.FromSlash(m.Runtime.Entry))
-	if _, err := loader.Verify(p.entry, ""); err != nil {
-		return wop.Errorf(wop.CodePackValidationFailed, "runtime.entry: %v", err)
-	}
 	proc, err := h.startPackProcess(ctx, p)
 	p.proc = proc
 	return err
 }
 
-// startPackProcess starts p's binary and checks that it was built with the
-// pack.json the host read. The process is returned also when the check
-// fails, for the caller to stop.
+// startPackProcess opens p's entry binary inside the pack directory,
+// checks it, starts the process from the opened file and checks that the
+// binary was built with the pack.json the host read. The process is
+// returned also when the last check fails, for the caller to stop.
 func (h *Host) startPackProcess(ctx context.Context, p *Pack) (*loader.Pack, error) {
-	proc, err := loader.StartPack(p.Name, p.entry, h.opts)
+	exe, err := loader.OpenPackEntry(p.Path, p.manifest.Runtime.Entry, loader.Checks{AllowWritable: p.cfg.AllowWritable})
+	if err != nil {
+		return nil, wop.Errorf(wop.CodePackValidationFailed, "runtime.entry: %v", err)
+	}
+	opts := h.opts
+	opts.Env = p.cfg.Env
+	proc, err := loader.StartPack(p.Name, exe, opts)
 	if err != nil {
 		return nil, fmt.Errorf("start pack binary: %w", err)
 	}

@@ -298,10 +298,10 @@ func (h *Host) drainTimeout() time.Duration {
 }
 
 // fingerprint sums up what a plugin process runs with: its binary (path,
-// file identity and pin), the block's family filter, its decoded config,
-// and the host settings every process is started with. Settings that only
-// the host applies (required, max_concurrent_calls, start_timeout) are
-// left out: changing them does not need a new process.
+// file identity and pin), the block's family filter, its environment, its
+// decoded config, and the host settings every process is started with.
+// Settings that only the host applies (required, max_concurrent_calls,
+// start_timeout) are left out: changing them does not need a new process.
 func (h *Host) fingerprint(cc *config.Capability, identity string, configJSON []byte) string {
 	sum := sha256.New()
 	enc := json.NewEncoder(sum)
@@ -309,13 +309,14 @@ func (h *Host) fingerprint(cc *config.Capability, identity string, configJSON []
 	_ = enc.Encode(struct {
 		Path, Pin, Identity string
 		Families            []string
+		Env                 map[string]string
 		Config              json.RawMessage
 		StateDir            string
 		LogLevel            string
 		MaxMessageBytes     int
 		Tracing             *tracing.Settings
 	}{
-		cc.PluginPath, cc.SHA256, identity, cc.Families, configJSON,
+		cc.PluginPath, cc.SHA256, identity, cc.Families, cc.Env, configJSON,
 		h.cfg.Host.StateDir, h.opts.LogLevel.String(), h.opts.MaxMessageBytes, h.opts.Tracing,
 	})
 	return hex.EncodeToString(sum.Sum(nil))

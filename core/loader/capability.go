@@ -29,10 +29,11 @@ type Description = wire.Description
 // FamilyDescription is one family a plugin can serve.
 type FamilyDescription = wire.FamilyDescription
 
-// StartCapability execs the plugin at path, completes the handshake and
-// negotiates the protocol. The error is a *PhaseError naming the phase.
-func StartCapability(name, path string, sum []byte, opts Options) (*Capability, error) {
-	proc, rpc, err := startProcess(name, path, sum, opts)
+// StartCapability execs the opened plugin binary exe, completes the
+// handshake and negotiates the protocol. It closes exe once the process
+// has started. The error is a *PhaseError naming the phase.
+func StartCapability(name string, exe *Executable, opts Options) (*Capability, error) {
+	proc, rpc, err := startProcess(name, exe, opts)
 	if err != nil {
 		return nil, &PhaseError{Phase: "started", Err: err}
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // A binary that no longer matches its sum when go-plugin hashes it again
-// just before exec (it was replaced after the host's check) fails with a
+// just before exec (it was rewritten after the host's check) fails with a
 // ChecksumError naming both sums, not go-plugin's "checksums did not
 // match", and is never run.
 func TestChecksumMismatchAtExecNamesBothSums(t *testing.T) {
@@ -24,8 +24,15 @@ func TestChecksumMismatchAtExecNamesBothSums(t *testing.T) {
 	actual := sha256.Sum256(content)
 	pinned := sha256.Sum256([]byte("the binary the operator pinned"))
 
+	opened, err := OpenExecutable(exe, Checks{AllowWritable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As if the file had been rewritten in place after the host checked
+	// it: the sum go-plugin computes just before exec differs.
+	opened.sum = pinned[:]
 	opts := Options{Logger: hclog.NewNullLogger(), LogLevel: hclog.Off, MaxMessageBytes: 1 << 20, StartTimeout: 5 * time.Second}
-	_, err := StartCapability("pinned", exe, pinned[:], opts)
+	_, err = StartCapability("pinned", opened, opts)
 	var ce *ChecksumError
 	if !errors.As(err, &ce) {
 		t.Fatalf("start of a changed binary: %v (%T), want a *ChecksumError", err, err)

@@ -19,9 +19,10 @@ type Pack struct {
 	broker uint32
 }
 
-// StartPack execs the pack binary and completes the handshake.
-func StartPack(name, path string, opts Options) (*Pack, error) {
-	proc, rpc, err := startProcess(name, path, nil, opts)
+// StartPack execs the opened pack binary exe (see OpenPackEntry) and
+// completes the handshake. It closes exe once the process has started.
+func StartPack(name string, exe *Executable, opts Options) (*Pack, error) {
+	proc, rpc, err := startProcess(name, exe, opts)
 	if err != nil {
 		return nil, &PhaseError{Phase: "started", Err: err}
 	}

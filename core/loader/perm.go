@@ -37,11 +37,13 @@ func (e *WritableError) Error() string {
 // builds is group-writable by the operator alone.
 const worldWritable = 0o002
 
-// CheckWritable refuses an executable at path that is world-writable, or
-// that sits in a directory which is. A sticky
+// CheckWritable refuses a file at path (a pack's pack.json) that is
+// world-writable, or that sits in a directory which is. A sticky
 // directory (such as /tmp) is accepted when the file itself is safe: there
 // only the file's owner can rename or remove it. Symbolic links are
-// followed, and the directory of the link's target is checked too.
+// followed, and the directory of the link's target is checked too. The
+// binaries the host runs are checked on the open file instead, by
+// OpenExecutable and OpenPackEntry.
 func CheckWritable(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -54,6 +56,12 @@ func CheckWritable(path string) error {
 	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Dir(real) != dirs[0] {
 		dirs = append(dirs, filepath.Dir(real))
 	}
+	return checkWritableDirs(dirs)
+}
+
+// checkWritableDirs refuses the first of dirs that every user may write
+// and that is not sticky.
+func checkWritableDirs(dirs []string) error {
 	for _, d := range dirs {
 		di, err := os.Stat(d)
 		if err != nil {

@@ -10,12 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -38,6 +37,11 @@ type Options struct {
 	// Tracing, when set, is handed to every process so that its spans
 	// join the host's traces; nil turns tracing off in the children too.
 	Tracing *tracing.Settings
+	// Env holds the variables the operator passes to this process (the
+	// env attribute of its block), on top of the base set every process
+	// gets (wire.ProcessEnv). Values may be secrets: they are never
+	// logged.
+	Env map[string]string
 }
 
 // PhaseError is a start-up failure in a named lifecycle phase.
@@ -87,48 +91,18 @@ func (r *sumRecorder) Sum(b []byte) []byte {
 	return out
 }
 
-// Verify checks that path is an executable regular file and, when pin is
-// set, that its sha256 is pin. It returns the sum it computed, which the
-// host also hands to go-plugin so the check is repeated just before exec.
-func Verify(path, pin string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("plugin binary %s does not exist", path)
-		}
-		return nil, fmt.Errorf("plugin binary %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("plugin binary %s is not a regular file", path)
-	}
-	if fi.Mode().Perm()&0o111 == 0 {
-		return nil, fmt.Errorf("plugin binary %s is not executable (mode %s)", path, fi.Mode().Perm())
-	}
-	if pin == "" {
-		return nil, nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open plugin binary %s: %w", path, err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return nil, fmt.Errorf("hash plugin binary %s: %w", path, err)
-	}
-	sum := h.Sum(nil)
-	if actual := hex.EncodeToString(sum); actual != pin {
-		return nil, &ChecksumError{Path: path, Expected: pin, Actual: actual}
-	}
-	return sum, nil
-}
-
-// processEnv is the environment of a child: the host's, with the
-// tracing settings of this host rather than any inherited ones.
+// processEnv is the environment of a child: the base set of the host's
+// environment and the protocol's variables (wire.ProcessEnv), the
+// operator's variables for this process, and this host's tracing
+// settings. The config refuses operator variables of the protocol's
+// names (wire.IsReservedEnv), so none of them shadows the host's.
 func processEnv(name string, opts Options) []string {
-	env := slices.DeleteFunc(wire.ProcessEnv(name, opts.LogLevel, opts.MaxMessageBytes), func(kv string) bool {
-		return strings.HasPrefix(kv, "WOPHOST_OTLP_")
-	})
+	env := wire.ProcessEnv(name, opts.LogLevel, opts.MaxMessageBytes)
+	// Sorted, so that a process's environment does not change from one
+	// start to the next.
+	for _, k := range slices.Sorted(maps.Keys(opts.Env)) {
+		env = append(env, k+"="+opts.Env[k])
+	}
 	if opts.Tracing != nil {
 		env = append(env, opts.Tracing.Env()...)
 	}
@@ -180,18 +154,23 @@ type startOutcome struct {
 	group *procgroup.Group
 }
 
-// startProcess execs path and completes the go-plugin handshake. It
+// startProcess execs the opened binary exe and completes the go-plugin
+// handshake. It closes exe once the process has started, or failed to. It
 // returns within start_timeout plus startGrace and releaseGrace however the
 // process and its descendants behave.
-func startProcess(name, path string, sum []byte, opts Options) (*process, goplugin.ClientProtocol, error) {
+func startProcess(name string, exe *Executable, opts Options) (*process, goplugin.ClientProtocol, error) {
 	logger := opts.Logger.Named(name)
 	// go-plugin starts the command inside Start, where the host cannot
 	// read its pid without a race; exec's Cancel runs after the start
 	// with the pid set, so cancelling the context kills the group even
 	// while go-plugin is still waiting.
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, path)
-	cmd.Dir = filepath.Dir(path)
+	// The process is started from the open file the checks ran on, not
+	// from its path (see Executable); argv[0] and the working directory
+	// are still the binary's as named.
+	cmd := exec.CommandContext(ctx, exe.execPath())
+	cmd.Args[0] = exe.path
+	cmd.Dir = filepath.Dir(exe.path)
 	cmd.Env = processEnv(name, opts)
 	// A process group of its own keeps a terminal's Ctrl-C away from the
 	// process (the host decides when it stops) and lets the host end
@@ -201,15 +180,18 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 	cfg, started, err := wire.ClientConfig(cmd, logger, opts.StartTimeout, opts.MaxMessageBytes)
 	if err != nil {
 		cancel()
+		exe.Close()
 		return nil, nil, fmt.Errorf("launch %s: %w", name, err)
 	}
 	cfg.PluginLogBufferSize = 256 << 10
 	cfg.SyncStdout = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
 	cfg.SyncStderr = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
 	var recorder *sumRecorder
-	if sum != nil {
+	if exe.sum != nil {
+		// go-plugin hashes the file at the command's path once more just
+		// before exec: the same open file, through /proc.
 		recorder = &sumRecorder{Hash: sha256.New()}
-		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: sum, Hash: recorder}
+		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: exe.sum, Hash: recorder}
 	}
 	client := goplugin.NewClient(cfg)
 	p := &process{name: name, client: client, logger: logger, cancel: cancel}
@@ -219,6 +201,9 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 	go func() {
 		rpc, err := client.Client()
 		started()
+		// The process has been exec'd (or never will be): the binary's
+		// descriptor is no longer needed.
+		exe.Close()
 		// This goroutine started the command: cmd.Process is its to read.
 		done <- startOutcome{rpc: rpc, err: err, group: launch.Started()}
 	}()
@@ -246,7 +231,7 @@ func startProcess(name, path string, sum []byte, opts Options) (*process, goplug
 		p.stop(false)
 		// Read after the start returned, which is after go-plugin hashed.
 		if recorder != nil && recorder.sum != nil && errors.Is(out.err, goplugin.ErrChecksumsDoNotMatch) {
-			return nil, nil, &ChecksumError{Path: path, Expected: hex.EncodeToString(sum), Actual: hex.EncodeToString(recorder.sum), AtExec: true}
+			return nil, nil, &ChecksumError{Path: exe.path, Expected: hex.EncodeToString(exe.sum), Actual: hex.EncodeToString(recorder.sum), AtExec: true}
 		}
 		if took := time.Since(t0); took >= opts.StartTimeout {
 			return nil, nil, fmt.Errorf("%s did not complete its handshake within start_timeout (%s): %w", name, opts.StartTimeout, out.err)
@@ -359,6 +344,11 @@ func FileIdentity(path string) (string, error) {
 	if err := syscall.Stat(path, &st); err != nil {
 		return "", fmt.Errorf("stat %s: %w", path, err)
 	}
+	return statIdentity(&st), nil
+}
+
+// statIdentity is the identity FileIdentity reports for st.
+func statIdentity(st *syscall.Stat_t) string {
 	return fmt.Sprintf("%d:%d:%d:%d.%d:%d.%d", st.Dev, st.Ino, st.Size,
-		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec), nil
+		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
 }

@@ -160,11 +160,12 @@ func TestSilentLauncherIsBoundedByStartTimeout(t *testing.T) {
 			var log syncBuffer
 			opts := testOptions(time.Second, &log)
 			limit := opts.StartTimeout + time.Second
+			exe := openExecutable(t, path)
 			_, err, took := startWithin(t, limit, func() (any, error) {
 				if kind == "pack" {
-					return StartPack("silent", path, opts)
+					return StartPack("silent", exe, opts)
 				}
-				return StartCapability("silent", path, nil, opts)
+				return StartCapability("silent", exe, opts)
 			})
 			t.Logf("start failed after %s (start_timeout %s): %v", took.Round(time.Millisecond), opts.StartTimeout, err)
 			if took > limit {
@@ -219,8 +220,9 @@ wait
 	var log syncBuffer
 	opts := testOptions(time.Second, &log)
 	limit := opts.StartTimeout + time.Second
+	exe := openExecutable(t, path)
 	_, err, took := startWithin(t, limit, func() (*Capability, error) {
-		return StartCapability("mute", path, nil, opts)
+		return StartCapability("mute", exe, opts)
 	})
 	t.Logf("start failed after %s (start_timeout %s): %v", took.Round(time.Millisecond), opts.StartTimeout, err)
 	if took > limit {
@@ -243,8 +245,9 @@ wait
 	var log syncBuffer
 	opts := testOptions(time.Second, &log)
 	limit := opts.StartTimeout + time.Second
+	exe := openExecutable(t, path)
 	_, err, took := startWithin(t, limit, func() (*Capability, error) {
-		return StartCapability("escapee", path, nil, opts)
+		return StartCapability("escapee", exe, opts)
 	})
 	t.Logf("start failed after %s (start_timeout %s)", took.Round(time.Millisecond), opts.StartTimeout)
 	if took > limit {
@@ -281,7 +284,7 @@ func TestStopEndsTheGroupOfAPluginWithChildren(t *testing.T) {
 	path, pidfile := wrappedTestcap(t)
 	var log syncBuffer
 	opts := testOptions(30*time.Second, &log)
-	c, err := StartCapability("wrapped", path, nil, opts)
+	c, err := StartCapability("wrapped", openExecutable(t, path), opts)
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, log.String())
 	}
@@ -315,7 +318,7 @@ func TestExitNoticedWhileAChildHoldsTheOutput(t *testing.T) {
 	path, pidfile := wrappedTestcap(t)
 	var log syncBuffer
 	opts := testOptions(30*time.Second, &log)
-	c, err := StartCapability("wrapped", path, nil, opts)
+	c, err := StartCapability("wrapped", openExecutable(t, path), opts)
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, log.String())
 	}

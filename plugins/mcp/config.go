@@ -43,7 +43,7 @@ func configSchema() schema.Block {
 			Block: schema.Block{
 				Attributes: []schema.Attribute{
 					{Name: "command", Type: schema.ListString, Description: "stdio server: executable and arguments; the plugin starts and supervises the process"},
-					{Name: "env", Type: schema.MapString, Sensitive: true, Description: "stdio server: environment added to the plugin's"},
+					{Name: "env", Type: schema.MapString, Sensitive: true, Description: "stdio server: environment variables, added to the base set (PATH, HOME, TMPDIR, TZ, the locale); nothing else of the plugin's environment reaches the server"},
 					{Name: "cwd", Type: schema.String, Description: "stdio server: working directory"},
 					{Name: "url", Type: schema.String, Description: "Streamable HTTP server: the MCP endpoint (http or https)"},
 					{Name: "headers", Type: schema.MapString, Sensitive: true, Description: "Streamable HTTP server: headers sent on every request, such as Authorization"},

@@ -62,7 +62,9 @@ type Config struct {
 	// advertises nothing would.
 	HostServices HostServicesFunc
 	// Env holds extra "KEY=VALUE" environment variables for the plugin
-	// process, on top of the test's own environment.
+	// process. As under the host, the process sees only the base set of
+	// the test's environment (PATH, HOME, TMPDIR, TZ, the locale; see
+	// wire.BaseEnv), the protocol's variables and these.
 	Env []string
 	// StartTimeout bounds the handshake. Zero means 15s.
 	StartTimeout time.Duration

@@ -11,9 +11,11 @@ import (
 )
 
 // ProcessEnv is the environment a plugin or pack process starts with: the
-// host's own, plus the settings the SDKs read at start-up.
+// base set of the host's own (BaseEnv), plus the settings the SDKs read at
+// start-up. ClientConfig adds the TLS descriptor and go-plugin its
+// handshake variables; nothing else of the host's environment is passed.
 func ProcessEnv(name string, level hclog.Level, maxBytes int) []string {
-	return append(os.Environ(),
+	return append(BaseEnv(os.Environ()),
 		EnvLogLevel+"="+level.String(),
 		EnvMaxMessageBytes+"="+strconv.Itoa(maxBytes),
 		EnvPluginName+"="+name,
@@ -46,5 +48,10 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger, startTimeout time.Duration
 		Logger:          logger,
 		StartTimeout:    startTimeout,
 		GRPCDialOptions: DialOptions(maxBytes),
+		// go-plugin would append the host's whole environment to the
+		// command's, API token and secrets included: the process gets
+		// what cmd.Env holds (see ProcessEnv) and go-plugin's own
+		// handshake variables, nothing else.
+		SkipHostEnv: true,
 	}, started, nil
 }

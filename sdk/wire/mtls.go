@@ -107,8 +107,10 @@ func (l *launchTLS) attach(cmd *exec.Cmd) (started func(), err error) {
 	}
 	fd := 3 + len(cmd.ExtraFiles)
 	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+	// A nil Env would make exec pass the host's whole environment; a
+	// command given none gets the base set instead.
 	if cmd.Env == nil {
-		cmd.Env = os.Environ()
+		cmd.Env = BaseEnv(os.Environ())
 	}
 	cmd.Env = append(cmd.Env, EnvTLSFD+"="+strconv.Itoa(fd), envClientCert+"="+string(l.hostCertPEM))
 	return func() { r.Close() }, nil

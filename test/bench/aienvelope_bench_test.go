@@ -46,7 +46,11 @@ func startAIDirect(tb testing.TB, plugin string) *loader.Capability {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	c, err := loader.StartCapability("ai", plugin, nil, loader.Options{
+	exe, err := loader.OpenExecutable(plugin, loader.Checks{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := loader.StartCapability("ai", exe, loader.Options{
 		Logger: hclog.NewNullLogger(), LogLevel: hclog.Off,
 		MaxMessageBytes: config.DefaultMaxMessageBytes, StartTimeout: config.DefaultStartTimeout, HostVersion: "0.0.0-bench",
 	})

@@ -237,7 +237,11 @@ func startHost(tb testing.TB, path string) *host.Host {
 // startTestcap starts testcap the way the host starts any plugin: start,
 // describe, config schema, configure, with no host services behind it.
 func startTestcap(ctx context.Context, stateDir string) (*loader.Capability, error) {
-	c, err := loader.StartCapability("echo", bin.testcap, nil, loader.Options{
+	exe, err := loader.OpenExecutable(bin.testcap, loader.Checks{})
+	if err != nil {
+		return nil, err
+	}
+	c, err := loader.StartCapability("echo", exe, loader.Options{
 		Logger:          hclog.NewNullLogger(),
 		LogLevel:        hclog.Off,
 		MaxMessageBytes: config.DefaultMaxMessageBytes,

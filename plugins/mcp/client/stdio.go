@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -29,7 +28,8 @@ const releaseGrace = 500 * time.Millisecond
 type StdioOptions struct {
 	// Command is the executable and its arguments.
 	Command []string
-	// Env is added to the plugin's own environment.
+	// Env is added to the base set of the plugin's own environment (see
+	// serverEnv); nothing else of it reaches the server.
 	Env map[string]string
 	// Dir is the working directory; empty inherits the plugin's.
 	Dir string
@@ -97,10 +97,7 @@ func (t *stdioTransport) current() (*process, error) {
 func (t *stdioTransport) start(gen int) (*process, error) {
 	cmd := exec.Command(t.opts.Command[0], t.opts.Command[1:]...)
 	cmd.Dir = t.opts.Dir
-	cmd.Env = os.Environ()
-	for k, v := range t.opts.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = serverEnv(t.opts.Env)
 	// Its own process group, so that Shutdown also ends whatever the
 	// server spawned, and so does the server's own exit.
 	launch := procgroup.Prepare(cmd)
