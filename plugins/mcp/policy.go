@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -20,32 +21,76 @@ import (
 // errDeclined marks an input request the policy does not fulfil.
 var errDeclined = errors.New("declined by host policy")
 
-// callerKey carries the host caller of the pack call being served, so a
-// sampling request inside it is answered as part of that call.
-type callerKey struct{}
+// callKey carries the callScope of the pack call being served.
+type callKey struct{}
 
-func withCaller(ctx context.Context, c wop.Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, c)
+// callScope is what the input requests made during one pack call share:
+// the host caller, so that a sampling request is answered as part of the
+// call, and whether aiEnvelope is there to answer one, asked of the host
+// once per call.
+type callScope struct {
+	host     wop.Caller
+	once     sync.Once
+	sampling bool
+}
+
+// withCaller returns ctx for serving one pack call through host.
+func withCaller(ctx context.Context, host wop.Caller) context.Context {
+	return context.WithValue(ctx, callKey{}, &callScope{host: host})
+}
+
+func scopeOf(ctx context.Context) *callScope {
+	s, _ := ctx.Value(callKey{}).(*callScope)
+	return s
+}
+
+// advertisedProbe is a method no family has. The host checks that a
+// callback's family is declared and advertised before it looks for the
+// method, so calling it on aiEnvelope answers capability_not_provided when
+// aiEnvelope is not advertised and not_found when it is, and never reaches
+// the plugin that serves aiEnvelope.
+const advertisedProbe = "mcp.samplingProbe"
+
+// canSample reports whether a sampling request made during the call can
+// be answered: the host advertises aiEnvelope right now. Outside a node
+// run there is no call to answer it in.
+func (s *callScope) canSample(ctx context.Context) bool {
+	s.once.Do(func() {
+		if s.host == nil {
+			return
+		}
+		if cc, ok := wop.CallContextFrom(ctx); !ok || cc.RunID == "" {
+			return
+		}
+		err := s.host.Call(ctx, aienvelope.Family, advertisedProbe, struct{}{}, nil)
+		s.sampling = wop.CodeOf(err) == wop.CodeNotFound
+	})
+	return s.sampling
 }
 
 // policy answers a server's input requests: elicitation by the configured
 // policy, sampling through the host's aiEnvelope, roots from config.
 type policy struct {
 	server *serverConfig
-	// fallback reaches the host outside a pack call (legacy servers ask
-	// while a call is pending on another goroutine).
-	fallback wop.Caller
-	logger   hclog.Logger
+	logger hclog.Logger
 }
 
-// Capabilities declares elicitation (a decline is an answer) and sampling
-// (declined when the host does not advertise aiEnvelope) always, roots
-// only when some are configured.
-func (p *policy) Capabilities() json.RawMessage {
+// Capabilities declares elicitation (a decline is an answer) always,
+// sampling only when the host advertises aiEnvelope to answer it, and
+// roots only when some are configured.
+func (p *policy) Capabilities(ctx context.Context) json.RawMessage {
+	caps := map[string]struct{}{"elicitation": {}}
 	if len(p.server.roots) > 0 {
-		return json.RawMessage(`{"elicitation":{},"roots":{},"sampling":{}}`)
+		caps["roots"] = struct{}{}
 	}
-	return json.RawMessage(`{"elicitation":{},"sampling":{}}`)
+	if s := scopeOf(ctx); s != nil && s.canSample(ctx) {
+		caps["sampling"] = struct{}{}
+	}
+	b, err := json.Marshal(caps)
+	if err != nil {
+		return json.RawMessage(`{"elicitation":{}}`)
+	}
+	return b
 }
 
 // Answer implements client.InputAnswerer.
@@ -153,17 +198,15 @@ func convertAnswer(typ, text string) (any, error) {
 	return text, nil
 }
 
-// sample answers sampling/createMessage with the host's aiEnvelope. The
-// host refuses when aiEnvelope is not advertised; the request is then
-// declined.
+// sample answers sampling/createMessage with the host's aiEnvelope, as
+// part of the pack call the request came in. Outside a call, or when the
+// host refuses (aiEnvelope is not advertised), it is declined.
 func (p *policy) sample(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	caller, _ := ctx.Value(callerKey{}).(wop.Caller)
-	if caller == nil {
-		caller = p.fallback
-	}
-	if caller == nil {
+	scope := scopeOf(ctx)
+	if scope == nil || scope.host == nil {
 		return nil, errDeclined
 	}
+	caller := scope.host
 	var req struct {
 		Messages []struct {
 			Role    string          `json:"role"`
