@@ -25,13 +25,16 @@ const revisionsRefreshedAt = "2026-11-29"
 
 // mcpPlugin holds one client per configured server.
 type mcpPlugin struct {
+	// ai tells the servers' policies whether sampling can be answered.
+	ai *aiEnvelopeWatch
+
 	mu      sync.RWMutex
 	cfg     *config
 	clients map[string]*client.Client
 }
 
 func newPlugin() *plugin.Plugin {
-	p := &mcpPlugin{cfg: &config{maxRounds: defaultMaxRounds}, clients: map[string]*client.Client{}}
+	p := &mcpPlugin{ai: newAIEnvelopeWatch(), cfg: &config{maxRounds: defaultMaxRounds}, clients: map[string]*client.Client{}}
 	return &plugin.Plugin{
 		Name:         "wophost-mcp",
 		Version:      version,
@@ -88,7 +91,7 @@ func (p *mcpPlugin) configure(_ context.Context, req *plugin.ConfigureRequest) e
 			MaxRounds:       cfg.maxRounds,
 			MaxMessageBytes: cfg.maxMessage,
 			ClientInfo:      json.RawMessage(`{"name":"wophost-mcp","version":"` + version + `"}`),
-			Inputs:          &policy{server: s, logger: l},
+			Inputs:          &policy{server: s, ai: p.ai, logger: l},
 			Logger:          l,
 		})
 		if err != nil {

@@ -164,30 +164,51 @@ func TestSamplingAndRoots(t *testing.T) {
 func testLogger() hclog.Logger { return hclog.NewNullLogger() }
 
 // Sampling is declared only within a node run, and only when the host
-// advertises aiEnvelope; the host is asked once per call.
+// advertises aiEnvelope. The host's answer is kept for a while, and
+// dropped as soon as a sampling request finds aiEnvelope gone.
 func TestSamplingDeclaredOnlyWhenAIEnvelopeIsAdvertised(t *testing.T) {
 	run := wop.WithCallContext(context.Background(), wop.CallContext{RunID: "run_1"})
-	p := &policy{server: &serverConfig{id: "s"}, logger: testLogger()}
-	advertised := &fakeHost{}
-	ctx := withCaller(run, advertised)
+	host := &fakeHost{}
+	ctx := withCaller(run, host)
+	watch := &aiEnvelopeWatch{recheck: time.Hour}
+	p := &policy{server: &serverConfig{id: "s"}, ai: watch, logger: testLogger()}
 	for i := 0; i < 3; i++ {
 		if got := string(p.Capabilities(ctx)); got != `{"elicitation":{},"sampling":{}}` {
 			t.Errorf("advertised: %s", got)
 		}
 	}
-	if advertised.probes != 1 {
-		t.Errorf("the host was asked %d times in one call, want once", advertised.probes)
+	if host.probes != 1 {
+		t.Errorf("the host was asked %d times within the recheck, want once", host.probes)
 	}
+
+	// aiEnvelope goes away: the first sampling request that finds it so
+	// stops the declaring, without waiting for the recheck.
+	host.refuse = true
+	params := json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"?"}}],"maxTokens":5}`)
+	if _, err := p.Answer(ctx, "sampling/createMessage", params); !errors.Is(err, errDeclined) {
+		t.Errorf("sampling without aiEnvelope: %v", err)
+	}
+	if got := string(p.Capabilities(ctx)); got != `{"elicitation":{}}` {
+		t.Errorf("after aiEnvelope went away: %s", got)
+	}
+	// It comes back: seen once the recheck is due.
+	host.refuse = false
+	watch.recheck = 0
+	if got := string(p.Capabilities(ctx)); got != `{"elicitation":{},"sampling":{}}` || host.probes != 2 {
+		t.Errorf("after aiEnvelope came back: %s (%d probes)", got, host.probes)
+	}
+
 	for name, ctx := range map[string]context.Context{
 		"not advertised": withCaller(run, &fakeHost{refuse: true}),
 		"outside a run":  withCaller(context.Background(), &fakeHost{}),
 		"outside a call": run,
 	} {
+		p := &policy{server: &serverConfig{id: "s"}, ai: newAIEnvelopeWatch(), logger: testLogger()}
 		if got := string(p.Capabilities(ctx)); got != `{"elicitation":{}}` {
 			t.Errorf("%s: %s", name, got)
 		}
 	}
-	p.server.roots = []rootConfig{{URI: "file:///srv"}}
+	p = &policy{server: &serverConfig{id: "s", roots: []rootConfig{{URI: "file:///srv"}}}, ai: newAIEnvelopeWatch(), logger: testLogger()}
 	if got := string(p.Capabilities(withCaller(run, &fakeHost{}))); got != `{"elicitation":{},"roots":{},"sampling":{}}` {
 		t.Errorf("with roots: %s", got)
 	}
@@ -199,7 +220,7 @@ func TestSamplingDeclaredOnlyWhenAIEnvelopeIsAdvertised(t *testing.T) {
 func TestUnstartableServerFailsAlone(t *testing.T) {
 	var logs strings.Builder
 	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
-	p := &mcpPlugin{cfg: &config{maxRounds: defaultMaxRounds}, clients: map[string]*client.Client{}}
+	p := &mcpPlugin{ai: newAIEnvelopeWatch(), cfg: &config{maxRounds: defaultMaxRounds}, clients: map[string]*client.Client{}}
 	t.Cleanup(p.shutdown)
 	err := p.configure(context.Background(), &plugin.ConfigureRequest{Logger: logger,
 		Config: json.RawMessage(`{"server":{"gone":{"command":["/no/such/binary"]},"http":{"url":"http://127.0.0.1:1/mcp"}}}`)})

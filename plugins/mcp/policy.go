@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -21,27 +22,18 @@ import (
 // errDeclined marks an input request the policy does not fulfil.
 var errDeclined = errors.New("declined by host policy")
 
-// callKey carries the callScope of the pack call being served.
-type callKey struct{}
-
-// callScope is what the input requests made during one pack call share:
-// the host caller, so that a sampling request is answered as part of the
-// call, and whether aiEnvelope is there to answer one, asked of the host
-// once per call.
-type callScope struct {
-	host     wop.Caller
-	once     sync.Once
-	sampling bool
-}
+// callerKey carries the host caller of the pack call being served, so
+// that the input requests made during it are answered as part of it.
+type callerKey struct{}
 
 // withCaller returns ctx for serving one pack call through host.
 func withCaller(ctx context.Context, host wop.Caller) context.Context {
-	return context.WithValue(ctx, callKey{}, &callScope{host: host})
+	return context.WithValue(ctx, callerKey{}, host)
 }
 
-func scopeOf(ctx context.Context) *callScope {
-	s, _ := ctx.Value(callKey{}).(*callScope)
-	return s
+func callerOf(ctx context.Context) wop.Caller {
+	c, _ := ctx.Value(callerKey{}).(wop.Caller)
+	return c
 }
 
 // advertisedProbe is a method no family has. The host checks that a
@@ -51,27 +43,79 @@ func scopeOf(ctx context.Context) *callScope {
 // the plugin that serves aiEnvelope.
 const advertisedProbe = "mcp.samplingProbe"
 
-// canSample reports whether a sampling request made during the call can
-// be answered: the host advertises aiEnvelope right now. Outside a node
-// run there is no call to answer it in.
-func (s *callScope) canSample(ctx context.Context) bool {
-	s.once.Do(func() {
-		if s.host == nil {
-			return
-		}
-		if cc, ok := wop.CallContextFrom(ctx); !ok || cc.RunID == "" {
-			return
-		}
-		err := s.host.Call(ctx, aienvelope.Family, advertisedProbe, struct{}{}, nil)
-		s.sampling = wop.CodeOf(err) == wop.CodeNotFound
-	})
-	return s.sampling
+// aiEnvelopeRecheck is how long the host's answer on aiEnvelope is kept:
+// asking on every request would add a host round trip to every MCP call,
+// while the advertisement changes only when a plugin stops, restarts or is
+// reloaded.
+const aiEnvelopeRecheck = time.Second
+
+// aiEnvelopeWatch knows whether the host advertises aiEnvelope, which
+// answers sampling requests: asked of the host at most once per recheck,
+// and taken as withdrawn as soon as a sampling request finds it so.
+type aiEnvelopeWatch struct {
+	recheck time.Duration
+
+	mu         sync.Mutex
+	checkedAt  time.Time
+	advertised bool
+}
+
+func newAIEnvelopeWatch() *aiEnvelopeWatch {
+	return &aiEnvelopeWatch{recheck: aiEnvelopeRecheck}
+}
+
+// canSample reports whether a sampling request made in ctx could be
+// answered. Only a call within a node run can reach the host; outside
+// one, nothing could answer it.
+func (w *aiEnvelopeWatch) canSample(ctx context.Context) bool {
+	host := callerOf(ctx)
+	if w == nil || host == nil {
+		return false
+	}
+	if cc, ok := wop.CallContextFrom(ctx); !ok || cc.RunID == "" {
+		return false
+	}
+	w.mu.Lock()
+	fresh, advertised := time.Since(w.checkedAt) < w.recheck, w.advertised
+	w.mu.Unlock()
+	if fresh {
+		return advertised
+	}
+	// Not under the lock: a slow answer must not hold other calls, and
+	// two calls asking at once is harmless.
+	err := host.Call(ctx, aienvelope.Family, advertisedProbe, struct{}{}, nil)
+	code := wop.CodeOf(err)
+	switch code {
+	case wop.CodeNotFound, wop.CodeCapabilityNotProvided:
+		w.set(code == wop.CodeNotFound)
+		return code == wop.CodeNotFound
+	}
+	// No answer on the advertisement (the host unreachable, the call's
+	// deadline): do not claim what may not be there, and ask again next
+	// time.
+	return false
+}
+
+// withdrawn records that aiEnvelope is not advertised any more.
+func (w *aiEnvelopeWatch) withdrawn() {
+	if w != nil {
+		w.set(false)
+	}
+}
+
+func (w *aiEnvelopeWatch) set(advertised bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.checkedAt, w.advertised = time.Now(), advertised
 }
 
 // policy answers a server's input requests: elicitation by the configured
 // policy, sampling through the host's aiEnvelope, roots from config.
 type policy struct {
 	server *serverConfig
+	// ai tells whether aiEnvelope is there to answer sampling; shared by
+	// every server of the plugin.
+	ai     *aiEnvelopeWatch
 	logger hclog.Logger
 }
 
@@ -83,7 +127,7 @@ func (p *policy) Capabilities(ctx context.Context) json.RawMessage {
 	if len(p.server.roots) > 0 {
 		caps["roots"] = struct{}{}
 	}
-	if s := scopeOf(ctx); s != nil && s.canSample(ctx) {
+	if p.ai.canSample(ctx) {
 		caps["sampling"] = struct{}{}
 	}
 	b, err := json.Marshal(caps)
@@ -202,11 +246,10 @@ func convertAnswer(typ, text string) (any, error) {
 // part of the pack call the request came in. Outside a call, or when the
 // host refuses (aiEnvelope is not advertised), it is declined.
 func (p *policy) sample(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	scope := scopeOf(ctx)
-	if scope == nil || scope.host == nil {
+	caller := callerOf(ctx)
+	if caller == nil {
 		return nil, errDeclined
 	}
-	caller := scope.host
 	var req struct {
 		Messages []struct {
 			Role    string          `json:"role"`
@@ -240,6 +283,9 @@ func (p *policy) sample(ctx context.Context, params json.RawMessage) (json.RawMe
 	gen.IdempotencyKey = "mcp-sampling-" + hex.EncodeToString(sum[:16])
 	var res aienvelope.GenerateResult
 	if err := caller.Call(ctx, aienvelope.Family, aienvelope.MethodGenerate, &gen, &res); err != nil {
+		if wop.CodeOf(err) == wop.CodeCapabilityNotProvided {
+			p.ai.withdrawn()
+		}
 		p.logger.Debug("sampling request declined: aiEnvelope refused", "error", err)
 		return nil, fmt.Errorf("%w: %v", errDeclined, err)
 	}

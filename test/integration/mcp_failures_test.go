@@ -296,8 +296,21 @@ func clientCapabilities(t *testing.T, h *host.Host) (modern, legacy map[string]j
 	return m.StructuredContent.Meta.Caps, l.StructuredContent.Caps
 }
 
+// askSampling runs the legacy Go SDK server's ask tool and returns what
+// it reports of its sampling request.
+func askSampling(t *testing.T, h *host.Host) string {
+	t.Helper()
+	out, err := mcpCall(t, h, "callTool", `{"serverId":"gosdk","name":"ask","arguments":{}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sampling, _ := strings.Cut(string(out), "sampling")
+	return "sampling" + strings.SplitN(sampling, `"`, 2)[0]
+}
+
 // Sampling is declared to servers, modern and legacy, only when the host
-// advertises aiEnvelope to answer it.
+// advertises aiEnvelope to answer it; a legacy server's sampling request
+// is then answered through aiEnvelope as part of the call it came in.
 func TestMCPSamplingDeclaredOnlyWithAIEnvelope(t *testing.T) {
 	scripted := binary(t, "./test/mcpservers/scripted")
 	servers := fmt.Sprintf(`
@@ -306,7 +319,11 @@ func TestMCPSamplingDeclaredOnlyWithAIEnvelope(t *testing.T) {
     }
     server "legacy" {
       command = [%q, "-era", "legacy-error"]
-    }`, scripted, scripted)
+    }
+    server "gosdk" {
+      command          = [%q, "-legacy"]
+      discover_timeout = "2s"
+    }`, scripted, scripted, binary(t, "./test/mcpservers/gosdk"))
 
 	without := startHost(t, writeConfig(t, fmt.Sprintf(`
 host {
@@ -323,6 +340,9 @@ pack "test.mcppack" { path = %q }
 	if modern["sampling"] != nil || legacy["sampling"] != nil || modern["elicitation"] == nil || legacy["elicitation"] == nil {
 		t.Errorf("without aiEnvelope: declared %v (2026-07-28) and %v (2025-11-25), want elicitation without sampling", keys(modern), keys(legacy))
 	}
+	if got := askSampling(t, without); got != "sampling declined" {
+		t.Errorf("legacy sampling without aiEnvelope: %q", got)
+	}
 	without.Close()
 
 	with := startHost(t, writeConfig(t, fmt.Sprintf(`
@@ -335,7 +355,7 @@ capability "ai" {
     default_provider = "local"
     provider "local" {
       type  = "local"
-      rules = "{\"rules\":[]}"
+      rules = "{\"rules\":[{\"match\":\"(?i)say hi\",\"text\":\"hi from aiEnvelope\"}]}"
     }
   }
 }
@@ -349,6 +369,9 @@ pack "test.mcppack" { path = %q }
 	modern, legacy = clientCapabilities(t, with)
 	if modern["sampling"] == nil || legacy["sampling"] == nil {
 		t.Errorf("with aiEnvelope: declared %v (2026-07-28) and %v (2025-11-25), want sampling in both", keys(modern), keys(legacy))
+	}
+	if got := askSampling(t, with); got != "sampling hi from aiEnvelope" {
+		t.Errorf("legacy sampling through aiEnvelope: %q", got)
 	}
 }
 
