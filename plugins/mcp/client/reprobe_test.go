@@ -94,7 +94,7 @@ func TestUnansweredProbeRepeatedAfterBackoff(t *testing.T) {
 
 // A server that never answers the probe stays a legacy one: probed again
 // after each wait, in its session, and the wait doubles. One that answers
-// with an error is a legacy server for good.
+// with an error, at once or when probed again, is a legacy server for good.
 func TestLegacyServersAfterReprobe(t *testing.T) {
 	silent := scripted(t, Options{DiscoverTimeout: 200 * time.Millisecond, ReprobeAfter: 200 * time.Millisecond}, "legacy-silent")
 	if _, err := silent.ListTools(ctx(t), nil); err != nil {
@@ -122,6 +122,24 @@ func TestLegacyServersAfterReprobe(t *testing.T) {
 	if provisional || answering.probeDue() {
 		t.Error("a server that answered the probe with an error is probed again")
 	}
+
+	mark := filepath.Join(t.TempDir(), "started")
+	late := newClient(t, Options{Stdio: stdio(serverBinary(t, scriptedPkg), "-era", "legacy-error", "-first-start-silent", mark),
+		DiscoverTimeout: 200 * time.Millisecond, ReprobeAfter: 100 * time.Millisecond})
+	if _, err := late.ListTools(ctx(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if _, err := late.ListTools(ctx(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := late.state(); e != eraLegacy || late.probeDue() {
+		t.Error("a server that answered the second probe with an error is probed again")
+	}
+	time.Sleep(150 * time.Millisecond)
+	if late.probeDue() {
+		t.Error("a server that answered the second probe with an error is probed again after the wait")
+	}
 }
 
 // A server that cannot be started says nothing of its revision: its calls
@@ -135,6 +153,10 @@ func TestUnstartableServerIsNotLegacy(t *testing.T) {
 	if !errors.As(err, &te) || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("call: %v, want a TransportError for the missing executable", err)
 	}
+	// It failed at the probe; no legacy handshake was tried.
+	if te.Op != "server/discover" {
+		t.Errorf("failed at %s, want at server/discover", te.Op)
+	}
 	if e, _ := c.state(); e != eraUnknown {
 		t.Errorf("era %v after a failed start, want unknown", e)
 	}
@@ -146,5 +168,25 @@ func TestUnstartableServerIsNotLegacy(t *testing.T) {
 	}
 	if v := revisionOf(t, c); v != RevisionModern {
 		t.Errorf("once it can start: %s, want %s", v, RevisionModern)
+	}
+}
+
+// A server that exits on the probe and again on the handshake that
+// follows is not left a legacy one: the call fails, and the next one
+// probes the next process.
+func TestServerFailingTwiceIsProbedAgain(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "server")
+	starts := filepath.Join(dir, "starts")
+	body := "#!/bin/sh\necho x >> " + starts + "\n[ $(wc -l < " + starts + ") -le 2 ] && exit 1\nexec " + serverBinary(t, scriptedPkg) + "\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, Options{Stdio: &StdioOptions{Command: []string{script}}, DiscoverTimeout: time.Second, ReprobeAfter: time.Hour})
+	if _, err := c.CallTool(ctx(t), "echo_params", nil); err == nil {
+		t.Fatal("first call: no error from a server that exited twice")
+	}
+	if v := revisionOf(t, c); v != RevisionModern {
+		t.Errorf("next call at %s, want %s", v, RevisionModern)
 	}
 }
