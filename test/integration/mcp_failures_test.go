@@ -388,7 +388,8 @@ func keys(m map[string]json.RawMessage) []string {
 func TestMCPCallHostCodes(t *testing.T) {
 	h := startHost(t, writeConfig(t, fmt.Sprintf(`
 host {
-  plugin_dir = "BIN"
+  plugin_dir        = "BIN"
+  max_message_bytes = 65536
 }
 capability "echo" {
   plugin   = "testcap"
@@ -447,6 +448,17 @@ pack "test.probe" { path = %q }
 			if wop.CodeOf(err) != wop.CodeValidation {
 				t.Errorf("malformed request %s: %v, want validation_error", req, err)
 			}
+		}
+	})
+
+	t.Run("validation_error over max_message_bytes", func(t *testing.T) {
+		err := run(context.Background(), `{"method":"callTool","padBytes":100000,"request":{"serverId":"scripted","name":"echo_params"}}`, time.Minute)
+		if wop.CodeOf(err) != wop.CodeValidation {
+			t.Errorf("a request over max_message_bytes: %v, want validation_error", err)
+		}
+		// Under it the same request goes through.
+		if err := run(context.Background(), `{"method":"callTool","padBytes":1000,"request":{"serverId":"scripted","name":"passthrough"}}`, time.Minute); err != nil {
+			t.Errorf("a request under max_message_bytes: %v", err)
 		}
 	})
 

@@ -3,13 +3,16 @@
 // typed client pack authors use, and returns the result as it came. With
 // raw set it sends the request bytes as they are instead, so a test can
 // send what the typed client never would; with budgetMs it gives callTool
-// a deadline of its own, shorter than the run's.
+// a deadline of its own, shorter than the run's, and with padBytes it adds
+// an argument "pad" of that many bytes, for a request larger than the run's
+// input.
 package main
 
 import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/wophost/wophost/sdk/families/mcp"
@@ -26,6 +29,8 @@ type callInput struct {
 	Raw     bool            `json:"raw"`
 	// BudgetMS bounds callTool below the run's own deadline.
 	BudgetMS int `json:"budgetMs"`
+	// PadBytes adds an argument of that many bytes to callTool.
+	PadBytes int `json:"padBytes"`
 }
 
 func main() {
@@ -50,6 +55,21 @@ func call(ctx *pack.Ctx, in *callInput) (any, error) {
 		var r mcp.CallToolRequest
 		if err := json.Unmarshal(in.Request, &r); err != nil {
 			return nil, wop.Errorf(wop.CodeValidation, "request: %v", err)
+		}
+		if in.PadBytes > 0 {
+			args := map[string]json.RawMessage{}
+			if len(r.Arguments) > 0 {
+				if err := json.Unmarshal(r.Arguments, &args); err != nil {
+					return nil, wop.Errorf(wop.CodeValidation, "arguments: %v", err)
+				}
+			}
+			pad, _ := json.Marshal(strings.Repeat("x", in.PadBytes))
+			args["pad"] = pad
+			b, err := json.Marshal(args)
+			if err != nil {
+				return nil, wop.Errorf(wop.CodeValidation, "arguments: %v", err)
+			}
+			r.Arguments = b
 		}
 		if in.BudgetMS > 0 {
 			c, cancel := context.WithTimeout(ctx, time.Duration(in.BudgetMS)*time.Millisecond)
