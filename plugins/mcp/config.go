@@ -120,6 +120,11 @@ type serverConfig struct {
 	policy          string
 	answers         map[string]string
 	roots           []rootConfig
+	// unstartable says why the server's executable cannot be started as
+	// the configuration is read. It is no configuration error: the other
+	// servers serve, and this one's calls fail until the executable is
+	// there.
+	unstartable string
 }
 
 type rootConfig struct {
@@ -177,7 +182,7 @@ func validate(rc *rawConfig) (*config, plugin.ConfigErrors) {
 			if rs.Command[0] == "" {
 				bad(at("command"), "Invalid command", "the executable name is empty")
 			} else if _, err := exec.LookPath(rs.Command[0]); err != nil {
-				bad(at("command"), "Server executable not found", err.Error())
+				s.unstartable = err.Error()
 			}
 			command := append([]string(nil), rs.Command...)
 			// A relative path is fixed now, against the plugin's working

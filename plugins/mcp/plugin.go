@@ -25,13 +25,16 @@ const revisionsRefreshedAt = "2026-11-29"
 
 // mcpPlugin holds one client per configured server.
 type mcpPlugin struct {
+	// ai tells the servers' policies whether sampling can be answered.
+	ai *aiEnvelopeWatch
+
 	mu      sync.RWMutex
 	cfg     *config
 	clients map[string]*client.Client
 }
 
 func newPlugin() *plugin.Plugin {
-	p := &mcpPlugin{cfg: &config{maxRounds: defaultMaxRounds}, clients: map[string]*client.Client{}}
+	p := &mcpPlugin{ai: newAIEnvelopeWatch(), cfg: &config{maxRounds: defaultMaxRounds}, clients: map[string]*client.Client{}}
 	return &plugin.Plugin{
 		Name:         "wophost-mcp",
 		Version:      version,
@@ -73,6 +76,12 @@ func (p *mcpPlugin) configure(_ context.Context, req *plugin.ConfigureRequest) e
 	clients := make(map[string]*client.Client, len(cfg.servers))
 	for id, s := range cfg.servers {
 		l := logger.Named("server").With("server", id)
+		if s.unstartable != "" {
+			// One server that cannot start takes nothing else down: it is
+			// configured like the others, and its calls fail
+			// upstream_unavailable with the reason until it can start.
+			l.Warn("MCP server cannot be started; its calls fail with upstream_unavailable until it can", "reason", s.unstartable)
+		}
 		c, err := client.New(client.Options{
 			Stdio:           s.stdio,
 			HTTP:            s.http,
@@ -82,7 +91,7 @@ func (p *mcpPlugin) configure(_ context.Context, req *plugin.ConfigureRequest) e
 			MaxRounds:       cfg.maxRounds,
 			MaxMessageBytes: cfg.maxMessage,
 			ClientInfo:      json.RawMessage(`{"name":"wophost-mcp","version":"` + version + `"}`),
-			Inputs:          &policy{server: s, fallback: req.Host, logger: l},
+			Inputs:          &policy{server: s, ai: p.ai, logger: l},
 			Logger:          l,
 		})
 		if err != nil {
@@ -162,7 +171,7 @@ func (p *mcpPlugin) callTool(ctx context.Context, req *plugin.Request, in *mcp.C
 		return nil, err
 	}
 	res, err := c.CallTool(withCaller(ctx, req.Host), in.Name, in.Arguments)
-	return res, rejection(in.ServerID, err)
+	return res, rejection(ctx, in.ServerID, err)
 }
 
 func (p *mcpPlugin) listTools(ctx context.Context, req *plugin.Request, in *mcp.ListToolsRequest) (json.RawMessage, error) {
@@ -171,7 +180,7 @@ func (p *mcpPlugin) listTools(ctx context.Context, req *plugin.Request, in *mcp.
 		return nil, err
 	}
 	res, err := c.ListTools(withCaller(ctx, req.Host), in.Cursor)
-	return res, rejection(in.ServerID, err)
+	return res, rejection(ctx, in.ServerID, err)
 }
 
 func (p *mcpPlugin) readResource(ctx context.Context, req *plugin.Request, in *mcp.ReadResourceRequest) (json.RawMessage, error) {
@@ -180,23 +189,26 @@ func (p *mcpPlugin) readResource(ctx context.Context, req *plugin.Request, in *m
 		return nil, err
 	}
 	res, err := c.ReadResource(withCaller(ctx, req.Host), in.URI)
-	return res, rejection(in.ServerID, err)
+	return res, rejection(ctx, in.ServerID, err)
 }
 
-func (p *mcpPlugin) serverHealth(ctx context.Context, _ *plugin.Request, in *mcp.ServerHealthRequest) (*mcp.ServerHealthResult, error) {
+func (p *mcpPlugin) serverHealth(ctx context.Context, req *plugin.Request, in *mcp.ServerHealthRequest) (*mcp.ServerHealthResult, error) {
 	c, err := p.server(in.ServerID)
 	if err != nil {
 		return nil, err
 	}
-	h := c.Health(ctx)
+	h := c.Health(withCaller(ctx, req.Host))
 	return &mcp.ServerHealthResult{ServerID: in.ServerID, Status: h.Status, CheckedAt: h.CheckedAt,
 		ProtocolVersion: h.ProtocolVersion, Discover: h.Discover}, nil
 }
 
 // rejection maps a client error to the only codes a call may reject with:
 // mcp_error for the server's JSON-RPC error (its object unaltered in
-// details.error), upstream_unavailable for everything else.
-func rejection(serverID string, err error) error {
+// details.error), upstream_unavailable for everything else. When the
+// call's own context ended first (its deadline or a cancellation), that
+// is what the caller learns: the server did not fail, the caller's budget
+// ran out, and retrying within it would not help.
+func rejection(ctx context.Context, serverID string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -204,6 +216,15 @@ func rejection(serverID string, err error) error {
 	if errors.As(err, &rpc) {
 		return wop.Errorf(wop.CodeMCPError, "MCP server %q answered with error %d: %s", serverID, rpc.Code, rpc.Message).
 			WithDetails(map[string]json.RawMessage{"error": rpc.Raw})
+	}
+	switch ctx.Err() {
+	case context.DeadlineExceeded:
+		return wop.Errorf(wop.CodeDeadlineExceeded, "MCP server %q: the call's deadline passed before the server answered", serverID)
+	case context.Canceled:
+		return wop.Errorf(wop.CodeCancelled, "MCP server %q: the call was cancelled before the server answered", serverID)
+	}
+	if errors.Is(err, client.ErrRoundsExhausted) {
+		return wop.Errorf(wop.CodeUpstreamUnavailable, "MCP server %q: %v (max_rounds)", serverID, err).WithRetryable(true)
 	}
 	return wop.Errorf(wop.CodeUpstreamUnavailable, "MCP server %q: %v", serverID, err).WithRetryable(true)
 }

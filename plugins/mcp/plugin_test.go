@@ -6,10 +6,14 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/wophost/wophost/plugins/mcp/client"
+	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/plugin"
+	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -33,7 +37,6 @@ func TestConfigValidation(t *testing.T) {
 		"both transports":     {`{"server":{"a":{"command":["sh"],"url":"http://x"}}}`, "server.a.url"},
 		"no transport":        {`{"server":{"a":{}}}`, "server.a"},
 		"bad scheme":          {`{"server":{"a":{"url":"ftp://x/y"}}}`, "server.a.url"},
-		"missing executable":  {`{"server":{"a":{"command":["/no/such/binary"]}}}`, "server.a.command"},
 		"bad timeout":         {`{"server":{"a":{"url":"http://x","timeout":"soon"}}}`, "server.a.timeout"},
 		"bad revision":        {`{"server":{"a":{"url":"http://x","minimum_revision":"2024-11-05"}}}`, "server.a.minimum_revision"},
 		"bad policy":          {`{"server":{"a":{"url":"http://x","elicitation":{"policy":"always"}}}}`, "server.a.elicitation.policy"},
@@ -50,6 +53,14 @@ func TestConfigValidation(t *testing.T) {
 		if got := strings.Join(errs[0].Path, "."); got != tc.path {
 			t.Errorf("%s: path %q, want %q (%v)", name, got, tc.path, errs[0])
 		}
+	}
+	// A missing executable is no configuration error: that server alone
+	// fails, with the reason.
+	var rc rawConfig
+	_ = json.Unmarshal([]byte(`{"server":{"a":{"command":["/no/such/binary"]},"b":{"command":["sh"]}}}`), &rc)
+	cfg, errs := validate(&rc)
+	if len(errs) != 0 || !strings.Contains(cfg.servers["a"].unstartable, "/no/such/binary") || cfg.servers["b"].unstartable != "" {
+		t.Errorf("missing executable: %v, unstartable %q and %q", errs, cfg.servers["a"].unstartable, cfg.servers["b"].unstartable)
 	}
 	if errs := configErrors(t, `{"max_rounds":16,"server":{"a":{"command":["sh","-c","true"],"env":{"K":"v"},"timeout":"2s","elicitation":{"policy":"fixed","answers":{"name":"x"}},"root":[{"uri":"file:///srv","name":"srv"}]},"b":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer x"},"minimum_revision":"2026-07-28"}}}`); len(errs) != 0 {
 		t.Errorf("valid config refused: %v", errs)
@@ -104,15 +115,21 @@ func TestElicitationPolicies(t *testing.T) {
 	}
 }
 
-// fakeHost answers aiEnvelope.generate or refuses.
+// fakeHost answers aiEnvelope.generate or refuses as a host that does not
+// advertise aiEnvelope; it counts the probes of the advertisement.
 type fakeHost struct {
 	refuse bool
 	got    map[string]any
+	probes int
 }
 
 func (f *fakeHost) Call(_ context.Context, family, method string, req, res any) error {
 	if f.refuse {
 		return wop.NotProvided("host.aiEnvelope")
+	}
+	if method == advertisedProbe {
+		f.probes++
+		return wop.Errorf(wop.CodeNotFound, "family %s has no method %q", family, method)
 	}
 	b, _ := json.Marshal(req)
 	_ = json.Unmarshal(b, &f.got)
@@ -138,9 +155,6 @@ func TestSamplingAndRoots(t *testing.T) {
 	if err != nil || string(got) != `{"roots":[{"uri":"file:///srv","name":"srv"}]}` {
 		t.Errorf("roots: %s %v", got, err)
 	}
-	if string(p.Capabilities()) != `{"elicitation":{},"roots":{},"sampling":{}}` {
-		t.Errorf("capabilities = %s", p.Capabilities())
-	}
 	p.server.roots = nil
 	if _, err := p.Answer(context.Background(), "roots/list", nil); !errors.Is(err, errDeclined) {
 		t.Errorf("no roots: %v", err)
@@ -148,3 +162,106 @@ func TestSamplingAndRoots(t *testing.T) {
 }
 
 func testLogger() hclog.Logger { return hclog.NewNullLogger() }
+
+// Sampling is declared only within a node run, and only when the host
+// advertises aiEnvelope. The host's answer is kept for a while, and
+// dropped as soon as a sampling request finds aiEnvelope gone.
+func TestSamplingDeclaredOnlyWhenAIEnvelopeIsAdvertised(t *testing.T) {
+	run := wop.WithCallContext(context.Background(), wop.CallContext{RunID: "run_1"})
+	host := &fakeHost{}
+	ctx := withCaller(run, host)
+	watch := &aiEnvelopeWatch{recheck: time.Hour}
+	p := &policy{server: &serverConfig{id: "s"}, ai: watch, logger: testLogger()}
+	for i := 0; i < 3; i++ {
+		if got := string(p.Capabilities(ctx)); got != `{"elicitation":{},"sampling":{}}` {
+			t.Errorf("advertised: %s", got)
+		}
+	}
+	if host.probes != 1 {
+		t.Errorf("the host was asked %d times within the recheck, want once", host.probes)
+	}
+
+	// aiEnvelope goes away: the first sampling request that finds it so
+	// stops the declaring, without waiting for the recheck.
+	host.refuse = true
+	params := json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"?"}}],"maxTokens":5}`)
+	if _, err := p.Answer(ctx, "sampling/createMessage", params); !errors.Is(err, errDeclined) {
+		t.Errorf("sampling without aiEnvelope: %v", err)
+	}
+	if got := string(p.Capabilities(ctx)); got != `{"elicitation":{}}` {
+		t.Errorf("after aiEnvelope went away: %s", got)
+	}
+	// It comes back: seen once the recheck is due.
+	host.refuse = false
+	watch.recheck = 0
+	if got := string(p.Capabilities(ctx)); got != `{"elicitation":{},"sampling":{}}` || host.probes != 2 {
+		t.Errorf("after aiEnvelope came back: %s (%d probes)", got, host.probes)
+	}
+
+	for name, ctx := range map[string]context.Context{
+		"not advertised": withCaller(run, &fakeHost{refuse: true}),
+		"outside a run":  withCaller(context.Background(), &fakeHost{}),
+		"outside a call": run,
+	} {
+		p := &policy{server: &serverConfig{id: "s"}, ai: newAIEnvelopeWatch(), logger: testLogger()}
+		if got := string(p.Capabilities(ctx)); got != `{"elicitation":{}}` {
+			t.Errorf("%s: %s", name, got)
+		}
+	}
+	p = &policy{server: &serverConfig{id: "s", roots: []rootConfig{{URI: "file:///srv"}}}, ai: newAIEnvelopeWatch(), logger: testLogger()}
+	if got := string(p.Capabilities(withCaller(run, &fakeHost{}))); got != `{"elicitation":{},"roots":{},"sampling":{}}` {
+		t.Errorf("with roots: %s", got)
+	}
+}
+
+// A server whose executable is missing does not fail the configuration:
+// the reason is logged at warn level, and that server's calls are
+// upstream_unavailable naming it and the reason.
+func TestUnstartableServerFailsAlone(t *testing.T) {
+	var logs strings.Builder
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
+	p := &mcpPlugin{ai: newAIEnvelopeWatch(), cfg: &config{maxRounds: defaultMaxRounds}, clients: map[string]*client.Client{}}
+	t.Cleanup(p.shutdown)
+	err := p.configure(context.Background(), &plugin.ConfigureRequest{Logger: logger,
+		Config: json.RawMessage(`{"server":{"gone":{"command":["/no/such/binary"]},"http":{"url":"http://127.0.0.1:1/mcp"}}}`)})
+	if err != nil {
+		t.Fatalf("configure: %v", err)
+	}
+	if !strings.Contains(logs.String(), "[WARN]") || !strings.Contains(logs.String(), "server=gone") || !strings.Contains(logs.String(), "/no/such/binary") {
+		t.Errorf("log = %q, want a warning naming the server and its executable", logs.String())
+	}
+	req := &plugin.Request{Host: wire.NoHost{}}
+	_, err = p.callTool(context.Background(), req, &mcp.CallToolRequest{ServerID: "gone", Name: "x"})
+	we := wop.AsError(err)
+	if we == nil || we.Code != wop.CodeUpstreamUnavailable || !strings.Contains(we.Message, `"gone"`) || !strings.Contains(we.Message, "/no/such/binary") {
+		t.Errorf("call to the broken server: %v", err)
+	}
+	h, err := p.serverHealth(context.Background(), req, &mcp.ServerHealthRequest{ServerID: "gone"})
+	if err != nil || h.Status != client.StatusUnreachable {
+		t.Errorf("health = %+v %v", h, err)
+	}
+}
+
+// A call whose own deadline passes, or that is cancelled, while the server
+// has not answered ends with that code, not upstream_unavailable.
+func TestCallContextEndsAreNotUpstreamFailures(t *testing.T) {
+	transport := &client.TransportError{Op: "tools/call", Err: errors.New("no answer: context deadline exceeded")}
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	cancelled, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	for ctx, want := range map[context.Context]string{
+		expired:              wop.CodeDeadlineExceeded,
+		cancelled:            wop.CodeCancelled,
+		context.Background(): wop.CodeUpstreamUnavailable,
+	} {
+		if got := wop.CodeOf(rejection(ctx, "s", transport)); got != want {
+			t.Errorf("rejection = %s, want %s", got, want)
+		}
+	}
+	// An answer from the server stays one, whatever the context.
+	rpc := &client.RPCError{Code: -32602, Message: "bad", Raw: json.RawMessage(`{"code":-32602,"message":"bad"}`)}
+	if got := wop.CodeOf(rejection(expired, "s", rpc)); got != wop.CodeMCPError {
+		t.Errorf("rpc error = %s, want mcp_error", got)
+	}
+}

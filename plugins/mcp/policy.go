@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -20,32 +22,119 @@ import (
 // errDeclined marks an input request the policy does not fulfil.
 var errDeclined = errors.New("declined by host policy")
 
-// callerKey carries the host caller of the pack call being served, so a
-// sampling request inside it is answered as part of that call.
+// callerKey carries the host caller of the pack call being served, so
+// that the input requests made during it are answered as part of it.
 type callerKey struct{}
 
-func withCaller(ctx context.Context, c wop.Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, c)
+// withCaller returns ctx for serving one pack call through host.
+func withCaller(ctx context.Context, host wop.Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, host)
+}
+
+func callerOf(ctx context.Context) wop.Caller {
+	c, _ := ctx.Value(callerKey{}).(wop.Caller)
+	return c
+}
+
+// advertisedProbe is a method no family has. The host checks that a
+// callback's family is declared and advertised before it looks for the
+// method, so calling it on aiEnvelope answers capability_not_provided when
+// aiEnvelope is not advertised and not_found when it is, and never reaches
+// the plugin that serves aiEnvelope.
+const advertisedProbe = "mcp.samplingProbe"
+
+// aiEnvelopeRecheck is how long the host's answer on aiEnvelope is kept:
+// asking on every request would add a host round trip to every MCP call,
+// while the advertisement changes only when a plugin stops, restarts or is
+// reloaded.
+const aiEnvelopeRecheck = time.Second
+
+// aiEnvelopeWatch knows whether the host advertises aiEnvelope, which
+// answers sampling requests: asked of the host at most once per recheck,
+// and taken as withdrawn as soon as a sampling request finds it so.
+type aiEnvelopeWatch struct {
+	recheck time.Duration
+
+	mu         sync.Mutex
+	checkedAt  time.Time
+	advertised bool
+}
+
+func newAIEnvelopeWatch() *aiEnvelopeWatch {
+	return &aiEnvelopeWatch{recheck: aiEnvelopeRecheck}
+}
+
+// canSample reports whether a sampling request made in ctx could be
+// answered. Only a call within a node run can reach the host; outside
+// one, nothing could answer it.
+func (w *aiEnvelopeWatch) canSample(ctx context.Context) bool {
+	host := callerOf(ctx)
+	if w == nil || host == nil {
+		return false
+	}
+	if cc, ok := wop.CallContextFrom(ctx); !ok || cc.RunID == "" {
+		return false
+	}
+	w.mu.Lock()
+	fresh, advertised := time.Since(w.checkedAt) < w.recheck, w.advertised
+	w.mu.Unlock()
+	if fresh {
+		return advertised
+	}
+	// Not under the lock: a slow answer must not hold other calls, and
+	// two calls asking at once is harmless.
+	err := host.Call(ctx, aienvelope.Family, advertisedProbe, struct{}{}, nil)
+	code := wop.CodeOf(err)
+	switch code {
+	case wop.CodeNotFound, wop.CodeCapabilityNotProvided:
+		w.set(code == wop.CodeNotFound)
+		return code == wop.CodeNotFound
+	}
+	// No answer on the advertisement (the host unreachable, the call's
+	// deadline): do not claim what may not be there, and ask again next
+	// time.
+	return false
+}
+
+// withdrawn records that aiEnvelope is not advertised any more.
+func (w *aiEnvelopeWatch) withdrawn() {
+	if w != nil {
+		w.set(false)
+	}
+}
+
+func (w *aiEnvelopeWatch) set(advertised bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.checkedAt, w.advertised = time.Now(), advertised
 }
 
 // policy answers a server's input requests: elicitation by the configured
 // policy, sampling through the host's aiEnvelope, roots from config.
 type policy struct {
 	server *serverConfig
-	// fallback reaches the host outside a pack call (legacy servers ask
-	// while a call is pending on another goroutine).
-	fallback wop.Caller
-	logger   hclog.Logger
+	// ai tells whether aiEnvelope is there to answer sampling; shared by
+	// every server of the plugin.
+	ai     *aiEnvelopeWatch
+	logger hclog.Logger
 }
 
-// Capabilities declares elicitation (a decline is an answer) and sampling
-// (declined when the host does not advertise aiEnvelope) always, roots
-// only when some are configured.
-func (p *policy) Capabilities() json.RawMessage {
+// Capabilities declares elicitation (a decline is an answer) always,
+// sampling only when the host advertises aiEnvelope to answer it, and
+// roots only when some are configured.
+func (p *policy) Capabilities(ctx context.Context) json.RawMessage {
+	caps := map[string]struct{}{"elicitation": {}}
 	if len(p.server.roots) > 0 {
-		return json.RawMessage(`{"elicitation":{},"roots":{},"sampling":{}}`)
+		caps["roots"] = struct{}{}
 	}
-	return json.RawMessage(`{"elicitation":{},"sampling":{}}`)
+	if p.ai.canSample(ctx) {
+		caps["sampling"] = struct{}{}
+	}
+	b, err := json.Marshal(caps)
+	if err != nil {
+		return json.RawMessage(`{"elicitation":{}}`)
+	}
+	return b
 }
 
 // Answer implements client.InputAnswerer.
@@ -153,14 +242,11 @@ func convertAnswer(typ, text string) (any, error) {
 	return text, nil
 }
 
-// sample answers sampling/createMessage with the host's aiEnvelope. The
-// host refuses when aiEnvelope is not advertised; the request is then
-// declined.
+// sample answers sampling/createMessage with the host's aiEnvelope, as
+// part of the pack call the request came in. Outside a call, or when the
+// host refuses (aiEnvelope is not advertised), it is declined.
 func (p *policy) sample(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	caller, _ := ctx.Value(callerKey{}).(wop.Caller)
-	if caller == nil {
-		caller = p.fallback
-	}
+	caller := callerOf(ctx)
 	if caller == nil {
 		return nil, errDeclined
 	}
@@ -197,6 +283,9 @@ func (p *policy) sample(ctx context.Context, params json.RawMessage) (json.RawMe
 	gen.IdempotencyKey = "mcp-sampling-" + hex.EncodeToString(sum[:16])
 	var res aienvelope.GenerateResult
 	if err := caller.Call(ctx, aienvelope.Family, aienvelope.MethodGenerate, &gen, &res); err != nil {
+		if wop.CodeOf(err) == wop.CodeCapabilityNotProvided {
+			p.ai.withdrawn()
+		}
 		p.logger.Debug("sampling request declined: aiEnvelope refused", "error", err)
 		return nil, fmt.Errorf("%w: %v", errDeclined, err)
 	}

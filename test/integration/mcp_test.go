@@ -195,6 +195,7 @@ func TestMCPThroughTheHost(t *testing.T) {
 			}
 		}
 		// Sampling needs aiEnvelope, which this host does not advertise:
+		// it is not declared, the request the server makes anyway is
 		// declined, the server keeps asking, the rounds run out.
 		_, err := mcpCall(t, h, "callTool", `{"serverId":"everything","name":"test_input_required_result_sampling","arguments":{}}`)
 		if wop.CodeOf(err) != wop.CodeUpstreamUnavailable {

@@ -52,8 +52,10 @@ const (
 // InputRequiredResult (2026-07-28) or as server-to-client requests of a
 // legacy session.
 type InputAnswerer interface {
-	// Capabilities is the ClientCapabilities object declared to the server.
-	Capabilities() json.RawMessage
+	// Capabilities is the ClientCapabilities object declared to the server
+	// in a request made with ctx: in the _meta of every 2026-07-28 request,
+	// and in the initialize that begins a 2025-11-25 session.
+	Capabilities(ctx context.Context) json.RawMessage
 	// Answer returns the result for one input request (elicitation/create,
 	// sampling/createMessage, roots/list). An error means the request is
 	// declined: its key is left out of inputResponses, or a legacy request
@@ -71,11 +73,18 @@ type Options struct {
 	// DiscoverTimeout bounds the server/discover probe, after which a
 	// silent stdio server is taken for a legacy one. Zero means 5s.
 	DiscoverTimeout time.Duration
+	// ReprobeAfter is how long a stdio server taken for a legacy one
+	// because its probe went unanswered (silence, an exit, a garbled
+	// reply) is used as one before it is probed again; the wait doubles
+	// while the probes stay unanswered, up to maxReprobeWait. A new server
+	// process is probed at once. Zero means 30s.
+	ReprobeAfter time.Duration
 	// MinimumRevision is the oldest revision accepted; empty accepts
 	// every revision in Revisions.
 	MinimumRevision string
-	// MaxRounds bounds the retries of one input-required exchange.
-	// Zero means 8.
+	// MaxRounds bounds the input rounds of one call: the retries of an
+	// input-required exchange, or the requests a legacy server makes of
+	// the client during the call. Zero means 8.
 	MaxRounds int
 	// MaxMessageBytes bounds any one message read from the server. Zero
 	// means 16 MiB.
@@ -95,6 +104,13 @@ const (
 	eraLegacy
 )
 
+// Defaults of Options, and the longest wait between probes of a server
+// taken for a legacy one on an unanswered probe.
+const (
+	defaultReprobeAfter = 30 * time.Second
+	maxReprobeWait      = 10 * time.Minute
+)
+
 // Client talks to one MCP server. It is safe for concurrent use.
 type Client struct {
 	opts   Options
@@ -109,6 +125,14 @@ type Client struct {
 	era       era
 	version   string
 	legacyKey string
+	// provisional marks a legacy era concluded from a probe that got no
+	// answer: the server may only have been slow or broken that once. It
+	// holds for the process it was concluded on, until reprobeAt.
+	provisional bool
+	reprobeAt   time.Time
+	// reprobeWait is the next wait before a probe; it doubles while probes
+	// go unanswered and starts again from ReprobeAfter once one is.
+	reprobeWait time.Duration
 
 	toolsMu sync.Mutex
 	tools   map[string]toolHeaders
@@ -140,6 +164,9 @@ func New(opts Options) (*Client, error) {
 	if opts.DiscoverTimeout <= 0 {
 		opts.DiscoverTimeout = 5 * time.Second
 	}
+	if opts.ReprobeAfter <= 0 {
+		opts.ReprobeAfter = defaultReprobeAfter
+	}
 	if opts.MaxRounds <= 0 {
 		opts.MaxRounds = 8
 	}
@@ -152,12 +179,12 @@ func New(opts Options) (*Client, error) {
 	if len(opts.ClientInfo) == 0 {
 		opts.ClientInfo = json.RawMessage(`{"name":"wophost","version":"0.1.0"}`)
 	}
-	c := &Client{opts: opts, tools: map[string]toolHeaders{}}
+	c := &Client{opts: opts, tools: map[string]toolHeaders{}, reprobeWait: opts.ReprobeAfter}
 	if opts.Stdio != nil {
-		c.stdio = newStdioTransport(*opts.Stdio, opts.MaxMessageBytes, opts.Logger, c.answerServerRequest, &c.nextID)
+		c.stdio = newStdioTransport(*opts.Stdio, opts.MaxMessageBytes, opts.MaxRounds, opts.Logger, c.answerServerRequest, &c.nextID)
 		c.t = c.stdio
 	} else {
-		c.t = newHTTPTransport(*opts.HTTP, opts.MaxMessageBytes, opts.Logger, c.answerServerRequest, &c.nextID)
+		c.t = newHTTPTransport(*opts.HTTP, opts.MaxMessageBytes, opts.MaxRounds, opts.Logger, c.answerServerRequest, &c.nextID)
 	}
 	return c, nil
 }
@@ -165,11 +192,11 @@ func New(opts Options) (*Client, error) {
 // Close stops the server process (stdio) or ends a legacy session (HTTP).
 func (c *Client) Close() { c.t.close() }
 
-func (c *Client) capabilities() json.RawMessage {
+func (c *Client) capabilities(ctx context.Context) json.RawMessage {
 	if c.opts.Inputs == nil {
 		return json.RawMessage(`{}`)
 	}
-	return c.opts.Inputs.Capabilities()
+	return c.opts.Inputs.Capabilities(ctx)
 }
 
 // accepted reports whether v is a revision the client speaks at or above
@@ -200,16 +227,24 @@ func (c *Client) state() (era, string) {
 func (c *Client) setModern(v string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.era, c.version = eraModern, v
+	c.era, c.version, c.provisional, c.reprobeWait = eraModern, v, false, c.opts.ReprobeAfter
 }
 
-// modernParams builds the params object of a modern request: the caller's
-// fields plus the _meta triple, and the W3C traceparent when the call has
-// one, so the server's side joins the node run's trace.
-func (c *Client) modernParams(version, traceparent string, fields map[string]json.RawMessage) (json.RawMessage, error) {
+// forgetEra drops what is known of the server's era, so that the next
+// request probes it again.
+func (c *Client) forgetEra() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.era, c.version, c.legacyKey, c.provisional = eraUnknown, "", "", false
+}
+
+// modernParams builds the params object of a modern request made with
+// ctx: the caller's fields plus the _meta triple, and the W3C traceparent
+// when the call has one, so the server's side joins the node run's trace.
+func (c *Client) modernParams(ctx context.Context, version, traceparent string, fields map[string]json.RawMessage) (json.RawMessage, error) {
 	m := map[string]json.RawMessage{
 		metaProtocolVersion:    mustJSON(version),
-		metaClientCapabilities: c.capabilities(),
+		metaClientCapabilities: c.capabilities(ctx),
 		metaClientInfo:         c.opts.ClientInfo,
 	}
 	if traceparent != "" {
@@ -263,8 +298,14 @@ type call struct {
 	headers []header
 }
 
-// legacySignal says the server looks like a 2025-11-25 one.
-type legacySignal struct{ cause error }
+// legacySignal says the server looks like a 2025-11-25 one. unanswered
+// says the probe got no answer at all (silence, an exit, a garbled reply
+// on stdio), which a legacy server may give, and so may a modern one that
+// was slow or broken that once.
+type legacySignal struct {
+	cause      error
+	unanswered bool
+}
 
 func (e *legacySignal) Error() string { return "server does not speak 2026-07-28: " + e.cause.Error() }
 
@@ -279,7 +320,7 @@ func (c *Client) send(ctx context.Context, cl *call) (json.RawMessage, error) {
 		if e == eraLegacy {
 			return c.sendLegacy(ctx, cl)
 		}
-		params, err := c.modernParams(version, traceparentOf(ctx), cl.fields)
+		params, err := c.modernParams(ctx, version, traceparentOf(ctx), cl.fields)
 		if err != nil {
 			return nil, transportErr(cl.method, err)
 		}
@@ -290,7 +331,7 @@ func (c *Client) send(ctx context.Context, cl *call) (json.RawMessage, error) {
 		if err != nil {
 			var se *statusError
 			if e == eraUnknown && errors.As(err, &se) && (se.Status == 400 || se.Status == 404 || se.Status == 405) {
-				if lerr := c.becomeLegacy(ctx, nil); lerr != nil {
+				if lerr := c.becomeLegacy(ctx); lerr != nil {
 					return nil, err
 				}
 				continue
@@ -317,7 +358,7 @@ func (c *Client) send(ctx context.Context, cl *call) (json.RawMessage, error) {
 				c.setModern(modern)
 				continue
 			case legacy:
-				if lerr := c.becomeLegacy(ctx, nil); lerr != nil {
+				if lerr := c.becomeLegacy(ctx); lerr != nil {
 					return nil, rpc
 				}
 				continue
@@ -325,7 +366,7 @@ func (c *Client) send(ctx context.Context, cl *call) (json.RawMessage, error) {
 			return nil, rpc
 		}
 		if e == eraUnknown && resp.Status == 400 && rpc.Code != CodeHeaderMismatch && rpc.Code != CodeMissingRequiredCapability {
-			if lerr := c.becomeLegacy(ctx, nil); lerr != nil {
+			if lerr := c.becomeLegacy(ctx); lerr != nil {
 				return nil, rpc
 			}
 			continue
@@ -347,14 +388,17 @@ func supportedFrom(raw json.RawMessage) []string {
 	return e.Data.Supported
 }
 
-// ensureEra runs the server/discover probe once on stdio. HTTP learns the
-// era from the answer to the first real request.
+// ensureEra settles the era of a stdio server before a request: with the
+// server/discover probe when it is unknown, and again when a legacy era
+// concluded from an unanswered probe is due for another look. HTTP learns
+// the era from the answer to the first real request.
 func (c *Client) ensureEra(ctx context.Context) error {
-	if e, _ := c.state(); e != eraUnknown || c.stdio == nil {
+	if c.stdio == nil || !c.probeDue() {
 		return nil
 	}
 	c.detectMu.Lock()
 	defer c.detectMu.Unlock()
+	c.settleProvisionalLocked(ctx)
 	if e, _ := c.state(); e != eraUnknown {
 		return nil
 	}
@@ -362,21 +406,100 @@ func (c *Client) ensureEra(ctx context.Context) error {
 	return err
 }
 
+// probeDue reports whether the era must be probed before the next request:
+// it is unknown, or it is a provisional legacy one whose process is gone
+// or whose wait has passed.
+func (c *Client) probeDue() bool {
+	c.mu.Lock()
+	e, provisional, at, key := c.era, c.provisional, c.reprobeAt, c.legacyKey
+	c.mu.Unlock()
+	if e == eraUnknown {
+		return true
+	}
+	return e == eraLegacy && provisional && (c.stdio.runningKey() != key || !time.Now().Before(at))
+}
+
+// settleProvisionalLocked looks again at a legacy era concluded from an
+// unanswered probe. A new process (the one it was concluded on is gone)
+// is a server of which nothing is known yet: the era is forgotten and the
+// caller probes it. Once the wait has passed, the running process is
+// probed within its session: a DiscoverResult makes the server a modern
+// one, any other answer a legacy one for good, and silence keeps it
+// provisional with the wait doubled. A probe that fails never fails the
+// request, whose legacy session is still there. c.detectMu must be held.
+func (c *Client) settleProvisionalLocked(ctx context.Context) {
+	c.mu.Lock()
+	e, provisional, at, key := c.era, c.provisional, c.reprobeAt, c.legacyKey
+	c.mu.Unlock()
+	if e != eraLegacy || !provisional {
+		return
+	}
+	if c.stdio.runningKey() != key {
+		c.forgetEra()
+		return
+	}
+	if time.Now().Before(at) {
+		return
+	}
+	_, version, err := c.discover(ctx)
+	var ls *legacySignal
+	switch {
+	case err == nil:
+		c.opts.Logger.Info("server answered server/discover; it is used at 2026-07-28 from now on", "revision", version)
+		c.setModern(version)
+		return
+	case ctx.Err() != nil:
+		// The call ended, not the probe: look again next time.
+	case errors.As(err, &ls) && !ls.unanswered:
+		c.mu.Lock()
+		c.provisional = false
+		c.mu.Unlock()
+	default:
+		c.mu.Lock()
+		c.reprobeWait = min(2*c.reprobeWait, max(maxReprobeWait, c.opts.ReprobeAfter))
+		c.reprobeAt = time.Now().Add(c.reprobeWait)
+		wait := c.reprobeWait
+		c.mu.Unlock()
+		c.opts.Logger.Debug("server/discover went unanswered again; still using 2025-11-25", "next_probe_in", wait, "error", err)
+	}
+	if c.stdio.runningKey() != key {
+		// The probe ended the process: the next one is probed afresh.
+		c.forgetEra()
+	}
+}
+
 // detectLocked probes with server/discover and settles the era: modern
 // when a DiscoverResult or a modern error comes back, legacy (with the
 // initialize handshake done) otherwise. It returns the DiscoverResult when
-// there is one. c.detectMu must be held.
+// there is one. A process that cannot be started settles nothing.
+// c.detectMu must be held.
 func (c *Client) detectLocked(ctx context.Context) (json.RawMessage, string, error) {
 	raw, version, err := c.discover(ctx)
 	var ls *legacySignal
 	if errors.As(err, &ls) {
-		if lerr := c.becomeLegacyLocked(ctx, ls.cause); lerr != nil {
+		lerr := c.becomeLegacyLocked(ctx, ls.unanswered)
+		if lerr == nil {
+			_, v := c.state()
+			return raw, v, nil
+		}
+		if !ls.unanswered {
 			return raw, "", lerr
 		}
-		_, v := c.state()
-		return raw, v, nil
-	}
-	if err != nil {
+		// The legacy era rested on a probe that got no answer, and the
+		// handshake failed as well: nothing is known of the server yet.
+		c.forgetEra()
+		if !errors.Is(lerr, errInitializeRefused) {
+			return raw, "", lerr
+		}
+		// The fresh process refused initialize, so it answers and is no
+		// legacy server: the first probe met a server that was slow or
+		// broken once. Probe the process that answered.
+		raw, version, err = c.discover(ctx)
+		if err != nil {
+			return raw, "", lerr
+		}
+		c.opts.Logger.Info("server answered server/discover on a fresh process", "revision", version)
+	} else if err != nil {
 		return raw, "", err
 	}
 	c.setModern(version)
@@ -391,7 +514,7 @@ func (c *Client) discover(ctx context.Context) (json.RawMessage, string, error) 
 		version = RevisionModern
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		params, err := c.modernParams(version, "", nil)
+		params, err := c.modernParams(ctx, version, "", nil)
 		if err != nil {
 			return nil, "", transportErr("server/discover", err)
 		}
@@ -399,13 +522,18 @@ func (c *Client) discover(ctx context.Context) (json.RawMessage, string, error) 
 		resp, err := c.t.roundTrip(pctx, &request{Method: "server/discover", Params: params, Version: version})
 		cancel()
 		if err != nil {
-			if ctx.Err() != nil {
+			var se *startError
+			if ctx.Err() != nil || errors.As(err, &se) {
 				return nil, "", err
 			}
-			var se *statusError
-			if c.stdio != nil || (errors.As(err, &se) && (se.Status == 400 || se.Status == 404 || se.Status == 405)) {
-				// No answer in time, an exit or an unreadable reply on
-				// stdio; a plain 4xx on HTTP: a legacy server.
+			if c.stdio != nil {
+				// No answer in time, an exit or an unreadable reply: a
+				// legacy server, or one that failed this once.
+				return nil, "", &legacySignal{cause: err, unanswered: true}
+			}
+			var st *statusError
+			if errors.As(err, &st) && (st.Status == 400 || st.Status == 404 || st.Status == 405) {
+				// A plain 4xx: a legacy server.
 				return nil, "", &legacySignal{cause: err}
 			}
 			return nil, "", err
@@ -452,29 +580,37 @@ func (c *Client) discover(ctx context.Context) (json.RawMessage, string, error) 
 	return nil, "", &TransportError{Op: "server/discover", Err: errors.New("protocol revision negotiation did not settle")}
 }
 
-// becomeLegacy switches to the 2025-11-25 path and runs the handshake.
-func (c *Client) becomeLegacy(ctx context.Context, cause error) error {
+// becomeLegacy switches to the 2025-11-25 path, on the server's answer,
+// and runs the handshake.
+func (c *Client) becomeLegacy(ctx context.Context) error {
 	c.detectMu.Lock()
 	defer c.detectMu.Unlock()
-	return c.becomeLegacyLocked(ctx, cause)
+	return c.becomeLegacyLocked(ctx, false)
 }
 
-func (c *Client) becomeLegacyLocked(ctx context.Context, cause error) error {
+// becomeLegacyLocked switches to the 2025-11-25 path and runs the
+// handshake; unanswered says the probe got no answer, which makes the era
+// provisional. c.detectMu must be held.
+func (c *Client) becomeLegacyLocked(ctx context.Context, unanswered bool) error {
 	if !c.accepted(RevisionLegacy) {
 		return &TransportError{Op: "initialize", Err: fmt.Errorf("%w: server is not a %s server and %s is below the minimum revision", ErrIncompatible, RevisionModern, RevisionLegacy)}
 	}
 	if e, _ := c.state(); e == eraLegacy {
 		return c.initLegacyLocked(ctx)
 	}
-	var te *TransportError
-	if c.stdio != nil && errors.As(cause, &te) {
+	if unanswered {
 		// A legacy server may have exited on the probe, be stuck on it or
 		// have garbled its answer: start from a fresh process.
 		c.stdio.restart()
 	}
 	c.mu.Lock()
-	c.era, c.version, c.legacyKey = eraLegacy, RevisionLegacy, ""
+	c.era, c.version, c.legacyKey, c.provisional = eraLegacy, RevisionLegacy, "", unanswered
+	c.reprobeAt = time.Now().Add(c.reprobeWait)
+	wait := c.reprobeWait
 	c.mu.Unlock()
+	if unanswered {
+		c.opts.Logger.Info("server did not answer server/discover; using 2025-11-25 until it is probed again", "next_probe_in", wait)
+	}
 	return c.initLegacyLocked(ctx)
 }
 
@@ -490,7 +626,7 @@ func (c *Client) initLegacyLocked(ctx context.Context) error {
 	}
 	params, err := json.Marshal(map[string]json.RawMessage{
 		"protocolVersion": mustJSON(RevisionLegacy),
-		"capabilities":    c.capabilities(),
+		"capabilities":    c.capabilities(ctx),
 		"clientInfo":      c.opts.ClientInfo,
 	})
 	if err != nil {
@@ -507,7 +643,7 @@ func (c *Client) initLegacyLocked(ctx context.Context) error {
 		if perr != nil {
 			return transportErr("initialize", perr)
 		}
-		return &TransportError{Op: "initialize", Err: fmt.Errorf("%w: initialize refused: %s", ErrIncompatible, rpc.Error())}
+		return &TransportError{Op: "initialize", Err: fmt.Errorf("%w: %w: %s", ErrIncompatible, errInitializeRefused, rpc.Error())}
 	}
 	var ir struct {
 		ProtocolVersion string `json:"protocolVersion"`
@@ -659,7 +795,7 @@ func (c *Client) sendWithInputs(ctx context.Context, cl *call) (json.RawMessage,
 			return res, nil
 		}
 		if round >= c.opts.MaxRounds {
-			return nil, transportErr(cl.method, fmt.Errorf("server still requires input after %d rounds", c.opts.MaxRounds))
+			return nil, transportErr(cl.method, fmt.Errorf("%w: the server still requires input after %d rounds", ErrRoundsExhausted, c.opts.MaxRounds))
 		}
 		responses, err := c.answerInputs(ctx, head.InputRequests)
 		if err != nil {

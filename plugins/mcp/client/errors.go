@@ -46,6 +46,24 @@ func (e *TransportError) Unwrap() error { return e.Err }
 // configured minimum.
 var ErrIncompatible = errors.New("no common protocol revision")
 
+// ErrRoundsExhausted is wrapped by the TransportError returned when a call
+// needs more input rounds than MaxRounds allows: an input-required result
+// after MaxRounds answered ones, or a legacy server's request to the client
+// after MaxRounds answered during the call.
+var ErrRoundsExhausted = errors.New("input rounds exhausted")
+
+// errInitializeRefused marks a legacy handshake the server answered with a
+// JSON-RPC error: it is up, but not a 2025-11-25 server.
+var errInitializeRefused = errors.New("initialize refused")
+
+// startError is a server process that could not be started. It says
+// nothing of the protocol revision the server speaks.
+type startError struct{ err error }
+
+func (e *startError) Error() string { return e.err.Error() }
+
+func (e *startError) Unwrap() error { return e.err }
+
 func transportErr(op string, err error) error {
 	var te *TransportError
 	if errors.As(err, &te) {

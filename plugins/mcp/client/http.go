@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,21 +33,24 @@ type httpTransport struct {
 	opts     HTTPOptions
 	client   *http.Client
 	maxBytes int
-	logger   hclog.Logger
-	handle   serverRequestFunc
-	nextID   *atomic.Int64
+	// maxRounds bounds the server's requests to the client on the stream
+	// of one request.
+	maxRounds int
+	logger    hclog.Logger
+	handle    serverRequestFunc
+	nextID    *atomic.Int64
 
 	mu        sync.Mutex
 	sessionID string // legacy sessions only
 	sessions  int    // counts legacy sessions, for sessionKey
 }
 
-func newHTTPTransport(opts HTTPOptions, maxBytes int, logger hclog.Logger, handle serverRequestFunc, nextID *atomic.Int64) *httpTransport {
+func newHTTPTransport(opts HTTPOptions, maxBytes, maxRounds int, logger hclog.Logger, handle serverRequestFunc, nextID *atomic.Int64) *httpTransport {
 	c := opts.Client
 	if c == nil {
 		c = &http.Client{}
 	}
-	return &httpTransport{opts: opts, client: c, maxBytes: maxBytes, logger: logger, handle: handle, nextID: nextID}
+	return &httpTransport{opts: opts, client: c, maxBytes: maxBytes, maxRounds: maxRounds, logger: logger, handle: handle, nextID: nextID}
 }
 
 func (t *httpTransport) newRequest(ctx context.Context, req *request, body []byte) (*http.Request, error) {
@@ -134,11 +138,13 @@ func (t *httpTransport) roundTrip(ctx context.Context, req *request) (*response,
 }
 
 // readStream reads a request-scoped SSE stream up to the response to id,
-// answering server requests of a legacy session on the way.
+// answering server requests of a legacy session on the way, in ctx: they
+// belong to this request. Past maxRounds of them (ping aside) the stream
+// is closed, which cancels the request.
 func (t *httpTransport) readStream(ctx context.Context, req *request, body io.Reader, id string) (*message, error) {
 	r := bufio.NewReaderSize(body, 64<<10)
 	var data []byte
-	total := 0
+	total, asked := 0, 0
 	for {
 		line, err := readLine(r, t.maxBytes)
 		if err != nil {
@@ -168,7 +174,14 @@ func (t *httpTransport) readStream(ctx context.Context, req *request, body io.Re
 				}
 				return m, nil
 			case m.isRequest():
-				go t.answer(m)
+				if m.Method != "ping" {
+					asked++
+				}
+				if asked > t.maxRounds {
+					go t.refuse(m)
+					return nil, fmt.Errorf("%w: the server made more than %d requests of the client during the call", ErrRoundsExhausted, t.maxRounds)
+				}
+				go t.answer(ctx, m)
 			}
 		case bytes.HasPrefix(line, []byte("data:")):
 			v := bytes.TrimPrefix(line[5:], []byte(" "))
@@ -185,13 +198,25 @@ func (t *httpTransport) readStream(ctx context.Context, req *request, body io.Re
 	}
 }
 
-// answer posts the reply to a server request of a legacy session.
-func (t *httpTransport) answer(m *message) {
-	// The request is answered outside any pack call; the bound keeps a
-	// stuck answer (a slow sampling provider) from piling up.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+// answer posts the reply to a server request of a legacy session, made
+// in the context of the request on whose stream it came.
+func (t *httpTransport) answer(parent context.Context, m *message) {
+	ctx, cancel := context.WithTimeout(parent, serverRequestTimeout)
 	defer cancel()
 	result, rpcErr := t.handle(ctx, m.Method, m.Params)
+	t.reply(ctx, m, result, rpcErr)
+}
+
+// refuse answers a server request past the rounds with an error; the
+// request it came with is over, so the reply has a bound of its own.
+func (t *httpTransport) refuse(m *message) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t.reply(ctx, m, nil, json.RawMessage(roundsRefusal))
+}
+
+// reply posts the answer to a server request.
+func (t *httpTransport) reply(ctx context.Context, m *message, result, rpcErr json.RawMessage) {
 	req := &request{Method: m.Method, Legacy: true}
 	hr, err := t.newRequest(ctx, req, encodeResponse(m.ID, result, rpcErr))
 	if err != nil {

@@ -60,7 +60,7 @@ type answerer struct {
 	asked []string
 }
 
-func (a *answerer) Capabilities() json.RawMessage {
+func (a *answerer) Capabilities(context.Context) json.RawMessage {
 	if a.caps != "" {
 		return json.RawMessage(a.caps)
 	}

@@ -139,6 +139,13 @@ func (c *Client) Health(ctx context.Context) Health {
 
 func (c *Client) probeHealth(ctx context.Context) Health {
 	h := Health{CheckedAt: time.Now().UTC()}
+	if c.stdio != nil && c.probeDue() {
+		// A legacy era drawn from an unanswered probe is looked at again
+		// first, as before a request.
+		c.detectMu.Lock()
+		c.settleProvisionalLocked(ctx)
+		c.detectMu.Unlock()
+	}
 	if e, _ := c.state(); e == eraLegacy {
 		_, err := c.sendLegacy(ctx, &call{method: "ping", fields: map[string]json.RawMessage{}})
 		var rpc *RPCError

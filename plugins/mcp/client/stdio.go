@@ -40,9 +40,12 @@ type StdioOptions struct {
 type stdioTransport struct {
 	opts     StdioOptions
 	maxBytes int
-	logger   hclog.Logger
-	handle   serverRequestFunc
-	nextID   *atomic.Int64
+	// maxRounds bounds the server's requests to the client charged to one
+	// waiting request.
+	maxRounds int
+	logger    hclog.Logger
+	handle    serverRequestFunc
+	nextID    *atomic.Int64
 
 	mu     sync.Mutex
 	proc   *process
@@ -62,13 +65,28 @@ type process struct {
 	writeMu sync.Mutex
 
 	mu      sync.Mutex
-	pending map[string]chan *message
+	pending map[string]*waiter
 	err     error         // why the process is gone, once it is
 	done    chan struct{} // closed when the process is gone
 }
 
-func newStdioTransport(opts StdioOptions, maxBytes int, logger hclog.Logger, handle serverRequestFunc, nextID *atomic.Int64) *stdioTransport {
-	return &stdioTransport{opts: opts, maxBytes: maxBytes, logger: logger, handle: handle, nextID: nextID}
+// waiter is a request waiting for the server's answer.
+type waiter struct {
+	id  int64
+	key string
+	ch  chan *message
+	// ctx is the request's context: a request the server makes of the
+	// client while this one waits, and that is charged to it, is answered
+	// in it, as part of the same pack call.
+	ctx context.Context
+	// rounds counts the server's requests charged to this one.
+	rounds int
+	// cut is closed when those requests went past maxRounds.
+	cut chan struct{}
+}
+
+func newStdioTransport(opts StdioOptions, maxBytes, maxRounds int, logger hclog.Logger, handle serverRequestFunc, nextID *atomic.Int64) *stdioTransport {
+	return &stdioTransport{opts: opts, maxBytes: maxBytes, maxRounds: maxRounds, logger: logger, handle: handle, nextID: nextID}
 }
 
 // current returns the running process, starting one if there is none.
@@ -88,7 +106,7 @@ func (t *stdioTransport) current() (*process, error) {
 	t.gen++
 	p, err := t.start(t.gen)
 	if err != nil {
-		return nil, err
+		return nil, &startError{err: err}
 	}
 	t.proc = p
 	return p, nil
@@ -118,7 +136,7 @@ func (t *stdioTransport) start(gen int) (*process, error) {
 	}
 	p := &process{
 		gen: gen, cmd: cmd, group: launch.Started(), stdin: stdin, output: []io.Closer{stdout, stderr},
-		pending: map[string]chan *message{}, done: make(chan struct{}),
+		pending: map[string]*waiter{}, done: make(chan struct{}),
 	}
 	t.logger.Debug("server process started", "pid", cmd.Process.Pid, "generation", gen)
 	go t.logStderr(stderr)
@@ -170,18 +188,19 @@ func (t *stdioTransport) read(p *process, stdout io.Reader) {
 		}
 		switch {
 		case m.isRequest():
-			go t.answer(p, m)
+			w, cut := t.charge(p, m.Method)
+			go t.answer(p, m, w, cut)
 		case m.isResponse():
 			key := normalizeID(m.ID)
 			p.mu.Lock()
-			ch, ok := p.pending[key]
+			w, ok := p.pending[key]
 			delete(p.pending, key)
 			p.mu.Unlock()
 			if !ok {
 				t.logger.Warn("server answered an unknown request id; ignored", "id", key)
 				continue
 			}
-			ch <- m
+			w.ch <- m
 		default:
 			// Notifications (progress, log messages) are not surfaced.
 		}
@@ -258,9 +277,51 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 	return buf, nil
 }
 
-// answer replies to a server request (legacy sessions).
-func (t *stdioTransport) answer(p *process, m *message) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+// charge counts a request the server makes of the client against the
+// pack call it most likely belongs to. The stdio wire does not say which
+// waiting request a server request serves, so it goes to the one with the
+// fewest charged so far, the oldest among equals: one call is cut only
+// once every call in flight had maxRounds answered, and a server that
+// keeps asking is cut however many calls it spreads its requests over.
+// ping is not charged. charge returns the waiting request charged (nil
+// when none waits) and whether that went past maxRounds; the request is
+// then no longer pending and learns it from its cut channel.
+func (t *stdioTransport) charge(p *process, method string) (w *waiter, cut bool) {
+	if method == "ping" {
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.pending {
+		if w == nil || c.rounds < w.rounds || (c.rounds == w.rounds && c.id < w.id) {
+			w = c
+		}
+	}
+	if w == nil {
+		return nil, false
+	}
+	w.rounds++
+	if w.rounds <= t.maxRounds {
+		return w, false
+	}
+	delete(p.pending, w.key)
+	close(w.cut)
+	return w, true
+}
+
+// answer replies to a server request: in the context of the waiting
+// request it was charged to, or on its own with a bound when none waits.
+// A request past the rounds is refused.
+func (t *stdioTransport) answer(p *process, m *message, w *waiter, cut bool) {
+	if cut {
+		_ = p.write(encodeResponse(m.ID, nil, json.RawMessage(roundsRefusal)))
+		return
+	}
+	parent := context.Background()
+	if w != nil {
+		parent = w.ctx
+	}
+	ctx, cancel := context.WithTimeout(parent, serverRequestTimeout)
 	defer cancel()
 	result, rpcErr := t.handle(ctx, m.Method, m.Params)
 	_ = p.write(encodeResponse(m.ID, result, rpcErr))
@@ -288,13 +349,13 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *request) (*response
 	}
 	id := t.nextID.Add(1)
 	key := strconv.FormatInt(id, 10)
-	ch := make(chan *message, 1)
+	w := &waiter{id: id, key: key, ch: make(chan *message, 1), ctx: ctx, cut: make(chan struct{})}
 	p.mu.Lock()
 	if p.err != nil {
 		p.mu.Unlock()
 		return nil, transportErr(req.Method, p.gone())
 	}
-	p.pending[key] = ch
+	p.pending[key] = w
 	p.mu.Unlock()
 	if err := p.write(encodeRequest(id, req.Method, req.Params)); err != nil {
 		p.mu.Lock()
@@ -303,19 +364,27 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *request) (*response
 		return nil, transportErr(req.Method, err)
 	}
 	select {
-	case m := <-ch:
+	case m := <-w.ch:
 		return &response{Result: m.Result, Error: m.Error}, nil
 	case <-p.done:
 		return nil, transportErr(req.Method, p.gone())
+	case <-w.cut:
+		// Tell the server to stop; a late answer is dropped as unknown.
+		cancelRequest(p, id, "input rounds exhausted")
+		return nil, transportErr(req.Method, fmt.Errorf("%w: the server made more than %d requests of the client during the call", ErrRoundsExhausted, t.maxRounds))
 	case <-ctx.Done():
 		p.mu.Lock()
 		delete(p.pending, key)
 		p.mu.Unlock()
-		// Tell the server to stop; a late answer is dropped as unknown.
-		params, _ := json.Marshal(map[string]any{"requestId": id, "reason": "timed out"})
-		_ = p.write(encodeNotification("notifications/cancelled", params))
+		cancelRequest(p, id, "timed out")
 		return nil, transportErr(req.Method, fmt.Errorf("no answer: %w", ctx.Err()))
 	}
+}
+
+// cancelRequest tells the server to stop working on request id.
+func cancelRequest(p *process, id int64, reason string) {
+	params, _ := json.Marshal(map[string]any{"requestId": id, "reason": reason})
+	_ = p.write(encodeNotification("notifications/cancelled", params))
 }
 
 func (t *stdioTransport) notify(_ context.Context, req *request) error {
@@ -337,6 +406,23 @@ func (t *stdioTransport) sessionKey() string {
 		return ""
 	}
 	return strconv.Itoa(p.gen)
+}
+
+// runningKey is sessionKey of the process running now, without starting
+// one: empty when none runs.
+func (t *stdioTransport) runningKey() string {
+	t.mu.Lock()
+	p := t.proc
+	t.mu.Unlock()
+	if p == nil {
+		return ""
+	}
+	select {
+	case <-p.done:
+		return ""
+	default:
+		return strconv.Itoa(p.gen)
+	}
 }
 
 func (t *stdioTransport) resetSession() {}

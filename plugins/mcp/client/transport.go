@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // message is any JSON-RPC message read from the server. The raw fields
@@ -91,6 +92,15 @@ func (e *statusError) Error() string {
 	}
 	return fmt.Sprintf("HTTP status %d: %q", e.Status, body)
 }
+
+// serverRequestTimeout bounds the answer to one request a server makes of
+// the client, so that a stuck answer (a slow sampling provider) cannot pile
+// up; inside a pack call the call's own deadline usually comes first.
+const serverRequestTimeout = 5 * time.Minute
+
+// roundsRefusal is the JSON-RPC error a server gets for a request past
+// the call's input rounds.
+const roundsRefusal = `{"code":-32603,"message":"declined: the call used up its input rounds (max_rounds)"}`
 
 // serverRequestFunc answers a request the server sends to the client
 // (legacy sessions only). It returns a result or a JSON-RPC error object.

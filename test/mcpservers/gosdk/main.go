@@ -2,7 +2,9 @@
 // tests. With -legacy it only speaks 2025-11-25, so a client reaches it
 // through the backward-compatibility path; its "ask" tool then asks the
 // client for an elicitation, the roots and a sampling completion with
-// server-to-client requests, as legacy servers do. It serves stdio, or
+// server-to-client requests, as legacy servers do, and its "elicit_loop"
+// tool keeps asking for an elicitation until the client stops answering
+// ("loop_count" tells how many were answered). It serves stdio, or
 // Streamable HTTP with -http (stateful in legacy mode, stateless
 // otherwise).
 package main
@@ -16,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -48,6 +51,9 @@ func main() {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed"}}}, nil, nil
 		})
 	mcp.AddTool(server, &mcp.Tool{Name: "ask", Description: "Legacy: asks the client for a name, its roots and a completion."}, ask)
+	loops := &elicitLoops{}
+	mcp.AddTool(server, &mcp.Tool{Name: "elicit_loop", Description: "Legacy: asks for an elicitation again and again, up to 1000 times."}, loops.run)
+	mcp.AddTool(server, &mcp.Tool{Name: "loop_count", Description: "How many elicitations the last elicit_loop had answered, and whether it has ended."}, loops.count)
 	server.AddResource(&mcp.Resource{URI: "file:///greeting", Name: "greeting", MIMEType: "text/plain"},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "hello from gosdk"}}}, nil
@@ -98,4 +104,53 @@ func ask(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolRes
 		parts = append(parts, "sampling "+tc.Text)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(parts, "; ")}}}, nil, nil
+}
+
+// elicitLoops is the state of the elicit_loop tool, read by loop_count.
+type elicitLoops struct {
+	mu       sync.Mutex
+	answered int
+	ended    bool
+	why      string
+}
+
+// maxLoop is where elicit_loop gives up on its own, with a tool error.
+const maxLoop = 1000
+
+// run asks for an elicitation until an answer fails (the client refused,
+// or cancelled the call) or maxLoop answers came back.
+func (l *elicitLoops) run(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+	l.mu.Lock()
+	l.answered, l.ended, l.why = 0, false, ""
+	l.mu.Unlock()
+	end := func(why string) {
+		l.mu.Lock()
+		l.ended, l.why = true, why
+		l.mu.Unlock()
+	}
+	for i := 0; i < maxLoop; i++ {
+		if _, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: fmt.Sprintf("Round %d?", i), RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"x": map[string]any{"type": "string"}},
+		}}); err != nil {
+			end(err.Error())
+			return nil, nil, fmt.Errorf("elicitation %d failed: %w", i, err)
+		}
+		l.mu.Lock()
+		l.answered++
+		l.mu.Unlock()
+	}
+	end("gave up")
+	return nil, nil, fmt.Errorf("still no answer after %d elicitations", maxLoop)
+}
+
+type loopCount struct {
+	Answered int    `json:"answered"`
+	Ended    bool   `json:"ended"`
+	Why      string `json:"why"`
+}
+
+func (l *elicitLoops) count(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, loopCount, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return nil, loopCount{Answered: l.answered, Ended: l.ended, Why: l.why}, nil
 }

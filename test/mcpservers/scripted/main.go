@@ -2,8 +2,11 @@
 // the raw wire so it can return exactly the bytes a test needs (fields no
 // SDK knows, numbers past float64 precision) and misbehave on demand
 // (malformed JSON, a wrong id, an oversized answer, silence, an exit in
-// the middle of a call). The -era flag makes it a 2026-07-28 server or one
-// of the 2025-11-25 kinds the backward-compatibility path must handle.
+// the middle of a call). The -era flag makes it a 2026-07-28 server, one
+// of the 2025-11-25 kinds the backward-compatibility path must handle, or
+// a server that speaks both. The -first-start flags make its first start
+// fail (it exits, or ignores server/discover), as a server that is slow or
+// broken once and fine afterwards.
 package main
 
 import (
@@ -31,16 +34,26 @@ type request struct {
 }
 
 type server struct {
-	era      string
-	mu       sync.Mutex
-	out      *bufio.Writer
-	initDone bool
+	era string
+	// silentDiscover makes the server ignore server/discover.
+	silentDiscover bool
+	mu             sync.Mutex
+	out            *bufio.Writer
+	initDone       bool
+	// initParams are the params of the initialize request, for echo_init.
+	initParams json.RawMessage
 }
 
 func main() {
-	era := flag.String("era", "modern", "modern | legacy-exit (exits on server/discover) | legacy-silent (ignores it) | legacy-error (answers -32601)")
+	era := flag.String("era", "modern", "modern | legacy-exit (exits on server/discover) | legacy-silent (ignores it) | legacy-error (answers -32601) | dual (answers server/discover and initialize)")
+	exitFirst := flag.String("first-start-exit", "", "when this file does not exist: create it and exit at once")
+	silentFirst := flag.String("first-start-silent", "", "when this file does not exist: create it and ignore server/discover for the life of this process")
 	flag.Parse()
 	s := &server{era: *era, out: bufio.NewWriter(os.Stdout)}
+	if firstStart(*exitFirst) {
+		os.Exit(1)
+	}
+	s.silentDiscover = firstStart(*silentFirst)
 	in := bufio.NewReader(os.Stdin)
 	for {
 		line, err := in.ReadBytes('\n')
@@ -51,6 +64,20 @@ func main() {
 			return
 		}
 	}
+}
+
+// firstStart reports whether mark names a file that did not exist yet,
+// and creates it: true on the first start only.
+func firstStart(mark string) bool {
+	if mark == "" {
+		return false
+	}
+	f, err := os.OpenFile(mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 func (s *server) write(parts ...string) {
@@ -81,11 +108,22 @@ func (s *server) handle(line []byte) {
 		return // notification
 	}
 	legacy := s.era != "modern"
+	if s.era == "dual" {
+		// A request that declares 2026-07-28 in _meta is a modern one.
+		var meta map[string]json.RawMessage
+		_ = json.Unmarshal(req.Params["_meta"], &meta)
+		legacy = string(meta["io.modelcontextprotocol/protocolVersion"]) != `"2026-07-28"`
+	}
 	switch req.Method {
 	case "server/discover":
+		if s.silentDiscover {
+			return
+		}
 		switch s.era {
 		case "modern":
 			s.result(req.ID, `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"resources":{}},"ttlMs":60000,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"scripted","version":"1.0.0"}},"extra":12345678901234567890}`)
+		case "dual":
+			s.result(req.ID, `{"resultType":"complete","supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{"tools":{}},"ttlMs":0}`)
 		case "legacy-exit":
 			os.Exit(0)
 		case "legacy-silent":
@@ -99,6 +137,7 @@ func (s *server) handle(line []byte) {
 			return
 		}
 		s.initDone = true
+		s.initParams = marshalRaw(req.Params)
 		s.result(req.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted-legacy","version":"1.0.0"}}`)
 		return
 	}
@@ -150,6 +189,10 @@ func (s *server) call(req *request, name string) {
 		// The params exactly as received, so a test can check the _meta
 		// triple and that arguments arrived unaltered.
 		s.result(req.ID, `{"content":[],"structuredContent":`+marshal(req.Params)+`}`)
+	case "echo_init":
+		// The params of the legacy initialize, so a test can check the
+		// capabilities the client declared.
+		s.result(req.ID, `{"content":[],"structuredContent":`+string(s.initParams)+`}`)
 	case "tool_error":
 		s.error(req.ID, `{"code":-32602,"message":"Unknown tool","data":{"tool":"tool_error","big":12345678901234567890,"nested":{"a":[1,{"b":null}]}}}`)
 	case "malformed":
@@ -178,6 +221,14 @@ func (s *server) call(req *request, name string) {
 	default:
 		s.error(req.ID, fmt.Sprintf(`{"code":-32602,"message":"unknown tool %q"}`, name))
 	}
+}
+
+// marshalRaw is marshal for the params object; an absent one is {}.
+func marshalRaw(params map[string]json.RawMessage) json.RawMessage {
+	if params == nil {
+		return json.RawMessage(`{}`)
+	}
+	return json.RawMessage(marshal(params))
 }
 
 // marshal encodes v without HTML escaping, so echoed bytes stay as sent.
