@@ -202,8 +202,13 @@ func (g *globals) printPlugins(h *host.Host) error {
 		if r.FailedPhase != "" {
 			state += " (" + string(r.FailedPhase) + ")"
 		}
+		problem := r.LastError
+		if problem == "" && len(r.Warnings) > 0 {
+			// A plugin that serves despite a config problem says so here.
+			problem = "warning: " + strings.Join(r.Warnings, "; warning: ")
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, state, orDash(r.PluginName), orDash(r.PluginVersion),
-			orDash(strings.Join(r.Advertised, ",")), orDash(oneLine(r.LastError)))
+			orDash(strings.Join(r.Advertised, ",")), orDash(oneLine(problem)))
 	}
 	return tw.Flush()
 }

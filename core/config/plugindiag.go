@@ -24,6 +24,16 @@ type PluginDiagnostic struct {
 // end, the diagnostic points at the nearest enclosing construct found (or
 // c.ConfigRange) and its detail names the full path.
 func PluginDiagnostics(c *Capability, diags []PluginDiagnostic) hcl.Diagnostics {
+	return pluginDiagnostics(c, diags, hcl.DiagError)
+}
+
+// PluginWarnings is PluginDiagnostics for the warnings a plugin reports
+// about a config it serves with.
+func PluginWarnings(c *Capability, diags []PluginDiagnostic) hcl.Diagnostics {
+	return pluginDiagnostics(c, diags, hcl.DiagWarning)
+}
+
+func pluginDiagnostics(c *Capability, diags []PluginDiagnostic, severity hcl.DiagnosticSeverity) hcl.Diagnostics {
 	out := make(hcl.Diagnostics, 0, len(diags))
 	for _, pd := range diags {
 		rng, exact := locate(c.Config, pd.Path, c.ConfigRange)
@@ -32,7 +42,7 @@ func PluginDiagnostics(c *Capability, diags []PluginDiagnostic) hcl.Diagnostics 
 			detail = strings.TrimSpace(fmt.Sprintf("%s (config path: %s)", detail, strings.Join(pd.Path, ".")))
 		}
 		out = append(out, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
+			Severity: severity,
 			Summary:  pd.Summary,
 			Detail:   detail,
 			Subject:  rng.Ptr(),

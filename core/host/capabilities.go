@@ -331,6 +331,15 @@ func (h *Host) failCapability(c *capability, phase registry.State, err error) {
 	h.reg.Fail(c.cfg.Name, phase, err)
 }
 
+// pluginDiagnostics converts what a plugin said about its config.
+func pluginDiagnostics(in []loader.ConfigDiagnostic) []config.PluginDiagnostic {
+	out := make([]config.PluginDiagnostic, len(in))
+	for i, d := range in {
+		out[i] = config.PluginDiagnostic{Summary: d.Summary, Detail: d.Detail, Path: d.Path}
+	}
+	return out
+}
+
 // restartOnce starts, describes and configures a new process for c. stop
 // is set when c was given up meanwhile (a reload retired it): there is
 // nothing to restart any more.
@@ -483,14 +492,18 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 		return capabilityDiag(c, "Plugin refused its configuration", err, c.cfg.ConfigRange)
 	}
 	if len(res.Diagnostics) > 0 {
-		pd := make([]config.PluginDiagnostic, len(res.Diagnostics))
-		for i, d := range res.Diagnostics {
-			pd[i] = config.PluginDiagnostic{Summary: d.Summary, Detail: d.Detail, Path: d.Path}
-		}
-		diags := config.PluginDiagnostics(c.cfg, pd)
+		diags := config.PluginDiagnostics(c.cfg, pluginDiagnostics(res.Diagnostics))
 		h.failCapability(c, registry.StateConfigured, errors.New(config.FormatDiagnostics(diags)))
 		return diags
 	}
+	// Warnings are reported where they point and listed with the
+	// capability; the plugin serves anyway.
+	warnings := config.PluginWarnings(c.cfg, pluginDiagnostics(res.Warnings))
+	notes := make([]string, len(warnings))
+	for i, w := range warnings {
+		notes[i] = w.Summary + ": " + w.Detail + " (" + config.FormatRange(*w.Subject) + ")"
+	}
+	h.reg.Warn(c.cfg.Name, notes)
 	families := make([]registry.Family, 0, len(c.families))
 	for _, f := range c.families {
 		families = append(families, registry.Family{
@@ -513,7 +526,7 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 	h.reg.Ready(c.cfg.Name, families, gate)
 	h.logger.Info("capability ready", "capability", c.cfg.Name, "plugin", c.desc.Name, "version", c.desc.Version,
 		"started_in", c.launchTook.Round(time.Millisecond), "configured_in", configureTook.Round(time.Millisecond))
-	return nil
+	return warnings
 }
 
 // watch waits for the plugin process to exit. An exit the host did not

@@ -90,6 +90,8 @@ type ConfigureResult struct {
 	Facets map[string]map[string]json.RawMessage
 	// Diagnostics, when not empty, mean the plugin refused the config.
 	Diagnostics []ConfigDiagnostic
+	// Warnings are problems the plugin serves despite.
+	Warnings []ConfigDiagnostic
 }
 
 // Configure sends the decoded config and serves hostServices to the plugin
@@ -110,6 +112,9 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}}
 	for _, d := range resp.GetDiagnostics() {
 		out.Diagnostics = append(out.Diagnostics, ConfigDiagnostic{Summary: d.GetSummary(), Detail: d.GetDetail(), Path: d.GetPath()})
+	}
+	for _, d := range resp.GetWarnings() {
+		out.Warnings = append(out.Warnings, ConfigDiagnostic{Summary: d.GetSummary(), Detail: d.GetDetail(), Path: d.GetPath()})
 	}
 	for fam, raw := range resp.GetFacets() {
 		facets := map[string]json.RawMessage{}

@@ -33,17 +33,20 @@ type Family struct {
 
 // Record is what the registry knows of one declared capability.
 type Record struct {
-	Name          string    `json:"name"`
-	Plugin        string    `json:"plugin"`
-	State         State     `json:"state"`
-	FailedPhase   State     `json:"failedPhase,omitempty"`
-	LastError     string    `json:"lastError,omitempty"`
-	PluginName    string    `json:"pluginName,omitempty"`
-	PluginVersion string    `json:"pluginVersion,omitempty"`
-	Families      []string  `json:"families,omitempty"`
-	Advertised    []string  `json:"advertised,omitempty"`
-	Restarts      int       `json:"restarts"`
-	Changed       time.Time `json:"changed"`
+	Name          string   `json:"name"`
+	Plugin        string   `json:"plugin"`
+	State         State    `json:"state"`
+	FailedPhase   State    `json:"failedPhase,omitempty"`
+	LastError     string   `json:"lastError,omitempty"`
+	PluginName    string   `json:"pluginName,omitempty"`
+	PluginVersion string   `json:"pluginVersion,omitempty"`
+	Families      []string `json:"families,omitempty"`
+	Advertised    []string `json:"advertised,omitempty"`
+	Restarts      int      `json:"restarts"`
+	// Warnings are problems of the config the plugin serves despite, as
+	// it reported them at its last configuration.
+	Warnings []string  `json:"warnings,omitempty"`
+	Changed  time.Time `json:"changed"`
 }
 
 type entry struct {
@@ -178,6 +181,13 @@ func (r *Registry) Adopt(name string, from Record, families []Family, inv Invoke
 		e.rec.Restarts = from.Restarts
 		e.rec.State, e.rec.FailedPhase, e.rec.LastError = StateReady, "", ""
 		e.families, e.invoker = families, inv
+	})
+}
+
+// Warn sets the config warnings of a capability, replacing earlier ones.
+func (r *Registry) Warn(name string, warnings []string) {
+	r.update(name, func(e *entry) {
+		e.rec.Warnings = append([]string(nil), warnings...)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 
@@ -81,6 +82,8 @@ func (p *mcpPlugin) configure(_ context.Context, req *plugin.ConfigureRequest) e
 			// configured like the others, and its calls fail
 			// upstream_unavailable with the reason until it can start.
 			l.Warn("MCP server cannot be started; its calls fail with upstream_unavailable until it can", "reason", s.unstartable)
+			req.Warn([]string{"server", id, "command"}, fmt.Sprintf("MCP server %q cannot be started", id),
+				s.unstartable+"; its calls fail with upstream_unavailable until its executable can be started, the other servers are not affected")
 		}
 		c, err := client.New(client.Options{
 			Stdio:           s.stdio,

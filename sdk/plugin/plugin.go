@@ -113,6 +113,18 @@ type ConfigureRequest struct {
 	// Host reaches the host's services.
 	Host   wop.Caller
 	Logger hclog.Logger
+
+	// warnings are what Warn reported.
+	warnings ConfigErrors
+}
+
+// Warn reports a problem of the config that does not stop the plugin from
+// serving, such as one upstream of several that cannot be reached. Path
+// names the attribute as for ConfigError. The host logs each warning at
+// its place in the operator's file and lists it with the capability
+// (`host plugins`, GET /v1/plugins) until the plugin is configured again.
+func (r *ConfigureRequest) Warn(path []string, summary, detail string) {
+	r.warnings = append(r.warnings, &ConfigError{Path: path, Summary: summary, Detail: detail})
 }
 
 // Decode unmarshals the config into v, refusing unknown fields.

@@ -77,10 +77,13 @@ func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest)
 	if s.host == nil {
 		host = wire.NoHost{}
 	}
+	var warnings ConfigErrors
 	if s.p.Configure != nil {
-		err := s.safeConfigure(ctx, &ConfigureRequest{
+		creq := &ConfigureRequest{
 			Config: req.GetConfig(), StateDir: req.GetStateDir(), Host: host, Logger: s.logger,
-		})
+		}
+		err := s.safeConfigure(ctx, creq)
+		warnings = creq.warnings
 		var ce *ConfigError
 		var ces ConfigErrors
 		switch {
@@ -92,7 +95,7 @@ func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest)
 			return nil, wire.ToStatus(err)
 		}
 	}
-	resp := &wophostv1.ConfigureResponse{Facets: map[string][]byte{}}
+	resp := &wophostv1.ConfigureResponse{Facets: map[string][]byte{}, Warnings: toDiagnostics(warnings)}
 	for _, f := range s.p.Families {
 		facets := map[string]any{}
 		if f.Facets != nil {

@@ -138,6 +138,12 @@ pack "test.mcppack" { path = %q }
 	if !warned {
 		t.Errorf("no warning naming the broken server and its executable in the host's log:\n%s", log)
 	}
+	// The capability lists the broken server with the reason and where it
+	// is configured, for `host plugins` and GET /v1/plugins.
+	if w := capRecord(h, "mcp").Warnings; len(w) != 1 || !strings.Contains(w[0], `MCP server "gone" cannot be started`) ||
+		!strings.Contains(w[0], missing) || !strings.Contains(w[0], "host.hcl:12:17") {
+		t.Errorf("mcp capability warnings = %q, want the broken server, why, and its place in host.hcl", w)
+	}
 }
 
 // A legacy server's requests to the client count against max_rounds: a
