@@ -21,44 +21,48 @@ func (l *Launch) closePlatform() {
 	}
 }
 
-// watch waits for the leader's exit on the runtime's poller (a pidfd turns
-// readable when its process exits, zombie or reaped), kills what is left
-// of the group and closes g.exited. Without a usable pidfd there is no
-// watch: an old kernel, or a sandbox that refuses the system calls.
+// watch waits for the leader's exit (a pidfd turns readable when its
+// process exits, zombie or reaped), kills what is left of the group and
+// closes g.exited. Without a usable pidfd there is no watch: an old
+// kernel, or a sandbox that refuses the system calls.
+//
+// The pidfd stays blocking: os/exec waits on a duplicate of it, which
+// shares its file status flags, and a non-blocking descriptor would make
+// that wait fail with EAGAIN while the process still runs. So the watch
+// polls it on a thread of its own, beside a pipe that Release closes to
+// end the watch.
 func (g *Group) watch(pidfd int) {
 	if pidfd < 0 {
 		return
 	}
-	// Non-blocking, the descriptor joins the runtime's poller, so the
-	// wait below parks a goroutine rather than a thread, and Close ends it.
-	if err := syscall.SetNonblock(pidfd, true); err != nil {
+	r, w, err := os.Pipe()
+	if err != nil {
 		_ = syscall.Close(pidfd)
 		return
 	}
-	f := os.NewFile(uintptr(pidfd), "pidfd")
-	rc, err := f.SyscallConn()
-	if err != nil {
-		_ = f.Close()
-		return
-	}
-	g.release = func() { _ = f.Close() }
+	g.release = func() { _ = w.Close() }
 	go func() {
-		// Read calls leaderGone, and while it answers false waits until
-		// the poller reports the descriptor readable, then asks again.
-		// It fails once Release has closed the descriptor, or when the
-		// poller does not take it.
-		if err := rc.Read(leaderGone); err != nil {
-			return
+		defer syscall.Close(pidfd)
+		defer r.Close()
+		fds := []unix.PollFd{
+			{Fd: int32(pidfd), Events: unix.POLLIN},
+			{Fd: int32(r.Fd()), Events: unix.POLLIN},
 		}
-		_ = g.Kill()
-		close(g.exited)
+		for {
+			if _, err := unix.Poll(fds, -1); err != nil {
+				if err == unix.EINTR {
+					continue
+				}
+				return
+			}
+			if fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) != 0 {
+				_ = g.Kill()
+				close(g.exited)
+				return
+			}
+			if fds[1].Revents != 0 {
+				return // released
+			}
+		}
 	}()
-}
-
-// leaderGone reports whether the process behind pidfd fd has exited,
-// without waiting.
-func leaderGone(fd uintptr) bool {
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n > 0 && fds[0].Revents&(unix.POLLIN|unix.POLLHUP) != 0
 }

@@ -150,3 +150,36 @@ func TestKillRefusesWhatIsNotAGroup(t *testing.T) {
 		}
 	}
 }
+
+// The watch leaves the command's own wait alone: os/exec waits on a
+// duplicate of the watched pidfd, so Wait must still block until the
+// process exits rather than fail at once.
+func TestWaitStillWaitsWhileWatched(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "read line")
+	launch := Prepare(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g := launch.Started()
+	defer g.Release()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		t.Fatalf("Wait returned while the process still ran: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	stdin.Close() // the shell reads end of file and exits 1
+	if err := <-waited; err == nil || !strings.Contains(err.Error(), "exit status 1") {
+		t.Fatalf("Wait after the process exited: %v, want exit status 1", err)
+	}
+	select {
+	case <-g.LeaderExited():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not see the leader exit")
+	}
+}
