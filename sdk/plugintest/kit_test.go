@@ -110,8 +110,8 @@ func TestKitOnBadPlugin(t *testing.T) {
 			if err == nil {
 				t.Fatalf("child run passed although %s failed\n%s", tc.subtest, out)
 			}
-			if !containsAny(out, strings.Split(tc.message, "|")) {
-				t.Errorf("the kit's output does not say %q\n%s", tc.message, out)
+			if !containsAny(subtestOutput(out, want[0]), strings.Split(tc.message, "|")) {
+				t.Errorf("the output of %s does not say %q\n%s", want[0], tc.message, out)
 			}
 		})
 	}
@@ -137,6 +137,20 @@ func TestKitChild(t *testing.T) {
 // containsAny reports whether out contains one of texts.
 func containsAny(out []byte, texts []string) bool {
 	return slices.ContainsFunc(texts, func(s string) bool { return bytes.Contains(out, []byte(s)) })
+}
+
+// subtestOutput returns what go test -v printed while the test name ran:
+// the lines after its "=== RUN" up to the next "=== " line. The kit runs
+// its subtests one after the other, so these are its own.
+func subtestOutput(out []byte, name string) []byte {
+	_, rest, ok := bytes.Cut(out, []byte("=== RUN   "+name+"\n"))
+	if !ok {
+		return nil
+	}
+	if i := bytes.Index(rest, []byte("\n=== ")); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
 }
 
 // leafFailures lists the tests go test -v reports as failed that have no
