@@ -74,7 +74,9 @@ capability "echo" {
 		patient <- outcome{out, err, time.Now()}
 	}()
 
-	_, err := sleep(context.Background(), "hasty", 0, 300*time.Millisecond)
+	// Long enough to reach the slots on a loaded machine, short enough to
+	// end while the holder is still in the plugin.
+	_, err := sleep(context.Background(), "hasty", 0, time.Second)
 	var we *wop.Error
 	if !errors.As(err, &we) || we.Code != wop.CodeDeadlineExceeded || !strings.Contains(we.Message, "max_concurrent_calls") ||
 		!strings.Contains(we.Message, `capability "echo"`) {
