@@ -158,6 +158,9 @@ func Run(t *testing.T, cfg Config) {
 			defer cancel()
 			call := wop.CallContext{RunID: "plugintest-run", Caller: "pack:plugintest", Depth: 1, Deadline: time.Now().Add(-time.Second)}
 			_, err := p.Invoke(ctx, first.Family, first.Method, orEmptyObject(first.Payload), call)
+			if err == nil {
+				t.Fatalf("%s.%s with a passed call-context deadline succeeded; want code %s", first.Family, first.Method, wop.CodeDeadlineExceeded)
+			}
 			if code := wop.CodeOf(err); code != wop.CodeDeadlineExceeded {
 				t.Errorf("%s.%s with a passed call-context deadline: got %s; want code %s", first.Family, first.Method, formatError(err), wop.CodeDeadlineExceeded)
 			}

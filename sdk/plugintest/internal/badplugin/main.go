@@ -1,0 +1,159 @@
+// Command badplugin is a capability plugin written against the wire
+// protocol directly, without the plugin SDK, so that it can break each rule
+// the plugintest kit checks. It serves the family test.bad with the methods
+// echo and other. By default it follows every rule; BADPLUGIN_BREAK in its
+// environment names one rule to break:
+//
+//   - describe: Describe sends no version.
+//   - schema: the config schema names an attribute twice.
+//   - serve-unconfigured: calls succeed before Configure.
+//   - facets: Configure returns no facets for test.bad.
+//   - invoke: other returns a result that is not JSON.
+//   - unknown-method: an unknown method is internal, not not_found.
+//   - unknown-family: a call to an unknown family succeeds.
+//   - malformed-payload: a payload that is not JSON is accepted.
+//   - call-deadline: the call context's deadline is ignored.
+//   - after-deadline: the call after a deadline refusal fails.
+//   - keeps-serving: the process exits on the second call after a
+//     deadline refusal.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"sync"
+	"time"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+const family = "test.bad"
+
+func main() {
+	maxBytes := wire.MaxMessageBytesFromEnv()
+	s := &server{broken: os.Getenv("BADPLUGIN_BREAK")}
+	goplugin.Serve(&goplugin.ServeConfig{
+		HandshakeConfig: wire.Handshake,
+		VersionedPlugins: map[int]goplugin.PluginSet{
+			wire.ProtocolVersion: {
+				wire.KindCapability: &wire.CapabilityPlugin{
+					NewServer: func(*goplugin.GRPCBroker) wophostv1.CapabilityServer { return s },
+				},
+			},
+		},
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, wire.ServerOptions(maxBytes)...)...)
+		},
+		TLSProvider: wire.ServerTLS,
+	})
+}
+
+type server struct {
+	wophostv1.UnimplementedCapabilityServer
+	broken string
+
+	mu         sync.Mutex
+	configured bool
+	// afterRefusal counts the calls since the last deadline refusal; -1
+	// before the first.
+	afterRefusal int
+}
+
+func (s *server) breaks(rule string) bool { return s.broken == rule }
+
+func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophostv1.DescribeResponse, error) {
+	version := "0.0.1"
+	if s.breaks("describe") {
+		version = ""
+	}
+	return &wophostv1.DescribeResponse{
+		Name:    "badplugin",
+		Version: version,
+		Families: []*wophostv1.FamilyDescription{{
+			Name: family, Status: "experimental", Since: "1", Until: "2099-12-31",
+			Methods: []string{"echo", "other"},
+		}},
+	}, nil
+}
+
+func (s *server) ConfigSchema(context.Context, *wophostv1.ConfigSchemaRequest) (*wophostv1.ConfigSchemaResponse, error) {
+	schema := `{"attributes":[{"name":"a","type":"string"}]}`
+	if s.breaks("schema") {
+		schema = `{"attributes":[{"name":"a","type":"string"},{"name":"a","type":"string"}]}`
+	}
+	return &wophostv1.ConfigSchemaResponse{Schema: []byte(schema)}, nil
+}
+
+func (s *server) Configure(context.Context, *wophostv1.ConfigureRequest) (*wophostv1.ConfigureResponse, error) {
+	s.mu.Lock()
+	s.configured = true
+	s.afterRefusal = -1
+	s.mu.Unlock()
+	facets := map[string][]byte{family: []byte(`{}`)}
+	if s.breaks("facets") {
+		facets = nil
+	}
+	return &wophostv1.ConfigureResponse{Facets: facets}, nil
+}
+
+func (s *server) Invoke(_ context.Context, req *wophostv1.InvokeRequest) (*wophostv1.InvokeResponse, error) {
+	out, err := s.invoke(req)
+	if err != nil {
+		return nil, wire.ToStatus(err)
+	}
+	return &wophostv1.InvokeResponse{Result: out}, nil
+}
+
+func (s *server) invoke(req *wophostv1.InvokeRequest) ([]byte, error) {
+	s.mu.Lock()
+	configured, after := s.configured, s.afterRefusal
+	if after >= 0 {
+		s.afterRefusal++
+	}
+	s.mu.Unlock()
+	if !configured && !s.breaks("serve-unconfigured") {
+		return nil, wop.Errorf(wop.CodeUnavailable, "not configured yet")
+	}
+	switch {
+	case after == 0 && s.breaks("after-deadline"):
+		return nil, wop.Errorf(wop.CodeInternal, "still upset about the last deadline")
+	case after == 1 && s.breaks("keeps-serving"):
+		os.Exit(3)
+	}
+	call := wire.CallContextFromProto(req.GetCall())
+	if !call.Deadline.IsZero() && time.Now().After(call.Deadline) && !s.breaks("call-deadline") {
+		s.mu.Lock()
+		s.afterRefusal = 0
+		s.mu.Unlock()
+		return nil, wop.Errorf(wop.CodeDeadlineExceeded, "the call's deadline passed")
+	}
+	if req.GetFamily() != family {
+		if s.breaks("unknown-family") {
+			return []byte(`{}`), nil
+		}
+		return nil, wop.Errorf(wop.CodeNotFound, "no family %s", req.GetFamily())
+	}
+	if req.GetMethod() != "echo" && req.GetMethod() != "other" {
+		if s.breaks("unknown-method") {
+			return nil, wop.Errorf(wop.CodeInternal, "no idea")
+		}
+		return nil, wop.Errorf(wop.CodeNotFound, "no method %s", req.GetMethod()).
+			WithCapability("host." + family + "." + req.GetMethod())
+	}
+	if !json.Valid(req.GetPayload()) && !s.breaks("malformed-payload") {
+		return nil, wop.Errorf(wop.CodeValidation, "the payload is not JSON")
+	}
+	if req.GetMethod() == "other" && s.breaks("invoke") {
+		return []byte("not json"), nil
+	}
+	if !json.Valid(req.GetPayload()) {
+		return []byte(`{}`), nil
+	}
+	return req.GetPayload(), nil
+}
