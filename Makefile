@@ -48,11 +48,15 @@ run: build ## Run the demo against host.hcl.example, offline.
 	@echo '$$ host run council.decide --input examples/inputs/council-proposal.json   # two agents vote (local provider)'
 	@$(BIN)/host --config host.hcl.example run council.decide --input examples/inputs/council-proposal.json
 
-test: ## Run every test of both modules; the race detector covers the concurrent packages.
+# The integration tests run once, with the race detector, and so does the
+# host binary they drive (test/testbin builds it with -race then).
+RACE_PKGS := ./core/... ./plugins/... ./internal/... ./test/integration/
+
+test: ## Run every test of both modules; the race detector covers the core, plugins, the integration tests and the host they drive.
 	$(GO) vet ./... && cd sdk && $(GO) vet ./...
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e '/wophost/test/integration$$' -e '/wophost/core/' -e '/wophost/plugins/' -e '/wophost/internal/')
 	cd sdk && $(GO) test -count=1 ./...
-	$(GO) test -count=1 -race ./core/... ./plugins/...
+	$(GO) test -count=1 -race $(RACE_PKGS)
 	cd sdk && $(GO) test -count=1 -race ./...
 
 # The benchmark run's output, kept for benchreport and for a second look.

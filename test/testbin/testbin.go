@@ -19,9 +19,16 @@ func SourceDir(rel string) string {
 
 // Build runs `go build -o OUT PKG` from the repository root for each
 // output path and package in builds.
+//
+// Under -race the host (HostPackage) is built with the race detector as
+// well (see Main for what makes it fail at the first race).
 func Build(builds map[string]string) error {
 	for out, pkg := range builds {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
+		args := []string{"build", "-o", out}
+		if raceDetector && pkg == HostPackage {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, pkg)...)
 		cmd.Dir = SourceDir("")
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
@@ -60,3 +67,11 @@ func LayOutPack(srcRel, binary, dst string) error {
 	}
 	return os.WriteFile(entry, exe, 0o755)
 }
+
+// HostPackage is the host's main package.
+const HostPackage = "./cmd/host"
+
+// raceSettings make a race-detector build exit at its first data race
+// (status 66), so that a test driving it sees the race as a failure rather
+// than a report at exit nobody reads.
+const raceSettings = "halt_on_error=1 exitcode=66"
