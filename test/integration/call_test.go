@@ -191,10 +191,22 @@ func TestMessageSizeLimitOnBothEnds(t *testing.T) {
 	if _, err := h.Call(context.Background(), "test.echo", "echo", json.RawMessage(big), host.RunOptions{}); wop.CodeOf(err) != wop.CodeValidation {
 		t.Errorf("oversized request: %v, want validation_error", err)
 	}
-	// Result too large, produced by the plugin.
+	// Result too large, produced by the plugin: refused by the plugin's own
+	// check on the way to the operator, and on the way to a pack.
 	_, err := h.Call(context.Background(), "test.echo", "big", json.RawMessage(`{"bytes":100000}`), host.RunOptions{})
-	if c := wop.CodeOf(err); c != wop.CodeUpstreamUnavailable && c != wop.CodeValidation {
-		t.Errorf("oversized result: %v, want upstream_unavailable or validation_error", err)
+	if c := wop.CodeOf(err); c != wop.CodeUpstreamUnavailable {
+		t.Errorf("oversized result: %v, want upstream_unavailable", err)
+	}
+	_, err = h.Run(context.Background(), "probe.call", json.RawMessage(`{"family":"test.echo","method":"big","payload":{"bytes":100000}}`), host.RunOptions{Timeout: time.Minute})
+	if c := wop.CodeOf(err); c != wop.CodeUpstreamUnavailable {
+		t.Errorf("oversized result of a ctx call: %v, want upstream_unavailable", err)
+	}
+	// A result of exactly 65536 bytes ({"data":"x..."} with 65525 x) passes
+	// the plugin's check, but its gRPC message, with the field's framing,
+	// does not fit: the transport refuses it, and it is still a result.
+	_, err = h.Call(context.Background(), "test.echo", "big", json.RawMessage(`{"bytes":65525}`), host.RunOptions{})
+	if c := wop.CodeOf(err); c != wop.CodeUpstreamUnavailable {
+		t.Errorf("result refused by the transport: %v, want upstream_unavailable", err)
 	}
 	// Under the limit everything flows.
 	if _, err := h.Call(context.Background(), "test.echo", "big", json.RawMessage(`{"bytes":1000}`), host.RunOptions{}); err != nil {
