@@ -20,6 +20,8 @@ type testConfig struct {
 type sleepRequest struct {
 	MS     int    `json:"ms"`
 	Marker string `json:"marker,omitempty"`
+	// Started, when set, is a file written as the call reaches the plugin.
+	Started string `json:"started,omitempty"`
 }
 
 type deadlines struct {
@@ -54,6 +56,11 @@ func newPlugin() *plugin.Plugin {
 				return map[string]string{"greeting": greeting, "family": family}, nil
 			},
 			"sleep": plugin.Typed(func(ctx context.Context, _ *plugin.Request, in *sleepRequest) (any, error) {
+				if in.Started != "" {
+					if err := os.WriteFile(in.Started, []byte("started"), 0o600); err != nil {
+						return nil, err
+					}
+				}
 				select {
 				case <-time.After(time.Duration(in.MS) * time.Millisecond):
 					return map[string]bool{"slept": true}, nil
