@@ -25,9 +25,9 @@ import (
 // aiEnvelope, promptLibrary and agentRuntime plugins in turn.
 const chaosKills = 6
 
-// restartBackoff is the host's first delay before it restarts a crashed
+// firstRestartBackoff is the host's first delay before it restarts a crashed
 // plugin (0.5 s, doubling from there on repeated failed attempts).
-const restartBackoff = 500 * time.Millisecond
+const firstRestartBackoff = 500 * time.Millisecond
 
 // children returns the pids of the live processes whose parent is this
 // one and whose command line contains name ("" for all of them).
@@ -347,10 +347,10 @@ pack "community.kvdemo" { path = %q }
 	// and the call that sees it back on a loaded machine, which take well
 	// under a second unloaded: a recovery past it is a restart that did not
 	// happen on the first attempt, not a slow machine.
-	const recoveryBound = restartBackoff + 10*time.Second
+	const recoveryBound = firstRestartBackoff + 10*time.Second
 	for k, r := range recoveriesInOrder {
 		if r > recoveryBound {
-			t.Errorf("kill %d: the plugin came back after %s, over the first restart backoff (%s) plus a 10 s margin", k, r.Round(time.Millisecond), restartBackoff)
+			t.Errorf("kill %d: the plugin came back after %s, over the first restart backoff (%s) plus a 10 s margin", k, r.Round(time.Millisecond), firstRestartBackoff)
 		}
 	}
 	if procsLeft > 0 {
