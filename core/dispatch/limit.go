@@ -15,6 +15,9 @@ type limited struct {
 	inv        registry.Invoker
 	slots      chan struct{}
 	capability string
+	// waiting, when set, is called as a call starts to wait for a slot
+	// because all are taken; tests use it to see a call queued.
+	waiting func()
 }
 
 // Limit returns inv bounded to n calls in flight; capability names the
@@ -28,6 +31,9 @@ func (l *limited) Invoke(ctx context.Context, family, method string, payload []b
 	select {
 	case l.slots <- struct{}{}:
 	default:
+		if l.waiting != nil {
+			l.waiting()
+		}
 		select {
 		case l.slots <- struct{}{}:
 		case <-ctx.Done():

@@ -64,15 +64,39 @@ func TestLimitBoundsCallsInFlight(t *testing.T) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
 
-	// Once a slot frees, a waiting call goes through.
+	// A call made while both slots are taken waits in the limiter, and goes
+	// through once a slot frees.
+	queued := make(chan struct{}, 1)
+	l.(*limited).waiting = func() { queued <- struct{}{} }
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.Invoke(context.Background(), "acme.slow", "wait", nil, wop.CallContext{})
 		done <- err
 	}()
+	select {
+	case <-queued:
+	case <-inv.started:
+		t.Fatal("a call with both slots taken reached the plugin")
+	case err := <-done:
+		t.Fatalf("a call with both slots taken did not wait: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("a call with both slots taken never started to wait")
+	}
+	select {
+	case <-inv.started:
+		t.Fatal("the waiting call reached the plugin while both slots were taken")
+	case err := <-done:
+		t.Fatalf("the waiting call ended while both slots were taken: %v", err)
+	default:
+	}
 	close(inv.release)
 	wg.Wait()
 	if err := <-done; err != nil {
 		t.Fatalf("call after a slot freed: %v", err)
+	}
+	select {
+	case <-inv.started:
+	default:
+		t.Fatal("the call that waited never reached the plugin")
 	}
 }

@@ -109,9 +109,13 @@ func TestDeadlineCrossesBothHops(t *testing.T) {
 	}
 }
 
+// waitForFile waits for path to hold something and returns it. The
+// deadline is generous: the file stands for an event (a call reaching a
+// process, a process starting) that a loaded machine may delay, and the
+// wait ends as soon as it happens.
 func waitForFile(t *testing.T, path string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
 			return string(b)
@@ -128,27 +132,46 @@ func TestDeadlineExpiryAndCancellationReachThePlugin(t *testing.T) {
 	h := startHost(t, probeConfig(t, ""))
 	dir := t.TempDir()
 
+	// The expiry: the run's deadline must pass while the call is in the
+	// plugin, so it is long enough for the call to get there on a loaded
+	// machine; the cancellation below runs meanwhile.
 	expired := filepath.Join(dir, "expired")
-	_, err := h.Run(context.Background(), "probe.sleep", json.RawMessage(`{"ms":60000,"marker":"`+expired+`"}`), host.RunOptions{Timeout: 1500 * time.Millisecond})
-	if wop.CodeOf(err) != wop.CodeDeadlineExceeded {
+	expiredStarted := filepath.Join(dir, "expired-started")
+	expiry := make(chan error, 1)
+	go func() {
+		_, err := h.Run(context.Background(), "probe.sleep", json.RawMessage(`{"ms":60000,"marker":"`+expired+`","started":"`+expiredStarted+`"}`), host.RunOptions{Timeout: 20 * time.Second})
+		expiry <- err
+	}()
+
+	// The cancellation, once the call has reached the plugin.
+	cancelled := filepath.Join(dir, "cancelled")
+	started := filepath.Join(dir, "cancelled-started")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cancellation := make(chan error, 1)
+	go func() {
+		_, err := h.Run(ctx, "probe.sleep", json.RawMessage(`{"ms":60000,"marker":"`+cancelled+`","started":"`+started+`"}`), host.RunOptions{})
+		cancellation <- err
+	}()
+	waitForFile(t, started)
+	cancel()
+	if err := <-cancellation; wop.CodeOf(err) != wop.CodeCancelled {
+		t.Fatalf("got %v, want cancelled", err)
+	}
+	if got := waitForFile(t, cancelled); got != context.Canceled.Error() {
+		t.Errorf("plugin saw %q, want %q", got, context.Canceled)
+	}
+
+	if err := <-expiry; wop.CodeOf(err) != wop.CodeDeadlineExceeded {
 		t.Fatalf("got %v, want deadline_exceeded", err)
+	}
+	if _, err := os.Stat(expiredStarted); err != nil {
+		t.Fatalf("the call never reached the plugin before its deadline: %v", err)
 	}
 	// Each hop runs its own timer for the same instant, so the plugin may
 	// see the expiry itself or the cancellation of the hop before it.
 	if got := waitForFile(t, expired); got != context.DeadlineExceeded.Error() && got != context.Canceled.Error() {
 		t.Errorf("plugin saw %q, want its context ended", got)
-	}
-
-	cancelled := filepath.Join(dir, "cancelled")
-	ctx, cancel := context.WithCancel(context.Background())
-	// Long enough for the call to reach the plugin on a loaded machine.
-	time.AfterFunc(1500*time.Millisecond, cancel)
-	_, err = h.Run(ctx, "probe.sleep", json.RawMessage(`{"ms":60000,"marker":"`+cancelled+`"}`), host.RunOptions{})
-	if wop.CodeOf(err) != wop.CodeCancelled {
-		t.Fatalf("got %v, want cancelled", err)
-	}
-	if got := waitForFile(t, cancelled); got != context.Canceled.Error() {
-		t.Errorf("plugin saw %q, want %q", got, context.Canceled)
 	}
 
 	// Both processes still serve.
@@ -191,10 +214,22 @@ func TestMessageSizeLimitOnBothEnds(t *testing.T) {
 	if _, err := h.Call(context.Background(), "test.echo", "echo", json.RawMessage(big), host.RunOptions{}); wop.CodeOf(err) != wop.CodeValidation {
 		t.Errorf("oversized request: %v, want validation_error", err)
 	}
-	// Result too large, produced by the plugin.
+	// Result too large, produced by the plugin: refused by the plugin's own
+	// check on the way to the operator, and on the way to a pack.
 	_, err := h.Call(context.Background(), "test.echo", "big", json.RawMessage(`{"bytes":100000}`), host.RunOptions{})
-	if c := wop.CodeOf(err); c != wop.CodeUpstreamUnavailable && c != wop.CodeValidation {
-		t.Errorf("oversized result: %v, want upstream_unavailable or validation_error", err)
+	if c := wop.CodeOf(err); c != wop.CodeUpstreamUnavailable {
+		t.Errorf("oversized result: %v, want upstream_unavailable", err)
+	}
+	_, err = h.Run(context.Background(), "probe.call", json.RawMessage(`{"family":"test.echo","method":"big","payload":{"bytes":100000}}`), host.RunOptions{Timeout: time.Minute})
+	if c := wop.CodeOf(err); c != wop.CodeUpstreamUnavailable {
+		t.Errorf("oversized result of a ctx call: %v, want upstream_unavailable", err)
+	}
+	// A result of exactly 65536 bytes ({"data":"x..."} with 65525 x) passes
+	// the plugin's check, but its gRPC message, with the field's framing,
+	// does not fit: the transport refuses it, and it is still a result.
+	_, err = h.Call(context.Background(), "test.echo", "big", json.RawMessage(`{"bytes":65525}`), host.RunOptions{})
+	if c := wop.CodeOf(err); c != wop.CodeUpstreamUnavailable {
+		t.Errorf("result refused by the transport: %v, want upstream_unavailable", err)
 	}
 	// Under the limit everything flows.
 	if _, err := h.Call(context.Background(), "test.echo", "big", json.RawMessage(`{"bytes":1000}`), host.RunOptions{}); err != nil {

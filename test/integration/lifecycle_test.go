@@ -76,7 +76,10 @@ func TestNoProcessOutlivesHostRun(t *testing.T) {
 	}{
 		{"success", "probe.call", `{"family":"test.echo","method":"echo","pidfile":"PIDFILE"}`, nil, 0},
 		{"failure", "probe.call", `{"family":"test.echo","method":"fail","pidfile":"PIDFILE"}`, nil, 1},
-		{"timeout", "probe.sleep", `{"ms":60000,"inPack":true,"pidfile":"PIDFILE"}`, []string{"--timeout", "2s"}, 1},
+		// The node writes its pidfile before it sleeps, so the run's timeout
+		// is generous enough for the host and the pack to start and the node
+		// to get there on a loaded machine.
+		{"timeout", "probe.sleep", `{"ms":600000,"inPack":true,"pidfile":"PIDFILE"}`, []string{"--timeout", "20s"}, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,6 +89,9 @@ func TestNoProcessOutlivesHostRun(t *testing.T) {
 			res := runHost(t, input, args...)
 			if res.code != c.wantCode {
 				t.Fatalf("exit %d, want %d\n%s\n%s", res.code, c.wantCode, res.stdout, res.stderr)
+			}
+			if _, err := os.Stat(pidfile); err != nil {
+				t.Fatalf("the node never wrote its pidfile: %v\n%s", err, res.stderr)
 			}
 			assertGone(t, c.name, readPIDs(t, pidfile))
 		})

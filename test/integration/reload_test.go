@@ -128,19 +128,30 @@ func TestServeReload(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(more), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A call in flight at the reload finishes on the old pack.
-	pidfile := filepath.Join(t.TempDir(), "pids")
-	inFlight := make(chan reply, 1)
-	go func() {
-		inFlight <- request(t, "POST", d.base+"/v1/nodes/probe.sleep:execute",
-			`{"input":{"ms":1500,"inPack":true,"pidfile":"`+pidfile+`"}}`, nil)
-	}()
+	// A call in flight at the reload finishes on the old pack: it has
+	// reached the pack (its pidfile) and is held there until the test
+	// releases it, after the reload is done.
+	dir := t.TempDir()
+	pidfile, release := filepath.Join(dir, "pids"), filepath.Join(dir, "release")
+	inFlight := requestAsync("POST", d.base+"/v1/nodes/probe.sleep:execute",
+		`{"input":{"ms":600000,"inPack":true,"pidfile":"`+pidfile+`","until":"`+release+`"}}`)
 	pids := readPIDs(t, pidfile)
 	oldPack, echo := pids[0], pids[1]
 	if got := d.reloadAndWait(t, 1); got != "reloaded" {
 		t.Fatalf("reload: %s\n%s", got, d.log())
 	}
-	if r := <-inFlight; r.status != 200 {
+	if !strings.Contains(d.log(), "reloading") {
+		t.Fatalf("the host never logged the reload's start:\n%s", d.log())
+	}
+	select {
+	case r := <-inFlight:
+		t.Fatalf("the call ended before it was released: %d %s", r.status, r.body)
+	default:
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-inFlight; r.status != 200 || !strings.Contains(r.body, `"released":true`) {
 		t.Fatalf("the call in flight during the reload: %d %s", r.status, r.body)
 	}
 	assertGone(t, "the previous pack process after the reload", []int{oldPack})

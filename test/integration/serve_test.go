@@ -165,6 +165,33 @@ func request(t *testing.T, method, url, body string, header map[string]string) r
 	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
 }
 
+// requestAsync sends a request from a goroutine of its own and delivers
+// the reply on the channel; a failed request is a reply of status 0 whose
+// body holds the error, so a test waiting on it never hangs.
+func requestAsync(method, url, body string) <-chan reply {
+	out := make(chan reply, 1)
+	go func() {
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			out <- reply{body: err.Error()}
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			out <- reply{body: err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			out <- reply{status: resp.StatusCode, header: resp.Header, body: err.Error()}
+			return
+		}
+		out <- reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	}()
+	return out
+}
+
 func TestServeAPI(t *testing.T) {
 	d := startServe(t, serveConfig(t, "", ""))
 
@@ -301,18 +328,26 @@ func TestServeRefusesOpenListenerWithoutToken(t *testing.T) {
 // every process.
 func TestServeDrainsOnSIGTERM(t *testing.T) {
 	d := startServe(t, serveConfig(t, "", ""))
-	pidfile := filepath.Join(t.TempDir(), "pids")
-	result := make(chan reply, 1)
-	go func() {
-		result <- request(t, "POST", d.base+"/v1/nodes/probe.sleep:execute",
-			`{"input":{"ms":1500,"inPack":true,"pidfile":"`+pidfile+`"}}`, nil)
-	}()
+	dir := t.TempDir()
+	pidfile, release := filepath.Join(dir, "pids"), filepath.Join(dir, "release")
+	result := requestAsync("POST", d.base+"/v1/nodes/probe.sleep:execute",
+		`{"input":{"ms":600000,"inPack":true,"pidfile":"`+pidfile+`","until":"`+release+`"}}`)
+	// The node has reached the pack, and stays in flight until released.
 	pids := readPIDs(t, pidfile)
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	d.waitForLog(t, "stopping")
+	select {
+	case r := <-result:
+		t.Fatalf("the call ended before it was released: %d %s", r.status, r.body)
+	default:
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r := <-result
-	if r.status != 200 || !strings.Contains(r.body, `"output"`) {
+	if r.status != 200 || !strings.Contains(r.body, `"released":true`) {
 		t.Fatalf("the call in flight at SIGTERM: %d %s", r.status, r.body)
 	}
 	<-d.done

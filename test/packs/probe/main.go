@@ -25,9 +25,16 @@ type callInput struct {
 type sleepInput struct {
 	MS     int    `json:"ms"`
 	Marker string `json:"marker,omitempty"`
+	// Started, passed on to the plugin, is a file it writes as the call
+	// reaches it.
+	Started string `json:"started,omitempty"`
 	// InPack sleeps in pack code instead of in the plugin.
 	InPack  bool   `json:"inPack,omitempty"`
 	PIDFile string `json:"pidfile,omitempty"`
+	// Until, with InPack, ends the sleep early as soon as this file
+	// exists, so a test holds a call in flight for exactly as long as it
+	// needs: ms bounds the wait should the file never come.
+	Until string `json:"until,omitempty"`
 }
 
 type markerInput struct {
@@ -64,12 +71,7 @@ func main() {
 					}
 				}
 				if in.InPack {
-					select {
-					case <-time.After(time.Duration(in.MS) * time.Millisecond):
-						return map[string]bool{"slept": true}, nil
-					case <-ctx.Done():
-						return nil, ctx.Err()
-					}
+					return sleepInPack(ctx, in)
 				}
 				var out json.RawMessage
 				err := ctx.Call("test.echo", "sleep", in, &out)
@@ -120,6 +122,31 @@ func main() {
 			},
 		},
 	})
+}
+
+// sleepInPack sleeps in.MS milliseconds in pack code, or until the file
+// in.Until exists, or until the node's context ends.
+func sleepInPack(ctx *pack.Ctx, in *sleepInput) (any, error) {
+	timer := time.NewTimer(time.Duration(in.MS) * time.Millisecond)
+	defer timer.Stop()
+	var poll <-chan time.Time
+	if in.Until != "" {
+		ticker := time.NewTicker(10 * time.Millisecond)
+		defer ticker.Stop()
+		poll = ticker.C
+	}
+	for {
+		select {
+		case <-timer.C:
+			return map[string]bool{"slept": true}, nil
+		case <-poll:
+			if _, err := os.Stat(in.Until); err == nil {
+				return map[string]bool{"released": true}, nil
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // writePIDs records the pack's pid and the test plugin's pid, so a test

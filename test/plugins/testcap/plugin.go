@@ -20,8 +20,7 @@ type testConfig struct {
 type sleepRequest struct {
 	MS     int    `json:"ms"`
 	Marker string `json:"marker,omitempty"`
-	// Started, when set, is a file the handler writes as it starts, so a
-	// test knows the call reached the plugin.
+	// Started, when set, is a file written as the call reaches the plugin.
 	Started string `json:"started,omitempty"`
 }
 
@@ -58,7 +57,7 @@ func newPlugin() *plugin.Plugin {
 			},
 			"sleep": plugin.Typed(func(ctx context.Context, _ *plugin.Request, in *sleepRequest) (any, error) {
 				if in.Started != "" {
-					if err := os.WriteFile(in.Started, nil, 0o600); err != nil {
+					if err := os.WriteFile(in.Started, []byte("started"), 0o600); err != nil {
 						return nil, err
 					}
 				}
