@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,5 +209,59 @@ func TestRestartingFamilyIsNotProvided(t *testing.T) {
 	waitForState(t, h, "other", registry.StateReady, 1)
 	if _, err := h.Call(context.Background(), "test.other", "echo", json.RawMessage(`{}`), host.RunOptions{}); err != nil {
 		t.Errorf("test.other once restarted: %v", err)
+	}
+}
+
+// packRecord returns what the host shows of the pack named name.
+func packRecord(h *host.Host, name string) host.PackInfo {
+	for _, p := range h.Packs() {
+		if p.Name == name {
+			return p
+		}
+	}
+	return host.PackInfo{}
+}
+
+// A crashed pack is restarted with the plugins' policy: the same backoffs
+// and five attempts, then failed.
+func TestPackRestartPolicyGivesUpAfterFiveAttempts(t *testing.T) {
+	packDir := probePack(t)
+	cfg := writeConfig(t, `
+host { plugin_dir = "BIN" }
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+pack "test.probe" { path = "`+packDir+`" }
+`)
+	w := &waits{}
+	policy := host.DefaultRestartPolicy()
+	policy.After = func(d time.Duration) <-chan time.Time {
+		w.record(d)
+		return time.After(0)
+	}
+	h := startHostWith(t, cfg, host.Options{Restart: policy})
+
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	go func() {
+		// The run is cut short by the kill below; its answer does not matter.
+		_, _ = h.Run(context.Background(), "probe.sleep",
+			json.RawMessage(`{"ms":60000,"inPack":true,"pidfile":"`+pidfile+`"}`), host.RunOptions{Timeout: time.Minute})
+	}()
+	pids := readPIDs(t, pidfile)
+	replaceWithFailing(t, filepath.Join(packDir, "probe"))
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the pack to be given up", func() bool { return packRecord(h, "test.probe").State == host.PackFailed })
+
+	p := packRecord(h, "test.probe")
+	delays, _ := w.snapshot()
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
+	if !slices.Equal(delays, want) {
+		t.Errorf("pack backoffs %v, want %v", delays, want)
+	}
+	if p.Restarts != 5 || !strings.Contains(p.Error, "gave up after 5 restart attempts") {
+		t.Errorf("pack %+v, want five restarts and the reason", p)
 	}
 }
