@@ -24,14 +24,6 @@ import (
 	"github.com/wophost/wophost/sdk/wop"
 )
 
-// Restart policy for a crashed plugin: capped exponential backoff, then
-// give up and leave the capability failed.
-const (
-	restartBase     = 500 * time.Millisecond
-	restartCap      = 30 * time.Second
-	restartAttempts = 5
-)
-
 // capability is one declared capability block and its running plugin.
 type capability struct {
 	cfg    *config.Capability
@@ -556,7 +548,7 @@ func (h *Host) watch(c *capability, proc *loader.Capability) {
 				fmt.Errorf("crashed %d times within %s (crash_limit = %d); not restarted until the host restarts or reloads", n, window, limit))
 			return
 		}
-		h.restart(c, restartBase)
+		h.restart(c, h.options.Restart.Base)
 	}()
 }
 
@@ -564,15 +556,16 @@ func (h *Host) watch(c *capability, proc *loader.Capability) {
 // configured again with the same config, then re-advertised. The first
 // attempt waits delay.
 func (h *Host) restart(c *capability, delay time.Duration) {
-	for n := 1; n <= restartAttempts; n++ {
+	policy := h.options.Restart
+	for n := 1; n <= policy.Attempts; n++ {
 		h.reg.Restarting(c.cfg.Name)
 		// Close must not wait out a backoff.
 		select {
-		case <-time.After(delay):
+		case <-policy.After(delay):
 		case <-h.done:
 			return
 		}
-		delay = min(max(delay*2, restartBase), restartCap)
+		delay = policy.next(delay)
 		proc, stop, err := h.restartOnce(c)
 		if stop {
 			return
@@ -584,5 +577,5 @@ func (h *Host) restart(c *capability, delay time.Duration) {
 		h.watch(c, proc)
 		return
 	}
-	h.failCapability(c, registry.StateRestarting, fmt.Errorf("gave up after %d restart attempts", restartAttempts))
+	h.failCapability(c, registry.StateRestarting, fmt.Errorf("gave up after %d restart attempts", policy.Attempts))
 }

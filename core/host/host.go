@@ -31,6 +31,9 @@ type Host struct {
 	files  *config.Loader
 	logger hclog.Logger
 	opts   loader.Options
+	// options are the settings that do not come from host.hcl; a reload
+	// hands them to the next host.
+	options Options
 
 	reg    *registry.Registry
 	router *dispatch.Router
@@ -72,6 +75,12 @@ type Host struct {
 // New returns a host for cfg. files is the loader that parsed cfg; it
 // evaluates plugin config bodies and renders diagnostics.
 func New(cfg *config.Config, files *config.Loader, logger hclog.Logger, version string) *Host {
+	return NewWithOptions(cfg, files, logger, version, Options{})
+}
+
+// NewWithOptions is New with the settings that do not come from host.hcl,
+// such as the restart policy.
+func NewWithOptions(cfg *config.Config, files *config.Loader, logger hclog.Logger, version string, options Options) *Host {
 	level := hclog.LevelFromString(cfg.Host.LogLevel)
 	if level == hclog.NoLevel {
 		level = hclog.Info
@@ -88,6 +97,7 @@ func New(cfg *config.Config, files *config.Loader, logger hclog.Logger, version 
 			StartTimeout:    cfg.Host.StartTimeout,
 			HostVersion:     version,
 		},
+		options:  options.withDefaults(),
 		reg:      reg,
 		router:   dispatch.NewRouter(reg, cfg.Host.CallDepthLimit, cfg.Host.MaxMessageBytes),
 		runs:     dispatch.NewRuns(),

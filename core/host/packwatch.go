@@ -48,18 +48,19 @@ func (h *Host) watchPack(p *Pack, proc *loader.Pack) {
 // restartPack brings a crashed pack back: a new process whose embedded
 // manifest still matches, then its nodes again.
 func (h *Host) restartPack(p *Pack) {
-	delay := restartBase
-	for n := 1; n <= restartAttempts; n++ {
+	policy := h.options.Restart
+	delay := policy.Base
+	for n := 1; n <= policy.Attempts; n++ {
 		p.live.Lock()
 		p.State = PackRestarting
 		p.restarts++
 		p.live.Unlock()
 		select {
-		case <-time.After(delay):
+		case <-policy.After(delay):
 		case <-h.done:
 			return
 		}
-		delay = min(delay*2, restartCap)
+		delay = policy.next(delay)
 		ctx, cancel := context.WithTimeout(context.Background(), h.opts.StartTimeout+rpcGrace)
 		proc, err := h.startPackProcess(ctx, p)
 		cancel()
@@ -86,7 +87,7 @@ func (h *Host) restartPack(p *Pack) {
 		h.watchPack(p, proc)
 		return
 	}
-	h.failPack(p, fmt.Errorf("gave up after %d restart attempts", restartAttempts))
+	h.failPack(p, fmt.Errorf("gave up after %d restart attempts", policy.Attempts))
 }
 
 // rpcGrace is what a pack restart allows beyond start_timeout for reading

@@ -50,7 +50,7 @@ func (e *ReloadRefusedError) Error() string {
 // Closes h, which stops only what was not taken over.
 func (h *Host) Reload(ctx context.Context, cfg *config.Config, files *config.Loader) (*Host, *Report, error) {
 	before := h.serving()
-	next := New(cfg, files, h.logger, h.opts.HostVersion)
+	next := NewWithOptions(cfg, files, h.logger, h.opts.HostVersion, h.options)
 	// A run in flight on h stays valid for the plugins next takes over.
 	next.runs = h.runs
 	if h.observer != nil {

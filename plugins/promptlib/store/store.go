@@ -102,6 +102,9 @@ type Store struct {
 	// temporary file are durable and before the record is renamed into
 	// place: tests use it to kill a publisher at the worst moment.
 	beforeCommit func()
+	// synced, when set, is told of every file and directory a write of
+	// the store has synced (atomicfile.Hooks.Synced).
+	synced func(path string)
 }
 
 // Option adjusts a Store.
@@ -110,6 +113,11 @@ type Option func(*Store)
 // WithBeforeCommit runs fn inside every publish, just before the version
 // record is renamed into place. It exists for crash tests.
 func WithBeforeCommit(fn func()) Option { return func(s *Store) { s.beforeCommit = fn } }
+
+// WithSynced tells fn of every file and directory a publish syncs, once
+// the sync succeeded. It exists for durability tests: a kill cannot show
+// a missing sync, since the page cache outlives the process.
+func WithSynced(fn func(path string)) Option { return func(s *Store) { s.synced = fn } }
 
 // Open opens the store at dir, creating the directory layout if needed.
 func Open(dir string, opts ...Option) (*Store, error) {
@@ -207,10 +215,10 @@ func (s *Store) Publish(ctx context.Context, raw []byte) (*PublishResult, error)
 		return nil, fmt.Errorf("prompt store: encode record: %w", err)
 	}
 	dir := s.versionsPath(f.Name)
-	if err := mkdirAllSync(dir); err != nil {
+	if err := mkdirAllSync(dir, s.synced); err != nil {
 		return nil, fmt.Errorf("prompt store: %w", err)
 	}
-	if err := atomicfile.WriteWithHook(filepath.Join(dir, version+recordExt), append(rec, '\n'), 0o444, s.beforeCommit); err != nil {
+	if err := atomicfile.WriteWithHooks(filepath.Join(dir, version+recordExt), append(rec, '\n'), 0o444, atomicfile.Hooks{BeforeRename: s.beforeCommit, Synced: s.synced}); err != nil {
 		return nil, fmt.Errorf("prompt store: write record of %s@%s: %w", f.Name, version, err)
 	}
 	// The version is published; an index that cannot take it is deleted,
@@ -241,10 +249,10 @@ func (s *Store) writeBlob(digest string, raw []byte) error {
 		return nil
 	}
 	dir := filepath.Dir(path)
-	if err := mkdirAllSync(dir); err != nil {
+	if err := mkdirAllSync(dir, s.synced); err != nil {
 		return fmt.Errorf("prompt store: %w", err)
 	}
-	if err := atomicfile.Write(path, raw, 0o444); err != nil {
+	if err := atomicfile.WriteWithHooks(path, raw, 0o444, atomicfile.Hooks{Synced: s.synced}); err != nil {
 		return fmt.Errorf("prompt store: write blob %s: %w", digest, err)
 	}
 	return nil
@@ -409,21 +417,22 @@ func (s *Store) versionsPath(name string) string {
 }
 
 // mkdirAllSync creates dir and its missing parents, syncing each parent
-// that gained an entry so the new directories survive a crash.
-func mkdirAllSync(dir string) error {
+// that gained an entry so the new directories survive a crash; synced
+// (when not nil) is told of each.
+func mkdirAllSync(dir string, synced func(string)) error {
 	if _, err := os.Stat(dir); err == nil {
 		return nil
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
-		if err := mkdirAllSync(parent); err != nil {
+		if err := mkdirAllSync(parent, synced); err != nil {
 			return err
 		}
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return atomicfile.SyncDir(parent)
+	return atomicfile.SyncDirWithHook(parent, synced)
 }
 
 // DefaultDir is where the promptlib plugin keeps its store when its

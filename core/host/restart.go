@@ -1,0 +1,52 @@
+package host
+
+import "time"
+
+// RestartPolicy is how a crashed plugin or pack is brought back: the first
+// attempt waits Base, each further one twice the wait before it, at most
+// Cap; after Attempts failed attempts it is given up and stays failed.
+type RestartPolicy struct {
+	Base     time.Duration
+	Cap      time.Duration
+	Attempts int
+	// After waits out one backoff, like time.After; nil is time.After. A
+	// test sets it to see each wait the policy asks for, or to hold a
+	// restart back for as long as it needs.
+	After func(time.Duration) <-chan time.Time
+}
+
+// DefaultRestartPolicy is the policy of every host the command line starts:
+// 0.5 s doubling to 30 s, five attempts.
+func DefaultRestartPolicy() RestartPolicy {
+	return RestartPolicy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, Attempts: 5}
+}
+
+// Options are the settings of a Host that do not come from host.hcl.
+type Options struct {
+	// Restart is the restart policy of crashed plugins and packs; the zero
+	// value is DefaultRestartPolicy.
+	Restart RestartPolicy
+}
+
+// withDefaults fills in what o leaves unset.
+func (o Options) withDefaults() Options {
+	def := DefaultRestartPolicy()
+	if o.Restart.Base <= 0 {
+		o.Restart.Base = def.Base
+	}
+	if o.Restart.Cap <= 0 {
+		o.Restart.Cap = def.Cap
+	}
+	if o.Restart.Attempts <= 0 {
+		o.Restart.Attempts = def.Attempts
+	}
+	if o.Restart.After == nil {
+		o.Restart.After = time.After
+	}
+	return o
+}
+
+// next is the wait after a wait of d.
+func (p RestartPolicy) next(d time.Duration) time.Duration {
+	return min(max(d*2, p.Base), p.Cap)
+}
