@@ -11,7 +11,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # built as bin/wophost-NAME.
 PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard plugins/*/main.go))
 
-.PHONY: all build run test test-race bench bench-update proto proto-check lint clean conformance fuzz
+.PHONY: all build run test test-race bench bench-update proto proto-check lint clean conformance fuzz mutate
 
 all: build
 
@@ -58,6 +58,12 @@ test: ## Run every test of both modules; the race detector covers the core, plug
 	cd sdk && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -race $(RACE_PKGS)
 	cd sdk && $(GO) test -count=1 -race ./...
+
+# The mutants of test/mutate/mutants.json: each is applied, the tests it
+# names run, and the file is restored; a mutant the tests let through
+# fails the run.
+mutate: ## Run the listed mutants against their tests; print the kill table, the kill rate and the time; fail when one survives.
+	$(GO) run ./test/mutate -list test/mutate/mutants.json
 
 # The benchmark run's output, kept for benchreport and for a second look.
 BENCH_OUT ?= bench.out
