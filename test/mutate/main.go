@@ -84,7 +84,13 @@ func run(list, only string, timeout time.Duration, stdout, stderr io.Writer) int
 		return 2
 	}
 	if only != "" {
-		mutants = pick(mutants, strings.Split(only, ","))
+		ids := strings.Split(only, ",")
+		mutants = pick(mutants, ids)
+		// A mistyped id would otherwise run nothing and pass.
+		if len(mutants) != len(ids) {
+			fmt.Fprintf(stderr, "mutate: -only %s: %d of the ids are not in %s\n", only, len(ids)-len(mutants), list)
+			return 2
+		}
 	}
 	// Refuse the whole list before mutating anything, so a stale entry
 	// does not leave a partial run behind.
