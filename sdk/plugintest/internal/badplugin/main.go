@@ -16,6 +16,10 @@
 //   - after-deadline: the call after a deadline refusal fails.
 //   - keeps-serving: the process exits on the second call after a
 //     deadline refusal.
+//
+// BADPLUGIN_FAMILY=aiEnvelope makes it serve the aiEnvelope family
+// instead, correctly by default, with the rules to break listed at
+// familyAIEnvelope.
 package main
 
 import (
@@ -28,6 +32,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/wophost/wophost/sdk/families/aienvelope"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
@@ -37,7 +42,8 @@ const family = "test.bad"
 
 func main() {
 	maxBytes := wire.MaxMessageBytesFromEnv()
-	s := &server{broken: os.Getenv("BADPLUGIN_BREAK")}
+	s := &server{broken: os.Getenv("BADPLUGIN_BREAK"), family: os.Getenv("BADPLUGIN_FAMILY"),
+		keys: map[string]envelope{}, byID: map[string]aienvelope.GenerateResult{}}
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{
@@ -57,8 +63,17 @@ func main() {
 type server struct {
 	wophostv1.UnimplementedCapabilityServer
 	broken string
+	// family is BADPLUGIN_FAMILY: empty for test.bad.
+	family string
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// await is whether the aiEnvelope mode advertised the await facet;
+	// keys, byID and next are its envelopes by key and by id, and the
+	// number of the last one.
+	await      bool
+	keys       map[string]envelope
+	byID       map[string]aienvelope.GenerateResult
+	next       int
 	configured bool
 	// afterRefusal counts the calls since the last deadline refusal; -1
 	// before the first.
@@ -72,6 +87,15 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 	if s.breaks("describe") {
 		version = ""
 	}
+	if s.family == familyAIEnvelope {
+		return &wophostv1.DescribeResponse{
+			Name: "badplugin", Version: version,
+			Families: []*wophostv1.FamilyDescription{{
+				Name: aienvelope.Family, Status: "experimental", Since: "1", Until: "2099-12-31",
+				Methods: s.aiDescribeMethods(),
+			}},
+		}, nil
+	}
 	return &wophostv1.DescribeResponse{
 		Name:    "badplugin",
 		Version: version,
@@ -84,13 +108,23 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 
 func (s *server) ConfigSchema(context.Context, *wophostv1.ConfigSchemaRequest) (*wophostv1.ConfigSchemaResponse, error) {
 	schema := `{"attributes":[{"name":"a","type":"string"}]}`
+	if s.family == familyAIEnvelope {
+		schema = `{"attributes":[{"name":"async","type":"bool"}]}`
+	}
 	if s.breaks("schema") {
 		schema = `{"attributes":[{"name":"a","type":"string"},{"name":"a","type":"string"}]}`
 	}
 	return &wophostv1.ConfigSchemaResponse{Schema: []byte(schema)}, nil
 }
 
-func (s *server) Configure(context.Context, *wophostv1.ConfigureRequest) (*wophostv1.ConfigureResponse, error) {
+func (s *server) Configure(_ context.Context, req *wophostv1.ConfigureRequest) (*wophostv1.ConfigureResponse, error) {
+	if s.family == familyAIEnvelope {
+		f := aiFacets(req.GetConfig())
+		s.mu.Lock()
+		s.configured, s.await = true, string(f) != `{}`
+		s.mu.Unlock()
+		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{aienvelope.Family: f}}, nil
+	}
 	s.mu.Lock()
 	s.configured = true
 	s.afterRefusal = -1
@@ -111,6 +145,18 @@ func (s *server) Invoke(_ context.Context, req *wophostv1.InvokeRequest) (*wopho
 }
 
 func (s *server) invoke(req *wophostv1.InvokeRequest) ([]byte, error) {
+	if s.family == familyAIEnvelope {
+		s.mu.Lock()
+		configured := s.configured
+		s.mu.Unlock()
+		if !configured {
+			return nil, wop.Errorf(wop.CodeUnavailable, "not configured yet")
+		}
+		if req.GetFamily() != aienvelope.Family {
+			return nil, wop.Errorf(wop.CodeNotFound, "no family %s", req.GetFamily())
+		}
+		return s.aiInvoke(req.GetMethod(), req.GetPayload())
+	}
 	s.mu.Lock()
 	configured, after := s.configured, s.afterRefusal
 	if after >= 0 {
