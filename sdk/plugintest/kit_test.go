@@ -230,3 +230,38 @@ func TestAIEnvelopeKitChild(t *testing.T) {
 		JSONSchema:  json.RawMessage(`{"type":"object"}`),
 	})
 }
+
+// TestPromptLibraryKitOnBadPlugin runs the promptLibrary kit against the
+// bad plugin serving promptLibrary, breaking one of the kit's rules at a
+// time, and checks that exactly the subtest of that rule fails.
+func TestPromptLibraryKitOnBadPlugin(t *testing.T) {
+	if os.Getenv(kitChildEnv) != "" {
+		t.Skip("child run")
+	}
+	bin, err := badPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runKitOnBadPlugin(t, bin, "TestPromptLibraryKitChild", []string{"BADPLUGIN_FAMILY=promptLibrary"}, []kitCase{
+		{"none", "", ""},
+		{"pl-advertised", "Advertised", "lacks the method get"},
+		{"pl-verbatim", "Pinned", "raw is not the stored text verbatim"},
+		{"pl-unpinned", "Unpinned", `get "team/greet@latest" answered`},
+		{"pl-missing", "Missing", "want code prompt_version_not_found"},
+		{"pl-mismatch", "DigestMismatch", "want code prompt_digest_mismatch"},
+	})
+}
+
+// TestPromptLibraryKitChild runs the promptLibrary kit against the bad
+// plugin; it runs only as a child of TestPromptLibraryKitOnBadPlugin.
+func TestPromptLibraryKitChild(t *testing.T) {
+	rule := os.Getenv(kitChildEnv)
+	if rule == "" {
+		t.Skip("runs only as a child of TestPromptLibraryKitOnBadPlugin")
+	}
+	PromptLibrary(t, PromptLibraryConfig{
+		Binary:  os.Getenv(kitChildBinaryEnv),
+		Env:     []string{"BADPLUGIN_FAMILY=promptLibrary", "BADPLUGIN_BREAK=" + rule},
+		Prompts: []StoredPrompt{{Name: "team/greet", Version: "1", Raw: "---\nname: team/greet\nversion: 1\n---\nHello.  \n"}},
+	})
+}

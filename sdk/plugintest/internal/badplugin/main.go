@@ -19,7 +19,8 @@
 //
 // BADPLUGIN_FAMILY=aiEnvelope makes it serve the aiEnvelope family
 // instead, correctly by default, with the rules to break listed at
-// familyAIEnvelope.
+// familyAIEnvelope; BADPLUGIN_FAMILY=promptLibrary makes it serve
+// promptLibrary, with the rules listed at familyPromptLibrary.
 package main
 
 import (
@@ -33,6 +34,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
@@ -87,6 +89,15 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 	if s.breaks("describe") {
 		version = ""
 	}
+	if s.family == familyPromptLibrary {
+		return &wophostv1.DescribeResponse{
+			Name: "badplugin", Version: version,
+			Families: []*wophostv1.FamilyDescription{{
+				Name: promptlibrary.Family, Status: "experimental", Since: "1", Until: "2099-12-31",
+				Methods: s.plDescribeMethods(),
+			}},
+		}, nil
+	}
 	if s.family == familyAIEnvelope {
 		return &wophostv1.DescribeResponse{
 			Name: "badplugin", Version: version,
@@ -129,6 +140,9 @@ func (s *server) Configure(_ context.Context, req *wophostv1.ConfigureRequest) (
 	s.configured = true
 	s.afterRefusal = -1
 	s.mu.Unlock()
+	if s.family == familyPromptLibrary {
+		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{promptlibrary.Family: []byte(`{}`)}}, nil
+	}
 	facets := map[string][]byte{family: []byte(`{}`)}
 	if s.breaks("facets") {
 		facets = nil
@@ -156,6 +170,12 @@ func (s *server) invoke(req *wophostv1.InvokeRequest) ([]byte, error) {
 			return nil, wop.Errorf(wop.CodeNotFound, "no family %s", req.GetFamily())
 		}
 		return s.aiInvoke(req.GetMethod(), req.GetPayload())
+	}
+	if s.family == familyPromptLibrary {
+		if req.GetFamily() != promptlibrary.Family {
+			return nil, wop.Errorf(wop.CodeNotFound, "no family %s", req.GetFamily())
+		}
+		return s.plInvoke(req.GetMethod(), req.GetPayload())
 	}
 	s.mu.Lock()
 	configured, after := s.configured, s.afterRefusal
