@@ -265,3 +265,44 @@ func TestPromptLibraryKitChild(t *testing.T) {
 		Prompts: []StoredPrompt{{Name: "team/greet", Version: "1", Raw: "---\nname: team/greet\nversion: 1\n---\nHello.  \n"}},
 	})
 }
+
+// TestMCPKitOnBadPlugin runs the mcp kit against the bad plugin serving
+// mcp, breaking one of the kit's rules at a time, and checks that exactly
+// the subtest of that rule fails.
+func TestMCPKitOnBadPlugin(t *testing.T) {
+	if os.Getenv(kitChildEnv) != "" {
+		t.Skip("child run")
+	}
+	bin, err := badPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runKitOnBadPlugin(t, bin, "TestMCPKitChild", []string{"BADPLUGIN_FAMILY=mcp"}, []kitCase{
+		{"none", "", ""},
+		{"mcp-advertised", "Advertised", "want {maxRounds: 1..16}"},
+		{"mcp-unknown-server", "UnknownServer", "serverHealth with an unknown serverId succeeded; want code not_found"},
+		{"mcp-list-tools", "ListTools", "listTools with an empty-string cursor"},
+		{"mcp-call-tool", "CallTool", `callTool returned resultType "input_required"`},
+		{"mcp-read-resource", "ReadResource", "readResource result is not a ReadResourceResult"},
+		{"mcp-error", "MCPError", "do not carry the JSON-RPC error object"},
+		{"mcp-health", "ServerHealth", `serverHealth carries "sessionId"`},
+	})
+}
+
+// TestMCPKitChild runs the mcp kit against the bad plugin; it runs only
+// as a child of TestMCPKitOnBadPlugin.
+func TestMCPKitChild(t *testing.T) {
+	rule := os.Getenv(kitChildEnv)
+	if rule == "" {
+		t.Skip("runs only as a child of TestMCPKitOnBadPlugin")
+	}
+	MCP(t, MCPConfig{
+		Binary:      os.Getenv(kitChildBinaryEnv),
+		Env:         []string{"BADPLUGIN_FAMILY=mcp", "BADPLUGIN_BREAK=" + rule},
+		Config:      json.RawMessage(`{}`),
+		ServerID:    "srv",
+		Tool:        "echo",
+		ResourceURI: "file:///readme",
+		UnknownTool: "nope",
+	})
+}

@@ -20,7 +20,9 @@
 // BADPLUGIN_FAMILY=aiEnvelope makes it serve the aiEnvelope family
 // instead, correctly by default, with the rules to break listed at
 // familyAIEnvelope; BADPLUGIN_FAMILY=promptLibrary makes it serve
-// promptLibrary, with the rules listed at familyPromptLibrary.
+// promptLibrary, with the rules listed at familyPromptLibrary; and
+// BADPLUGIN_FAMILY=mcp makes it serve mcp, with the rules listed at
+// familyMCP.
 package main
 
 import (
@@ -34,6 +36,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wire"
@@ -89,6 +92,15 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 	if s.breaks("describe") {
 		version = ""
 	}
+	if s.family == familyMCP {
+		return &wophostv1.DescribeResponse{
+			Name: "badplugin", Version: version,
+			Families: []*wophostv1.FamilyDescription{{
+				Name: mcp.Family, Status: "experimental", Since: "1", Until: "2099-12-31",
+				Methods: []string{mcp.MethodCallTool, mcp.MethodListTools, mcp.MethodReadResource, mcp.MethodServerHealth},
+			}},
+		}, nil
+	}
 	if s.family == familyPromptLibrary {
 		return &wophostv1.DescribeResponse{
 			Name: "badplugin", Version: version,
@@ -140,6 +152,9 @@ func (s *server) Configure(_ context.Context, req *wophostv1.ConfigureRequest) (
 	s.configured = true
 	s.afterRefusal = -1
 	s.mu.Unlock()
+	if s.family == familyMCP {
+		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{mcp.Family: s.mcpFacets()}}, nil
+	}
 	if s.family == familyPromptLibrary {
 		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{promptlibrary.Family: []byte(`{}`)}}, nil
 	}
@@ -170,6 +185,12 @@ func (s *server) invoke(req *wophostv1.InvokeRequest) ([]byte, error) {
 			return nil, wop.Errorf(wop.CodeNotFound, "no family %s", req.GetFamily())
 		}
 		return s.aiInvoke(req.GetMethod(), req.GetPayload())
+	}
+	if s.family == familyMCP {
+		if req.GetFamily() != mcp.Family {
+			return nil, wop.Errorf(wop.CodeNotFound, "no family %s", req.GetFamily())
+		}
+		return s.mcpInvoke(req.GetMethod(), req.GetPayload())
 	}
 	if s.family == familyPromptLibrary {
 		if req.GetFamily() != promptlibrary.Family {
