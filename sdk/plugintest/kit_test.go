@@ -306,3 +306,40 @@ func TestMCPKitChild(t *testing.T) {
 		UnknownTool: "nope",
 	})
 }
+
+// TestAgentRuntimeKitOnBadPlugin runs the agentRuntime kit against the
+// bad plugin serving agentRuntime, breaking one of the kit's rules at a
+// time, and checks that exactly the subtest of that rule fails.
+func TestAgentRuntimeKitOnBadPlugin(t *testing.T) {
+	if os.Getenv(kitChildEnv) != "" {
+		t.Skip("child run")
+	}
+	bin, err := badPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runKitOnBadPlugin(t, bin, "TestAgentRuntimeKitChild", []string{"BADPLUGIN_FAMILY=agentRuntime"}, []kitCase{
+		{"none", "", ""},
+		{"ar-advertised", "Advertised", "does not need aiEnvelope"},
+		{"ar-spawn", "Spawn", "the same idempotencyKey spawned a second instance"},
+		{"ar-delegate", "Delegate", "whose skills match the task"},
+		{"ar-consensus", "Consensus", "ballots go in participant order"},
+		{"ar-message", "MessageSend", "messageSend to an unknown agent succeeded; want code agent_not_found"},
+		{"ar-mailbox", "MessageSend", "mailbox_full is not retryable"},
+	})
+}
+
+// TestAgentRuntimeKitChild runs the agentRuntime kit against the bad
+// plugin; it runs only as a child of TestAgentRuntimeKitOnBadPlugin.
+func TestAgentRuntimeKitChild(t *testing.T) {
+	rule := os.Getenv(kitChildEnv)
+	if rule == "" {
+		t.Skip("runs only as a child of TestAgentRuntimeKitOnBadPlugin")
+	}
+	AgentRuntime(t, AgentRuntimeConfig{
+		Binary:          os.Getenv(kitChildBinaryEnv),
+		Env:             []string{"BADPLUGIN_FAMILY=agentRuntime", "BADPLUGIN_BREAK=" + rule},
+		Config:          json.RawMessage(`{}`),
+		MailboxCapacity: 2,
+	})
+}

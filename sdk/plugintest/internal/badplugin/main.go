@@ -22,7 +22,8 @@
 // familyAIEnvelope; BADPLUGIN_FAMILY=promptLibrary makes it serve
 // promptLibrary, with the rules listed at familyPromptLibrary; and
 // BADPLUGIN_FAMILY=mcp makes it serve mcp, with the rules listed at
-// familyMCP.
+// familyMCP; BADPLUGIN_FAMILY=agentRuntime makes it serve agentRuntime,
+// with the rules listed at familyAgentRuntime.
 package main
 
 import (
@@ -33,8 +34,10 @@ import (
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 
+	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
@@ -47,14 +50,15 @@ const family = "test.bad"
 
 func main() {
 	maxBytes := wire.MaxMessageBytesFromEnv()
-	s := &server{broken: os.Getenv("BADPLUGIN_BREAK"), family: os.Getenv("BADPLUGIN_FAMILY"),
-		keys: map[string]envelope{}, byID: map[string]aienvelope.GenerateResult{}}
+	s := &server{broken: os.Getenv("BADPLUGIN_BREAK"), family: os.Getenv("BADPLUGIN_FAMILY"), maxBytes: maxBytes,
+		keys: map[string]envelope{}, byID: map[string]aienvelope.GenerateResult{},
+		agents: map[string]*agent{}, spawned: map[string]string{}, messages: map[string]string{}}
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{
 			wire.ProtocolVersion: {
 				wire.KindCapability: &wire.CapabilityPlugin{
-					NewServer: func(*goplugin.GRPCBroker) wophostv1.CapabilityServer { return s },
+					NewServer: func(b *goplugin.GRPCBroker) wophostv1.CapabilityServer { s.broker = b; return s },
 				},
 			},
 		},
@@ -69,7 +73,12 @@ type server struct {
 	wophostv1.UnimplementedCapabilityServer
 	broken string
 	// family is BADPLUGIN_FAMILY: empty for test.bad.
-	family string
+	family   string
+	maxBytes int
+	// broker reaches the host's services; host calls them once
+	// Configure named them (the agentRuntime mode).
+	broker *goplugin.GRPCBroker
+	host   *wire.HostCaller
 
 	mu sync.Mutex
 	// await is whether the aiEnvelope mode advertised the await facet;
@@ -80,6 +89,11 @@ type server struct {
 	byID       map[string]aienvelope.GenerateResult
 	next       int
 	configured bool
+	// agents, spawned and messages are the agentRuntime mode's agents by
+	// instance id, instance ids by spawn key and message ids by key.
+	agents   map[string]*agent
+	spawned  map[string]string
+	messages map[string]string
 	// afterRefusal counts the calls since the last deadline refusal; -1
 	// before the first.
 	afterRefusal int
@@ -91,6 +105,16 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 	version := "0.0.1"
 	if s.breaks("describe") {
 		version = ""
+	}
+	if s.family == familyAgentRuntime {
+		return &wophostv1.DescribeResponse{
+			Name: "badplugin", Version: version,
+			Families: []*wophostv1.FamilyDescription{{
+				Name: agentruntime.Family, Status: "experimental", Since: "1", Until: "2099-12-31",
+				Methods: []string{agentruntime.MethodSpawn, agentruntime.MethodDelegate, agentruntime.MethodConsensus, agentruntime.MethodMessageSend},
+				Needs:   s.arNeeds(),
+			}},
+		}, nil
 	}
 	if s.family == familyMCP {
 		return &wophostv1.DescribeResponse{
@@ -152,6 +176,12 @@ func (s *server) Configure(_ context.Context, req *wophostv1.ConfigureRequest) (
 	s.configured = true
 	s.afterRefusal = -1
 	s.mu.Unlock()
+	if s.family == familyAgentRuntime {
+		s.mu.Lock()
+		s.host = wire.NewHostCaller(s.broker, req.GetHostServicesBrokerId(), s.maxBytes, noop.NewTracerProvider().Tracer("badplugin"))
+		s.mu.Unlock()
+		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{agentruntime.Family: []byte(`{}`)}}, nil
+	}
 	if s.family == familyMCP {
 		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{mcp.Family: s.mcpFacets()}}, nil
 	}
@@ -165,7 +195,26 @@ func (s *server) Configure(_ context.Context, req *wophostv1.ConfigureRequest) (
 	return &wophostv1.ConfigureResponse{Facets: facets}, nil
 }
 
-func (s *server) Invoke(_ context.Context, req *wophostv1.InvokeRequest) (*wophostv1.InvokeResponse, error) {
+func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (*wophostv1.InvokeResponse, error) {
+	if s.family == familyAgentRuntime {
+		s.mu.Lock()
+		configured := s.host != nil
+		s.mu.Unlock()
+		var out []byte
+		var err error
+		switch {
+		case !configured:
+			err = wop.Errorf(wop.CodeUnavailable, "not configured yet")
+		case req.GetFamily() != agentruntime.Family:
+			err = wop.Errorf(wop.CodeNotFound, "no family %s", req.GetFamily())
+		default:
+			out, err = s.arInvoke(ctx, req.GetMethod(), req.GetPayload(), wire.CallContextFromProto(req.GetCall()))
+		}
+		if err != nil {
+			return nil, wire.ToStatus(err)
+		}
+		return &wophostv1.InvokeResponse{Result: out}, nil
+	}
 	out, err := s.invoke(req)
 	if err != nil {
 		return nil, wire.ToStatus(err)
