@@ -85,8 +85,10 @@ func ReadRunRecord(path string) (*RunRecord, error) {
 }
 
 // writeRunRecord writes rec to dir/<runId>.json through a synced temporary
-// file and a rename, so a record is whole or absent.
-func writeRunRecord(dir string, rec *RunRecord) (path string, err error) {
+// file and a rename, so a record is whole or absent, and syncs dir so that
+// the record is durable before the run answers. synced, when not nil, is
+// told of each sync (atomicfile.Hooks.Synced).
+func writeRunRecord(dir string, rec *RunRecord, synced func(path string)) (path string, err error) {
 	if rec.Prompts == nil {
 		rec.Prompts = []dispatch.ResolvedPrompt{}
 	}
@@ -98,7 +100,7 @@ func writeRunRecord(dir string, rec *RunRecord) (path string, err error) {
 		return "", fmt.Errorf("run records: %w", err)
 	}
 	path = filepath.Join(dir, rec.RunID+".json")
-	if err := atomicfile.Write(path, append(data, '\n'), 0o600); err != nil {
+	if err := atomicfile.WriteWithHooks(path, append(data, '\n'), 0o600, atomicfile.Hooks{Synced: synced}); err != nil {
 		return "", fmt.Errorf("write run record: %w", err)
 	}
 	return path, nil
@@ -122,7 +124,7 @@ func (h *Host) record(rec *RunRecord, trace *dispatch.PromptTrace, opts RunOptio
 	if runErr != nil {
 		rec.Outcome, rec.Error = OutcomeFailed, wop.AsError(runErr)
 	}
-	path, err := writeRunRecord(filepath.Join(h.cfg.Host.StateDir, RunsDir), rec)
+	path, err := writeRunRecord(filepath.Join(h.cfg.Host.StateDir, RunsDir), rec, h.state.synced)
 	if err != nil {
 		h.logger.Error("run record not written; the run's outcome stands", "run_id", rec.RunID, "type_id", rec.TypeID,
 			"outcome", rec.Outcome, "error", err)

@@ -20,7 +20,7 @@ func TestRunRecordRoundTrip(t *testing.T) {
 		Outcome: OutcomeFailed, Error: wop.Errorf("prompt_version_not_found", "gone"),
 		Prompts: []dispatch.ResolvedPrompt{{PromptID: "sys", Pin: "sys@1#sha256:" + strings.Repeat("0", 64), Name: "sys", Version: "1", Digest: "sha256:" + strings.Repeat("0", 64)}},
 	}
-	path, err := writeRunRecord(dir, rec)
+	path, err := writeRunRecord(dir, rec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,9 @@ type state struct {
 	observer       func() StateObserver
 	inFlight       func(runID string) bool
 	health         *storageHealth
+	// synced, when not nil, is told of each sync a run record's write
+	// made; set only by this package's tests.
+	synced func(path string)
 
 	mu    sync.Mutex
 	store idempotency.Store

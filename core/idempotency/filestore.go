@@ -38,6 +38,9 @@ type FileStore struct {
 	// maxRecordBytes bounds a record read back.
 	maxRecordBytes int64
 	shards         [numShards]shard
+	// synced, when not nil, is told of each sync a write made (the
+	// record, then its directory); set only by this package's tests.
+	synced func(path string)
 }
 
 type shard struct {
@@ -123,7 +126,7 @@ func (s *FileStore) write(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("encode idempotency record: %w", err)
 	}
-	if err := atomicfile.Write(s.path(r.ID), append(data, '\n'), 0o600); err != nil {
+	if err := atomicfile.WriteWithHooks(s.path(r.ID), append(data, '\n'), 0o600, atomicfile.Hooks{Synced: s.synced}); err != nil {
 		return fmt.Errorf("write idempotency record: %w", err)
 	}
 	return nil

@@ -303,3 +303,41 @@ func TestFileStoreRefusesBadIDs(t *testing.T) {
 		}
 	}
 }
+
+// A claim and an outcome are on disk before the store answers: the record
+// and the directory entry that names it are synced before Claim and
+// Complete return. A kill test cannot see a missing sync, since the page
+// cache outlives the process, so the store reports each sync it made.
+func TestFileStoreSyncsBeforeItAnswers(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	var synced []string
+	s.synced = func(path string) { synced = append(synced, path) }
+	id := strings.Repeat("a", 64)
+	now := time.Now().UTC()
+	record := filepath.Join(s.Dir(), id+".json")
+	check := func(op string) {
+		t.Helper()
+		fileAt, dirAt := -1, -1
+		for i, p := range synced {
+			if p == record && fileAt < 0 {
+				fileAt = i
+			}
+			if p == s.Dir() && fileAt >= 0 && dirAt < 0 {
+				dirAt = i
+			}
+		}
+		if fileAt < 0 || dirAt < 0 {
+			t.Errorf("%s answered having synced %v: want %s, then %s", op, synced, record, s.Dir())
+		}
+		synced = nil
+	}
+	claim := pending(id, "owner-1", now)
+	if _, err := s.Claim(context.Background(), claim, now, testTTL); err != nil {
+		t.Fatal(err)
+	}
+	check("Claim")
+	if err := s.Complete(context.Background(), done(claim, now, `{"ok":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	check("Complete")
+}

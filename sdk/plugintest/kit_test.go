@@ -66,11 +66,7 @@ func TestKitOnBadPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		rule    string
-		subtest string // the only subtest that must fail; "" for none
-		message string // alternatives separated by |; one must appear
-	}{
+	tests := []kitCase{
 		{"none", "", ""},
 		{"describe", "Describe", "Describe: version is empty"},
 		{"schema", "ConfigSchema", `name "a" is used more than once`},
@@ -86,17 +82,35 @@ func TestKitOnBadPlugin(t *testing.T) {
 		// call depends on timing; both messages end the same way.
 		{"keeps-serving", "KeepsServing", "the plugin process exited during the checks|a plugin must keep serving after a failed call"},
 	}
+	runKitOnBadPlugin(t, bin, "TestKitChild", nil, tests)
+}
+
+// kitCase is one run of a kit against the bad plugin: the rule it breaks,
+// the only subtest that must fail ("" for none) and what that subtest
+// must say (alternatives separated by |; one must appear).
+type kitCase struct {
+	rule    string
+	subtest string
+	message string
+}
+
+// runKitOnBadPlugin runs, for each case, the test child of this binary in
+// a child process against the bad plugin bin breaking the case's rule,
+// with env added, and checks that exactly the case's subtest failed and
+// said its message.
+func runKitOnBadPlugin(t *testing.T, bin, child string, env []string, tests []kitCase) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.rule, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKitChild$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), kitChildEnv+"="+tc.rule, kitChildBinaryEnv+"="+bin)
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+child+"$", "-test.v", "-test.count=1")
+			cmd.Env = append(append(os.Environ(), env...), kitChildEnv+"="+tc.rule, kitChildBinaryEnv+"="+bin)
 			out, err := cmd.CombinedOutput()
 			failed := leafFailures(out)
 			var want []string
 			if tc.subtest != "" {
-				want = []string{"TestKitChild/" + tc.subtest}
+				want = []string{child + "/" + tc.subtest}
 			}
 			if !slices.Equal(failed, want) {
 				t.Fatalf("failed subtests %q; want %q\n%s", failed, want, out)
@@ -177,4 +191,155 @@ func leafFailures(out []byte) []string {
 	}
 	slices.Sort(leaves)
 	return leaves
+}
+
+// TestAIEnvelopeKitOnBadPlugin runs the aiEnvelope kit against the bad
+// plugin serving aiEnvelope, breaking one of the kit's rules at a time,
+// and checks that exactly the subtest of that rule fails.
+func TestAIEnvelopeKitOnBadPlugin(t *testing.T) {
+	if os.Getenv(kitChildEnv) != "" {
+		t.Skip("child run")
+	}
+	bin, err := badPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runKitOnBadPlugin(t, bin, "TestAIEnvelopeKitChild", []string{"BADPLUGIN_FAMILY=aiEnvelope"}, []kitCase{
+		{"none", "", ""},
+		{"ai-advertised", "Advertised", "lacks the method generate"},
+		{"ai-shape", "Generate", "finishReason is empty"},
+		{"ai-variables", "Variables", "generate with the variable suffix missing succeeded; want code envelope_validation_failed"},
+		{"ai-idempotency", "Idempotency", "want the recorded one"},
+		{"ai-async-refused", "AsyncRefused", "async generate succeeded although the await facet is not advertised"},
+		{"ai-await", "Await", "await of an unknown envelopeId: got"},
+	})
+}
+
+// TestAIEnvelopeKitChild runs the aiEnvelope kit against the bad plugin;
+// it runs only as a child of TestAIEnvelopeKitOnBadPlugin.
+func TestAIEnvelopeKitChild(t *testing.T) {
+	rule := os.Getenv(kitChildEnv)
+	if rule == "" {
+		t.Skip("runs only as a child of TestAIEnvelopeKitOnBadPlugin")
+	}
+	AIEnvelope(t, AIEnvelopeConfig{
+		Binary:      os.Getenv(kitChildBinaryEnv),
+		Env:         []string{"BADPLUGIN_FAMILY=aiEnvelope", "BADPLUGIN_BREAK=" + rule},
+		Config:      json.RawMessage(`{}`),
+		AsyncConfig: json.RawMessage(`{"async":true}`),
+		JSONSchema:  json.RawMessage(`{"type":"object"}`),
+	})
+}
+
+// TestPromptLibraryKitOnBadPlugin runs the promptLibrary kit against the
+// bad plugin serving promptLibrary, breaking one of the kit's rules at a
+// time, and checks that exactly the subtest of that rule fails.
+func TestPromptLibraryKitOnBadPlugin(t *testing.T) {
+	if os.Getenv(kitChildEnv) != "" {
+		t.Skip("child run")
+	}
+	bin, err := badPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runKitOnBadPlugin(t, bin, "TestPromptLibraryKitChild", []string{"BADPLUGIN_FAMILY=promptLibrary"}, []kitCase{
+		{"none", "", ""},
+		{"pl-advertised", "Advertised", "lacks the method get"},
+		{"pl-verbatim", "Pinned", "raw is not the stored text verbatim"},
+		{"pl-unpinned", "Unpinned", `get "team/greet@latest" answered`},
+		{"pl-missing", "Missing", "want code prompt_version_not_found"},
+		{"pl-mismatch", "DigestMismatch", "want code prompt_digest_mismatch"},
+	})
+}
+
+// TestPromptLibraryKitChild runs the promptLibrary kit against the bad
+// plugin; it runs only as a child of TestPromptLibraryKitOnBadPlugin.
+func TestPromptLibraryKitChild(t *testing.T) {
+	rule := os.Getenv(kitChildEnv)
+	if rule == "" {
+		t.Skip("runs only as a child of TestPromptLibraryKitOnBadPlugin")
+	}
+	PromptLibrary(t, PromptLibraryConfig{
+		Binary:  os.Getenv(kitChildBinaryEnv),
+		Env:     []string{"BADPLUGIN_FAMILY=promptLibrary", "BADPLUGIN_BREAK=" + rule},
+		Prompts: []StoredPrompt{{Name: "team/greet", Version: "1", Raw: "---\nname: team/greet\nversion: 1\n---\nHello.  \n"}},
+	})
+}
+
+// TestMCPKitOnBadPlugin runs the mcp kit against the bad plugin serving
+// mcp, breaking one of the kit's rules at a time, and checks that exactly
+// the subtest of that rule fails.
+func TestMCPKitOnBadPlugin(t *testing.T) {
+	if os.Getenv(kitChildEnv) != "" {
+		t.Skip("child run")
+	}
+	bin, err := badPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runKitOnBadPlugin(t, bin, "TestMCPKitChild", []string{"BADPLUGIN_FAMILY=mcp"}, []kitCase{
+		{"none", "", ""},
+		{"mcp-advertised", "Advertised", "want {maxRounds: 1..16}"},
+		{"mcp-unknown-server", "UnknownServer", "serverHealth with an unknown serverId succeeded; want code not_found"},
+		{"mcp-list-tools", "ListTools", "listTools with an empty-string cursor"},
+		{"mcp-call-tool", "CallTool", `callTool returned resultType "input_required"`},
+		{"mcp-read-resource", "ReadResource", "readResource result is not a ReadResourceResult"},
+		{"mcp-error", "MCPError", "do not carry the JSON-RPC error object"},
+		{"mcp-health", "ServerHealth", `serverHealth carries "sessionId"`},
+	})
+}
+
+// TestMCPKitChild runs the mcp kit against the bad plugin; it runs only
+// as a child of TestMCPKitOnBadPlugin.
+func TestMCPKitChild(t *testing.T) {
+	rule := os.Getenv(kitChildEnv)
+	if rule == "" {
+		t.Skip("runs only as a child of TestMCPKitOnBadPlugin")
+	}
+	MCP(t, MCPConfig{
+		Binary:      os.Getenv(kitChildBinaryEnv),
+		Env:         []string{"BADPLUGIN_FAMILY=mcp", "BADPLUGIN_BREAK=" + rule},
+		Config:      json.RawMessage(`{}`),
+		ServerID:    "srv",
+		Tool:        "echo",
+		ResourceURI: "file:///readme",
+		UnknownTool: "nope",
+	})
+}
+
+// TestAgentRuntimeKitOnBadPlugin runs the agentRuntime kit against the
+// bad plugin serving agentRuntime, breaking one of the kit's rules at a
+// time, and checks that exactly the subtest of that rule fails.
+func TestAgentRuntimeKitOnBadPlugin(t *testing.T) {
+	if os.Getenv(kitChildEnv) != "" {
+		t.Skip("child run")
+	}
+	bin, err := badPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runKitOnBadPlugin(t, bin, "TestAgentRuntimeKitChild", []string{"BADPLUGIN_FAMILY=agentRuntime"}, []kitCase{
+		{"none", "", ""},
+		{"ar-advertised", "Advertised", "does not need aiEnvelope"},
+		{"ar-spawn", "Spawn", "the same idempotencyKey spawned a second instance"},
+		{"ar-delegate", "Delegate", "whose skills match the task"},
+		{"ar-consensus", "Consensus", "ballots go in participant order"},
+		{"ar-message", "MessageSend", "messageSend to an unknown agent succeeded; want code agent_not_found"},
+		{"ar-mailbox", "MessageSend", "mailbox_full is not retryable"},
+	})
+}
+
+// TestAgentRuntimeKitChild runs the agentRuntime kit against the bad
+// plugin; it runs only as a child of TestAgentRuntimeKitOnBadPlugin.
+func TestAgentRuntimeKitChild(t *testing.T) {
+	rule := os.Getenv(kitChildEnv)
+	if rule == "" {
+		t.Skip("runs only as a child of TestAgentRuntimeKitOnBadPlugin")
+	}
+	AgentRuntime(t, AgentRuntimeConfig{
+		Binary:          os.Getenv(kitChildBinaryEnv),
+		Env:             []string{"BADPLUGIN_FAMILY=agentRuntime", "BADPLUGIN_BREAK=" + rule},
+		Config:          json.RawMessage(`{}`),
+		MailboxCapacity: 2,
+	})
 }

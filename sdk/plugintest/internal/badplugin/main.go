@@ -16,6 +16,14 @@
 //   - after-deadline: the call after a deadline refusal fails.
 //   - keeps-serving: the process exits on the second call after a
 //     deadline refusal.
+//
+// BADPLUGIN_FAMILY=aiEnvelope makes it serve the aiEnvelope family
+// instead, correctly by default, with the rules to break listed at
+// familyAIEnvelope; BADPLUGIN_FAMILY=promptLibrary makes it serve
+// promptLibrary, with the rules listed at familyPromptLibrary; and
+// BADPLUGIN_FAMILY=mcp makes it serve mcp, with the rules listed at
+// familyMCP; BADPLUGIN_FAMILY=agentRuntime makes it serve agentRuntime,
+// with the rules listed at familyAgentRuntime.
 package main
 
 import (
@@ -26,8 +34,13 @@ import (
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 
+	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
@@ -37,13 +50,15 @@ const family = "test.bad"
 
 func main() {
 	maxBytes := wire.MaxMessageBytesFromEnv()
-	s := &server{broken: os.Getenv("BADPLUGIN_BREAK")}
+	s := &server{broken: os.Getenv("BADPLUGIN_BREAK"), family: os.Getenv("BADPLUGIN_FAMILY"), maxBytes: maxBytes,
+		keys: map[string]envelope{}, byID: map[string]aienvelope.GenerateResult{},
+		agents: map[string]*agent{}, spawned: map[string]string{}, messages: map[string]string{}}
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{
 			wire.ProtocolVersion: {
 				wire.KindCapability: &wire.CapabilityPlugin{
-					NewServer: func(*goplugin.GRPCBroker) wophostv1.CapabilityServer { return s },
+					NewServer: func(b *goplugin.GRPCBroker) wophostv1.CapabilityServer { s.broker = b; return s },
 				},
 			},
 		},
@@ -57,9 +72,28 @@ func main() {
 type server struct {
 	wophostv1.UnimplementedCapabilityServer
 	broken string
+	// family is BADPLUGIN_FAMILY: empty for test.bad.
+	family   string
+	maxBytes int
+	// broker reaches the host's services; host calls them once
+	// Configure named them (the agentRuntime mode).
+	broker *goplugin.GRPCBroker
+	host   *wire.HostCaller
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// await is whether the aiEnvelope mode advertised the await facet;
+	// keys, byID and next are its envelopes by key and by id, and the
+	// number of the last one.
+	await      bool
+	keys       map[string]envelope
+	byID       map[string]aienvelope.GenerateResult
+	next       int
 	configured bool
+	// agents, spawned and messages are the agentRuntime mode's agents by
+	// instance id, instance ids by spawn key and message ids by key.
+	agents   map[string]*agent
+	spawned  map[string]string
+	messages map[string]string
 	// afterRefusal counts the calls since the last deadline refusal; -1
 	// before the first.
 	afterRefusal int
@@ -71,6 +105,43 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 	version := "0.0.1"
 	if s.breaks("describe") {
 		version = ""
+	}
+	if s.family == familyAgentRuntime {
+		return &wophostv1.DescribeResponse{
+			Name: "badplugin", Version: version,
+			Families: []*wophostv1.FamilyDescription{{
+				Name: agentruntime.Family, Status: "experimental", Since: "1", Until: "2099-12-31",
+				Methods: []string{agentruntime.MethodSpawn, agentruntime.MethodDelegate, agentruntime.MethodConsensus, agentruntime.MethodMessageSend},
+				Needs:   s.arNeeds(),
+			}},
+		}, nil
+	}
+	if s.family == familyMCP {
+		return &wophostv1.DescribeResponse{
+			Name: "badplugin", Version: version,
+			Families: []*wophostv1.FamilyDescription{{
+				Name: mcp.Family, Status: "experimental", Since: "1", Until: "2099-12-31",
+				Methods: []string{mcp.MethodCallTool, mcp.MethodListTools, mcp.MethodReadResource, mcp.MethodServerHealth},
+			}},
+		}, nil
+	}
+	if s.family == familyPromptLibrary {
+		return &wophostv1.DescribeResponse{
+			Name: "badplugin", Version: version,
+			Families: []*wophostv1.FamilyDescription{{
+				Name: promptlibrary.Family, Status: "experimental", Since: "1", Until: "2099-12-31",
+				Methods: s.plDescribeMethods(),
+			}},
+		}, nil
+	}
+	if s.family == familyAIEnvelope {
+		return &wophostv1.DescribeResponse{
+			Name: "badplugin", Version: version,
+			Families: []*wophostv1.FamilyDescription{{
+				Name: aienvelope.Family, Status: "experimental", Since: "1", Until: "2099-12-31",
+				Methods: s.aiDescribeMethods(),
+			}},
+		}, nil
 	}
 	return &wophostv1.DescribeResponse{
 		Name:    "badplugin",
@@ -84,17 +155,39 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 
 func (s *server) ConfigSchema(context.Context, *wophostv1.ConfigSchemaRequest) (*wophostv1.ConfigSchemaResponse, error) {
 	schema := `{"attributes":[{"name":"a","type":"string"}]}`
+	if s.family == familyAIEnvelope {
+		schema = `{"attributes":[{"name":"async","type":"bool"}]}`
+	}
 	if s.breaks("schema") {
 		schema = `{"attributes":[{"name":"a","type":"string"},{"name":"a","type":"string"}]}`
 	}
 	return &wophostv1.ConfigSchemaResponse{Schema: []byte(schema)}, nil
 }
 
-func (s *server) Configure(context.Context, *wophostv1.ConfigureRequest) (*wophostv1.ConfigureResponse, error) {
+func (s *server) Configure(_ context.Context, req *wophostv1.ConfigureRequest) (*wophostv1.ConfigureResponse, error) {
+	if s.family == familyAIEnvelope {
+		f := aiFacets(req.GetConfig())
+		s.mu.Lock()
+		s.configured, s.await = true, string(f) != `{}`
+		s.mu.Unlock()
+		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{aienvelope.Family: f}}, nil
+	}
 	s.mu.Lock()
 	s.configured = true
 	s.afterRefusal = -1
 	s.mu.Unlock()
+	if s.family == familyAgentRuntime {
+		s.mu.Lock()
+		s.host = wire.NewHostCaller(s.broker, req.GetHostServicesBrokerId(), s.maxBytes, noop.NewTracerProvider().Tracer("badplugin"))
+		s.mu.Unlock()
+		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{agentruntime.Family: []byte(`{}`)}}, nil
+	}
+	if s.family == familyMCP {
+		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{mcp.Family: s.mcpFacets()}}, nil
+	}
+	if s.family == familyPromptLibrary {
+		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{promptlibrary.Family: []byte(`{}`)}}, nil
+	}
 	facets := map[string][]byte{family: []byte(`{}`)}
 	if s.breaks("facets") {
 		facets = nil
@@ -102,7 +195,26 @@ func (s *server) Configure(context.Context, *wophostv1.ConfigureRequest) (*wopho
 	return &wophostv1.ConfigureResponse{Facets: facets}, nil
 }
 
-func (s *server) Invoke(_ context.Context, req *wophostv1.InvokeRequest) (*wophostv1.InvokeResponse, error) {
+func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (*wophostv1.InvokeResponse, error) {
+	if s.family == familyAgentRuntime {
+		s.mu.Lock()
+		configured := s.host != nil
+		s.mu.Unlock()
+		var out []byte
+		var err error
+		switch {
+		case !configured:
+			err = wop.Errorf(wop.CodeUnavailable, "not configured yet")
+		case req.GetFamily() != agentruntime.Family:
+			err = wop.Errorf(wop.CodeNotFound, "no family %s", req.GetFamily())
+		default:
+			out, err = s.arInvoke(ctx, req.GetMethod(), req.GetPayload(), wire.CallContextFromProto(req.GetCall()))
+		}
+		if err != nil {
+			return nil, wire.ToStatus(err)
+		}
+		return &wophostv1.InvokeResponse{Result: out}, nil
+	}
 	out, err := s.invoke(req)
 	if err != nil {
 		return nil, wire.ToStatus(err)
@@ -111,6 +223,30 @@ func (s *server) Invoke(_ context.Context, req *wophostv1.InvokeRequest) (*wopho
 }
 
 func (s *server) invoke(req *wophostv1.InvokeRequest) ([]byte, error) {
+	if s.family == familyAIEnvelope {
+		s.mu.Lock()
+		configured := s.configured
+		s.mu.Unlock()
+		if !configured {
+			return nil, wop.Errorf(wop.CodeUnavailable, "not configured yet")
+		}
+		if req.GetFamily() != aienvelope.Family {
+			return nil, wop.Errorf(wop.CodeNotFound, "no family %s", req.GetFamily())
+		}
+		return s.aiInvoke(req.GetMethod(), req.GetPayload())
+	}
+	if s.family == familyMCP {
+		if req.GetFamily() != mcp.Family {
+			return nil, wop.Errorf(wop.CodeNotFound, "no family %s", req.GetFamily())
+		}
+		return s.mcpInvoke(req.GetMethod(), req.GetPayload())
+	}
+	if s.family == familyPromptLibrary {
+		if req.GetFamily() != promptlibrary.Family {
+			return nil, wop.Errorf(wop.CodeNotFound, "no family %s", req.GetFamily())
+		}
+		return s.plInvoke(req.GetMethod(), req.GetPayload())
+	}
 	s.mu.Lock()
 	configured, after := s.configured, s.afterRefusal
 	if after >= 0 {
