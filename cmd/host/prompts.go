@@ -22,8 +22,8 @@ import (
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/internal/atomicfile"
-	"github.com/wophost/wophost/plugins/promptlib/promptfile"
-	"github.com/wophost/wophost/plugins/promptlib/store"
+	"github.com/wophost/wophost/internal/promptfile"
+	"github.com/wophost/wophost/internal/promptstore"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 )
 
@@ -46,7 +46,7 @@ func promptsCommand(g *globals) *cobra.Command {
 			"--store names a store directory directly.",
 	}
 	cmd.PersistentFlags().StringVar(&storeDir, "store", "", "prompt store directory (default: the promptLibrary capability's dir in the config)")
-	open := func() (*store.Store, error) { return g.openPromptStore(storeDir) }
+	open := func() (*promptstore.Store, error) { return g.openPromptStore(storeDir) }
 	cmd.AddCommand(promptsPublishCommand(g, open), promptsListCommand(g, open), promptsShowCommand(g, open),
 		promptsVerifyCommand(g, open), promptsLockCommand(g, open), promptsIndexCommand(g, open))
 	return cmd
@@ -54,9 +54,9 @@ func promptsCommand(g *globals) *cobra.Command {
 
 // openPromptStore opens dir, or the store the config's prompt library
 // capability uses.
-func (g *globals) openPromptStore(dir string) (*store.Store, error) {
+func (g *globals) openPromptStore(dir string) (*promptstore.Store, error) {
 	if dir != "" {
-		return store.Open(dir)
+		return promptstore.Open(dir)
 	}
 	cfg, ldr, err := g.loadConfig()
 	if err != nil {
@@ -80,7 +80,7 @@ func (g *globals) openPromptStore(dir string) (*store.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("capability %q: %w", c.Name, err)
 	}
-	return store.Open(store.ConfigDir(filepath.Join(cfg.Host.StateDir, "plugins", c.Name), dirAttr))
+	return promptstore.Open(promptstore.ConfigDir(filepath.Join(cfg.Host.StateDir, "plugins", c.Name), dirAttr))
 }
 
 // stringConfigAttr evaluates one string attribute of a config body, ""
@@ -115,7 +115,7 @@ type publishOutcome struct {
 	Error   string `json:"error,omitempty"`
 }
 
-func promptsPublishCommand(g *globals, open func() (*store.Store, error)) *cobra.Command {
+func promptsPublishCommand(g *globals, open func() (*promptstore.Store, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "publish FILE...",
 		Short: "Publish .prompt files as immutable versions",
@@ -162,7 +162,7 @@ func promptsPublishCommand(g *globals, open func() (*store.Store, error)) *cobra
 	}
 }
 
-func publishOne(ctx context.Context, st *store.Store, file string) publishOutcome {
+func publishOne(ctx context.Context, st *promptstore.Store, file string) publishOutcome {
 	o := publishOutcome{File: file}
 	fi, err := os.Stat(file)
 	if err == nil && fi.Size() > promptfile.MaxBytes {
@@ -185,7 +185,7 @@ func publishOne(ctx context.Context, st *store.Store, file string) publishOutcom
 	return o
 }
 
-func promptsListCommand(g *globals, open func() (*store.Store, error)) *cobra.Command {
+func promptsListCommand(g *globals, open func() (*promptstore.Store, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list [NAME]",
 		Short: "List prompt names, or the versions of one name",
@@ -228,7 +228,7 @@ func promptsListCommand(g *globals, open func() (*store.Store, error)) *cobra.Co
 }
 
 // listNames lists every name, from the index when the store has one.
-func listNames(st *store.Store) ([]store.IndexedName, error) {
+func listNames(st *promptstore.Store) ([]promptstore.IndexedName, error) {
 	if st.HasIndex() {
 		return st.ListIndex(context.Background())
 	}
@@ -236,23 +236,23 @@ func listNames(st *store.Store) ([]store.IndexedName, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries := []store.IndexedName{}
+	entries := []promptstore.IndexedName{}
 	for _, n := range names {
 		vs, err := st.Versions(n)
 		if err != nil {
 			return nil, err
 		}
 		last := vs[len(vs)-1]
-		entries = append(entries, store.IndexedName{Name: n, Versions: len(vs), Last: last.Version, Digest: last.Digest})
+		entries = append(entries, promptstore.IndexedName{Name: n, Versions: len(vs), Last: last.Version, Digest: last.Digest})
 	}
 	return entries, nil
 }
 
-func promptsIndexCommand(g *globals, open func() (*store.Store, error)) *cobra.Command {
+func promptsIndexCommand(g *globals, open func() (*promptstore.Store, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "index",
 		Short: "Rebuild the store's optional SQLite index from its files",
-		Long: "Rebuild " + store.IndexFile + " from the version records. The index only speeds up list on\n" +
+		Long: "Rebuild " + promptstore.IndexFile + " from the version records. The index only speeds up list on\n" +
 			"large stores; once it exists every publish keeps it complete, and deleting it loses nothing.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -267,15 +267,15 @@ func promptsIndexCommand(g *globals, open func() (*store.Store, error)) *cobra.C
 				return err
 			}
 			if g.json {
-				return json.NewEncoder(g.stdout).Encode(map[string]any{"index": filepath.Join(st.Dir(), store.IndexFile), "versions": n})
+				return json.NewEncoder(g.stdout).Encode(map[string]any{"index": filepath.Join(st.Dir(), promptstore.IndexFile), "versions": n})
 			}
-			fmt.Fprintf(g.stdout, "%s: %d versions indexed\n", filepath.Join(st.Dir(), store.IndexFile), n)
+			fmt.Fprintf(g.stdout, "%s: %d versions indexed\n", filepath.Join(st.Dir(), promptstore.IndexFile), n)
 			return nil
 		},
 	}
 }
 
-func promptsShowCommand(g *globals, open func() (*store.Store, error)) *cobra.Command {
+func promptsShowCommand(g *globals, open func() (*promptstore.Store, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show REF",
 		Short: "Print one pinned version's stored bytes exactly",
@@ -306,13 +306,13 @@ func promptsShowCommand(g *globals, open func() (*store.Store, error)) *cobra.Co
 			}
 			return json.NewEncoder(g.stdout).Encode(struct {
 				*promptlibrary.Prompt
-				Record *store.Version `json:"record"`
+				Record *promptstore.Version `json:"record"`
 			}{f.Answer(args[0], v.Name, v.Version, v.Digest, raw), v})
 		},
 	}
 }
 
-func promptsVerifyCommand(g *globals, open func() (*store.Store, error)) *cobra.Command {
+func promptsVerifyCommand(g *globals, open func() (*promptstore.Store, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify",
 		Short: "Re-hash every stored version and report corruption",
@@ -352,7 +352,7 @@ func promptsVerifyCommand(g *globals, open func() (*store.Store, error)) *cobra.
 	}
 }
 
-func promptsLockCommand(g *globals, open func() (*store.Store, error)) *cobra.Command {
+func promptsLockCommand(g *globals, open func() (*promptstore.Store, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "lock PACKDIR [NAME|REF...]",
 		Short: "Pin a pack's prompts, with digests, in its pack.json lock map",
@@ -392,7 +392,7 @@ func promptsLockCommand(g *globals, open func() (*store.Store, error)) *cobra.Co
 
 // lockPack resolves the lock map of the pack.json at path plus refs and
 // writes it back.
-func lockPack(st *store.Store, path string, refs []string) (map[string]string, error) {
+func lockPack(st *promptstore.Store, path string, refs []string) (map[string]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -416,7 +416,7 @@ func lockPack(st *store.Store, path string, refs []string) (map[string]string, e
 		lock[key] = v.Pin().String()
 	}
 	for _, ref := range refs {
-		var v *store.Version
+		var v *promptstore.Version
 		if promptlibrary.IsBareName(ref) {
 			vs, err := st.Versions(ref)
 			if err != nil {

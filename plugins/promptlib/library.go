@@ -5,8 +5,8 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/wophost/wophost/plugins/promptlib/promptfile"
-	"github.com/wophost/wophost/plugins/promptlib/store"
+	"github.com/wophost/wophost/internal/promptfile"
+	"github.com/wophost/wophost/internal/promptstore"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/schema"
@@ -25,7 +25,7 @@ const parsedCacheSize = 1024
 // library serves promptLibrary from a store opened at Configure.
 type library struct {
 	mu    sync.RWMutex
-	store *store.Store
+	store *promptstore.Store
 	// parsed caches promptfile.Parse by digest. Parsing is a pure function
 	// of the bytes, and the bytes are re-read and re-hashed on every get,
 	// so the cache never lets a corrupted blob through.
@@ -65,7 +65,7 @@ func (l *library) configure(_ context.Context, req *plugin.ConfigureRequest) err
 		}
 		dir = *c.Dir
 	}
-	s, err := store.Open(store.ConfigDir(req.StateDir, dir))
+	s, err := promptstore.Open(promptstore.ConfigDir(req.StateDir, dir))
 	if err != nil {
 		return &plugin.ConfigError{Path: []string{"dir"}, Summary: "Cannot open the prompt store", Detail: err.Error()}
 	}
@@ -127,11 +127,11 @@ func (l *library) parse(digest string, raw []byte) (*promptfile.File, error) {
 func storeError(promptID string, err error) error {
 	details := map[string]string{"promptId": promptID}
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, promptstore.ErrNotFound):
 		return wop.Errorf(promptlibrary.CodePromptNotFound, "%v", err).WithDetails(details)
-	case errors.Is(err, store.ErrVersionNotFound):
+	case errors.Is(err, promptstore.ErrVersionNotFound):
 		return wop.Errorf(promptlibrary.CodePromptVersionNotFound, "%v", err).WithDetails(details)
-	case errors.Is(err, store.ErrDigestMismatch), errors.Is(err, store.ErrCorrupt):
+	case errors.Is(err, promptstore.ErrDigestMismatch), errors.Is(err, promptstore.ErrCorrupt):
 		return wop.Errorf(promptlibrary.CodePromptDigestMismatch, "%v", err).WithDetails(details)
 	default:
 		return wop.Errorf(promptlibrary.CodePromptStoreUnavailable, "%v", err).WithRetryable(true).WithDetails(details)

@@ -1,4 +1,4 @@
-// Package store is the prompt library's on-disk store: content-addressed,
+// Package promptstore is the prompt library's on-disk store: content-addressed,
 // immutable blobs and one immutable record per published version, laid out
 // as plain files so that a store directory can live in Git.
 //
@@ -18,7 +18,7 @@
 //
 // The store is safe for concurrent use by several goroutines and several
 // processes.
-package store
+package promptstore
 
 import (
 	"context"
@@ -37,7 +37,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/wophost/wophost/internal/atomicfile"
-	"github.com/wophost/wophost/plugins/promptlib/promptfile"
+	"github.com/wophost/wophost/internal/promptfile"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 )
 

@@ -1,4 +1,4 @@
-package store
+package promptstore
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/wophost/wophost/plugins/promptlib/promptfile"
+	"github.com/wophost/wophost/internal/promptfile"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 )
 
