@@ -5,11 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
 )
 
 // Manifest is an agent manifest as a pack ships it in pack.json agents[]
@@ -93,8 +94,6 @@ const (
 	maxLimitTokenBudget  = 1_000_000_000
 	maxToolNameLen       = 128
 	maxServerIDLen       = 128
-	sha256HexLen         = 64
-	promptDigestPrefix   = "sha256:"
 	manifestDigestPrefix = "sha256:"
 )
 
@@ -102,9 +101,6 @@ var (
 	idPattern       = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?$`)
 	serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]*)$`)
 	toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-	promptName      = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._/-]*[A-Za-z0-9])?$`)
-	promptVersion   = regexp.MustCompile(`^v?[0-9][0-9A-Za-z.+-]*$`)
-	hexPattern      = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
 // FieldError is one problem in a manifest. Pointer is the RFC 6901 JSON
@@ -543,63 +539,19 @@ func checkRange(ps *problems, p string, v *int64, lo, hi int64) {
 	}
 }
 
-// PromptPin is a parsed systemPromptRef. At least one of Version and
-// Digest is set; Digest is "sha256:<hex>".
-type PromptPin struct {
-	Name    string
-	Version string
-	Digest  string
-}
+// PromptPin is a parsed systemPromptRef, in the one pin grammar the host
+// and every prompt store use (promptlibrary.ParsePin).
+type PromptPin = promptlibrary.Pin
 
-// String formats the pin back to its canonical text.
-func (p PromptPin) String() string {
-	switch {
-	case p.Version != "" && p.Digest != "":
-		return p.Name + "@" + p.Version + "#" + p.Digest
-	case p.Digest != "":
-		return p.Name + "@" + p.Digest
-	}
-	return p.Name + "@" + p.Version
-}
+// ErrUnpinned is promptlibrary.ErrUnpinned: ParsePromptPin's error wraps it
+// when the reference names no version and no digest, or a moving label
+// such as "latest".
+var ErrUnpinned = promptlibrary.ErrUnpinned
 
-// ErrUnpinned is wrapped by ParsePromptPin's error when the reference
-// names no version and no digest, or a moving label such as "latest".
-var ErrUnpinned = errors.New("prompt reference is not pinned")
-
-// ParsePromptPin parses a pinned prompt reference: name@<version>,
-// name@sha256:<hex> or name@<version>#sha256:<hex>. A version starts with
-// a digit (an optional leading "v" is allowed), so labels such as
-// "latest" or "prod" are refused, as is a bare name.
+// ParsePromptPin parses a systemPromptRef with promptlibrary.ParsePin, so
+// that an agent manifest accepts exactly the references the host resolves.
 func ParsePromptPin(ref string) (PromptPin, error) {
-	at := strings.LastIndexByte(ref, '@')
-	if at < 0 {
-		return PromptPin{}, fmt.Errorf("%q: %w: write name@<version>, name@sha256:<hex> or name@<version>#sha256:<hex>", ref, ErrUnpinned)
-	}
-	pin := PromptPin{Name: ref[:at]}
-	if !promptName.MatchString(pin.Name) {
-		return PromptPin{}, fmt.Errorf("%q: prompt name %q is not valid", ref, pin.Name)
-	}
-	rest := ref[at+1:]
-	wantVersion := true
-	if strings.HasPrefix(rest, promptDigestPrefix) {
-		pin.Digest, wantVersion = rest, false
-	} else if version, digest, ok := strings.Cut(rest, "#"); ok {
-		pin.Version, pin.Digest = version, digest
-	} else {
-		pin.Version = rest
-	}
-	if wantVersion {
-		if !promptVersion.MatchString(pin.Version) {
-			return PromptPin{}, fmt.Errorf("%q: %w: version %q is not a version (a label or an empty version does not pin)", ref, ErrUnpinned, pin.Version)
-		}
-	}
-	if pin.Digest != "" {
-		hexPart, ok := strings.CutPrefix(pin.Digest, promptDigestPrefix)
-		if !ok || !hexPattern.MatchString(hexPart) {
-			return PromptPin{}, fmt.Errorf("%q: digest must be sha256: and %d lowercase hex digits", ref, sha256HexLen)
-		}
-	}
-	return pin, nil
+	return promptlibrary.ParsePin(ref)
 }
 
 // ToolRef is one parsed toolAllowlist entry.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
 )
 
 const validManifest = `{
@@ -189,7 +191,7 @@ func TestParsePromptPin(t *testing.T) {
 	hex := strings.Repeat("ab", 32)
 	good := map[string]PromptPin{
 		"p@1":                          {Name: "p", Version: "1"},
-		"team/p@v1.2.0":                {Name: "team/p", Version: "v1.2.0"},
+		"team/p@1.2.0":                 {Name: "team/p", Version: "1.2.0"},
 		"p@sha256:" + hex:              {Name: "p", Digest: "sha256:" + hex},
 		"p@3#sha256:" + hex:            {Name: "p", Version: "3", Digest: "sha256:" + hex},
 		"a.b-c_d@2026.11.29+build.1-x": {Name: "a.b-c_d", Version: "2026.11.29+build.1-x"},
@@ -208,8 +210,37 @@ func TestParsePromptPin(t *testing.T) {
 			t.Errorf("ParsePromptPin(%q) succeeded", in)
 		}
 	}
-	if _, err := ParsePromptPin("p@latest"); !errors.Is(err, ErrUnpinned) {
-		t.Errorf("label error %v does not wrap ErrUnpinned", err)
+	for _, in := range []string{"p@latest", "p", "p@"} {
+		if _, err := ParsePromptPin(in); !errors.Is(err, ErrUnpinned) {
+			t.Errorf("ParsePromptPin(%q) error %v does not wrap ErrUnpinned", in, err)
+		}
+	}
+}
+
+// TestPromptPinGrammarIsTheHosts checks that an agent manifest's
+// systemPromptRef accepts exactly the references the host resolves: the
+// references below once passed the agent runtime's own looser grammar and
+// were refused by the host's.
+func TestPromptPinGrammarIsTheHosts(t *testing.T) {
+	hex := strings.Repeat("0f", 32)
+	for _, ref := range []string{
+		"x@v1", "Team/X@1", "x@1.0#", "x@1.0", "team/x@2#sha256:" + hex, "x@sha256:" + hex,
+		"x@01", "x@1.", "x/../y@1", "x@1#sha256:" + hex[:10], "x@1.0.0-rc.1+b",
+	} {
+		_, agentErr := ParsePromptPin(ref)
+		_, hostErr := promptlibrary.ParsePin(ref)
+		if (agentErr == nil) != (hostErr == nil) {
+			t.Errorf("%q: agent manifest says %v, host says %v", ref, agentErr, hostErr)
+		}
+		m, err := ParseManifest([]byte(validManifest))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.SystemPromptRef = ref
+		err = m.Validate()
+		if (err == nil) != (hostErr == nil) {
+			t.Errorf("%q: Validate says %v, host says %v", ref, err, hostErr)
+		}
 	}
 }
 

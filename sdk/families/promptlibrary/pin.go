@@ -3,6 +3,7 @@ package promptlibrary
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -35,6 +36,11 @@ var (
 	digestPattern  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
 
+// ErrUnpinned is wrapped by ParsePin's error when the reference does not
+// pin a prompt: a bare name, an empty pin, or a moving label such as
+// "latest" where a version belongs. Callers answer it with prompt_unpinned.
+var ErrUnpinned = errors.New("prompt reference is not pinned")
+
 // Pin is a parsed prompt reference. Name is always set, and at least one
 // of Version and Digest.
 type Pin struct {
@@ -64,7 +70,7 @@ func ParsePin(ref string) (Pin, error) {
 	at := strings.IndexByte(ref, '@')
 	if at < 0 {
 		if CheckName(ref) == nil {
-			return Pin{}, fmt.Errorf("%q is a bare prompt name; pin it as name@<version>, name@sha256:<hex> or name@<version>#sha256:<hex>, or lock it in the pack's prompts map", ref)
+			return Pin{}, fmt.Errorf("%q is a bare prompt name (%w); pin it as name@<version>, name@sha256:<hex> or name@<version>#sha256:<hex>, or lock it in the pack's prompt lock map (x-wophost-prompts)", ref, ErrUnpinned)
 		}
 		return Pin{}, fmt.Errorf("%q is not a pinned prompt reference (name@<version>, name@sha256:<hex> or name@<version>#sha256:<hex>)", ref)
 	}
@@ -86,7 +92,8 @@ func ParsePin(ref string) (Pin, error) {
 			p.Version = rest
 		}
 		if err := CheckVersion(p.Version); err != nil {
-			return Pin{}, fmt.Errorf("prompt reference %q: %w", ref, err)
+			// A label or an empty version names no fixed prompt.
+			return Pin{}, fmt.Errorf("prompt reference %q: %w: %w", ref, ErrUnpinned, err)
 		}
 	}
 	if p.Digest != "" {

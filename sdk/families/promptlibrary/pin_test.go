@@ -1,6 +1,7 @@
 package promptlibrary
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -42,6 +43,20 @@ func TestParsePinRefuses(t *testing.T) {
 	} {
 		if p, err := ParsePin(ref); err == nil {
 			t.Errorf("ParsePin(%q) = %+v, want an error", ref, p)
+		}
+	}
+}
+
+// A reference that names no fixed prompt wraps ErrUnpinned; a malformed
+// one does not, so callers can tell prompt_unpinned from a bad reference.
+func TestParsePinUnpinned(t *testing.T) {
+	for ref, unpinned := range map[string]bool{
+		"summarize": true, "summarize@latest": true, "summarize@": true, "summarize@v3": true,
+		"Summarize@3": false, "summarize@sha256:abc": false, "a b": false,
+	} {
+		_, err := ParsePin(ref)
+		if err == nil || errors.Is(err, ErrUnpinned) != unpinned {
+			t.Errorf("ParsePin(%q) = %v; wraps ErrUnpinned: want %v", ref, err, unpinned)
 		}
 	}
 }
