@@ -102,7 +102,15 @@ func specForBlock(b schema.Block, prefix string) (hcldec.ObjectSpec, []string) {
 			problems = append(problems, fmt.Sprintf("attribute %q: %s", prefix+a.Name, err))
 			continue
 		}
-		spec[a.Name] = &hcldec.AttrSpec{Name: a.Name, Type: ty, Required: a.Required}
+		if err := a.CheckDeclaration(); err != nil {
+			problems = append(problems, fmt.Sprintf("attribute %q: %s", prefix+a.Name, err))
+			continue
+		}
+		var s hcldec.Spec = &hcldec.AttrSpec{Name: a.Name, Type: ty, Required: a.Required}
+		if a.Constrained() {
+			s = constrainedSpec(a, s)
+		}
+		spec[a.Name] = s
 	}
 
 	for _, nb := range b.Blocks {
@@ -146,6 +154,39 @@ func specForBlock(b schema.Block, prefix string) (hcldec.ObjectSpec, []string) {
 		}
 	}
 	return spec, problems
+}
+
+// constrainedSpec wraps an attribute's spec with its schema constraints,
+// so that a value outside them is reported at the value itself, with the
+// same words for every plugin.
+func constrainedSpec(a schema.Attribute, s hcldec.Spec) hcldec.Spec {
+	return &hcldec.ValidateSpec{
+		Wrapped: s,
+		Func: func(v cty.Value) hcl.Diagnostics {
+			if !v.IsKnown() || v.IsNull() {
+				return nil
+			}
+			var plain any
+			switch v.Type() {
+			case cty.Number:
+				f, _ := v.AsBigFloat().Float64()
+				plain = f
+			case cty.String:
+				plain = v.AsString()
+			default:
+				return nil
+			}
+			if err := a.CheckValue(plain); err != nil {
+				// Subject is filled in by hcldec with the value's range.
+				return hcl.Diagnostics{{
+					Severity: hcl.DiagError,
+					Summary:  fmt.Sprintf("Invalid value for %q", a.Name),
+					Detail:   fmt.Sprintf("%s %s.", a.Name, err),
+				}}
+			}
+			return nil
+		},
+	}
 }
 
 // requireOneBlock wraps a map-nested block spec, which has no MinItems of

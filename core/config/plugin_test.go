@@ -235,6 +235,60 @@ capability "kv" {
 			},
 		},
 		{
+			name: "values outside the schema's constraints",
+			src: `capability "kv" {
+  plugin = "wophost-kv"
+  config {
+    rounds  = 1.5
+    timeout = "0s"
+    policy  = "maybe"
+    retry {
+      backoff = "soon"
+    }
+    server "a" {
+      timeout = "-1s"
+    }
+  }
+}
+`,
+			schema: schema.Block{
+				Attributes: []schema.Attribute{
+					{Name: "rounds", Type: schema.Number, Whole: true, Min: schema.Bound(1), Max: schema.Bound(16)},
+					{Name: "timeout", Type: schema.String, Duration: true},
+					{Name: "policy", Type: schema.String, OneOf: []string{"decline", "accept"}},
+				},
+				Blocks: []schema.NestedBlock{
+					{TypeName: "retry", Nesting: schema.NestingSingle, Block: schema.Block{Attributes: []schema.Attribute{
+						{Name: "backoff", Type: schema.String, Duration: true}}}},
+					{TypeName: "server", Nesting: schema.NestingMap, Block: schema.Block{Attributes: []schema.Attribute{
+						{Name: "timeout", Type: schema.String, Duration: true}}}},
+				},
+			},
+			want: []pos{
+				{`Invalid value for "rounds"`, 4, 15},
+				{`Invalid value for "timeout"`, 5, 15},
+				{`Invalid value for "policy"`, 6, 15},
+				{`Invalid value for "backoff"`, 8, 17},
+				{`Invalid value for "timeout"`, 11, 17},
+			},
+		},
+		{
+			name: "constraints that do not fit the type",
+			src: `capability "kv" {
+  plugin = "wophost-kv"
+  config {}
+}
+`,
+			schema: schema.Block{Attributes: []schema.Attribute{
+				{Name: "n", Type: schema.String, Whole: true},
+				{Name: "d", Type: schema.String, Duration: true, MinDuration: "1h", MaxDuration: "1m"},
+			}},
+			want: []pos{
+				{"Invalid plugin schema", 3, 3},
+				{"Invalid plugin schema", 3, 3},
+			},
+		},
+		{
 			name: "invalid schema",
 			src: `capability "kv" {
   plugin = "wophost-kv"
@@ -418,5 +472,24 @@ func assertJSONEqual(t *testing.T, got json.RawMessage, want string) {
 	}
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("JSON mismatch\n got: %s\nwant: %s", got, want)
+	}
+}
+
+// A value outside its constraints is explained in the same words whichever
+// plugin declared them, and a value inside them decodes as usual.
+func TestDecodePluginConfigConstraintDetail(t *testing.T) {
+	s := schema.Block{Attributes: []schema.Attribute{
+		{Name: "max_rounds", Type: schema.Number, Whole: true, Min: schema.Bound(1), Max: schema.Bound(16)},
+		{Name: "timeout", Type: schema.String, Duration: true},
+	}}
+	c, ectx, _ := loadCapability(t, "capability \"kv\" {\n  plugin = \"wophost-kv\"\n  config {\n    max_rounds = 17\n  }\n}\n")
+	_, diags := DecodePluginConfig(c, s, ectx)
+	if len(diags) != 1 || diags[0].Detail != "max_rounds must be a whole number from 1 to 16, got 17." {
+		t.Fatalf("diagnostics = %v", diags)
+	}
+	c, ectx, _ = loadCapability(t, "capability \"kv\" {\n  plugin = \"wophost-kv\"\n  config {\n    max_rounds = 16\n    timeout = \"1m\"\n  }\n}\n")
+	got, diags := DecodePluginConfig(c, s, ectx)
+	if diags.HasErrors() || string(got) != `{"max_rounds":16,"timeout":"1m"}` {
+		t.Fatalf("JSON = %s, diagnostics = %v", got, diags)
 	}
 }

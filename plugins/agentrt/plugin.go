@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"math"
 	"path/filepath"
 	"sync"
 	"time"
@@ -38,13 +38,26 @@ type config struct {
 	MaxLimits       *limitsConfig `json:"max_limits"`
 }
 
+// Ceilings of whole-number settings: each keeps the value inside the Go
+// type it decodes into, and a run's timeout inside a time.Duration.
+const (
+	maxCount     = math.MaxInt32
+	maxTimeoutMs = 30 * 24 * 60 * 60 * 1000 // 30 days
+	maxTokens    = 1 << 53                  // the largest integer a JSON number holds exactly
+)
+
+// count is a whole-number attribute from lo to hi.
+func count(name string, lo, hi float64, desc string) schema.Attribute {
+	return schema.Attribute{Name: name, Type: schema.Number, Whole: true, Min: schema.Bound(lo), Max: schema.Bound(hi), Description: desc}
+}
+
 func limitsSchema() schema.Block {
 	return schema.Block{Attributes: []schema.Attribute{
-		{Name: "turns", Type: schema.Number, Description: "generate calls per run"},
-		{Name: "tool_calls", Type: schema.Number, Description: "tool calls per run, handoffs included"},
-		{Name: "delegation_depth", Type: schema.Number, Description: "how deep a chain of handoffs may go"},
-		{Name: "timeout_ms", Type: schema.Number, Description: "wall-clock time of a run, in milliseconds"},
-		{Name: "token_budget", Type: schema.Number, Description: "input plus output tokens per run"},
+		count("turns", 1, maxCount, "generate calls per run"),
+		count("tool_calls", 0, maxCount, "tool calls per run, handoffs included"),
+		count("delegation_depth", 0, maxCount, "how deep a chain of handoffs may go"),
+		count("timeout_ms", 1, maxTimeoutMs, "wall-clock time of a run, in milliseconds"),
+		count("token_budget", 1, maxTokens, "input plus output tokens per run"),
 	}}
 }
 
@@ -63,11 +76,11 @@ func newPlugin() *plugin.Plugin {
 		ConfigSchema: schema.Block{
 			Attributes: []schema.Attribute{
 				{Name: "store_file", Type: schema.String, Description: `database file, relative to the plugin's state directory (default "agents.db")`},
-				{Name: "mailbox_capacity", Type: schema.Number, Description: "queued messages per agent instance before messageSend answers mailbox_full (default 64)"},
-				{Name: "spawn_quota", Type: schema.Number, Description: "agent instances the store may hold; 0 for no bound (default 256)"},
-				{Name: "max_rounds", Type: schema.Number, Description: "largest consensus maxRounds accepted (default 5)"},
-				{Name: "max_message_bytes", Type: schema.Number, Description: "largest messageSend content, as compact JSON (default 65536)"},
-				{Name: "max_candidates", Type: schema.Number, Description: "most agents in one delegate or consensus call (default 32)"},
+				count("mailbox_capacity", 1, maxCount, "queued messages per agent instance before messageSend answers mailbox_full (default 64)"),
+				count("spawn_quota", 0, maxCount, "agent instances the store may hold; 0 for no bound (default 256)"),
+				count("max_rounds", 1, maxCount, "largest consensus maxRounds accepted (default 5)"),
+				count("max_message_bytes", 1, maxCount, "largest messageSend content, as compact JSON (default 65536)"),
+				count("max_candidates", 1, maxCount, "most agents in one delegate or consensus call (default 32)"),
 			},
 			Blocks: []schema.NestedBlock{
 				{TypeName: "limits", Nesting: schema.NestingSingle, Block: limitsSchema(),
@@ -103,10 +116,7 @@ func (a *agentrt) configure(ctx context.Context, req *plugin.ConfigureRequest) e
 	if err := req.Decode(&c); err != nil {
 		return err
 	}
-	settings, err := settingsFrom(&c)
-	if err != nil {
-		return err
-	}
+	settings := settingsFrom(&c)
 	file := "agents.db"
 	if c.StoreFile != nil {
 		file = *c.StoreFile
@@ -128,59 +138,43 @@ func (a *agentrt) configure(ctx context.Context, req *plugin.ConfigureRequest) e
 	return nil
 }
 
-// settingsFrom applies the config to the defaults, refusing values out of
-// range with the attribute's path.
-func settingsFrom(c *config) (runtime.Settings, error) {
+// settingsFrom applies the config to the defaults. The schema's
+// constraints (whole numbers, each with its least value) were checked
+// before Configure.
+func settingsFrom(c *config) runtime.Settings {
 	s := runtime.DefaultSettings()
-	var errs plugin.ConfigErrors
-	setInt := func(dst *int, v *int, name string, lo int) {
-		if v == nil {
-			return
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
 		}
-		if *v < lo {
-			errs = append(errs, &plugin.ConfigError{Path: []string{name}, Summary: "Invalid " + name, Detail: fmt.Sprintf("it must be at least %d", lo)})
-			return
-		}
-		*dst = *v
 	}
-	setInt(&s.MailboxCapacity, c.MailboxCapacity, "mailbox_capacity", 1)
-	setInt(&s.SpawnQuota, c.SpawnQuota, "spawn_quota", 0)
-	setInt(&s.MaxRounds, c.MaxRounds, "max_rounds", 1)
-	setInt(&s.MaxMessageBytes, c.MaxMessageBytes, "max_message_bytes", 1)
-	setInt(&s.MaxCandidates, c.MaxCandidates, "max_candidates", 1)
-	s.Defaults = applyLimits(s.Defaults, c.Limits, "limits", &errs)
-	s.Ceiling = applyLimits(loop.Limits{}, c.MaxLimits, "max_limits", &errs)
-	if len(errs) > 0 {
-		return s, errs
-	}
-	return s, nil
+	set(&s.MailboxCapacity, c.MailboxCapacity)
+	set(&s.SpawnQuota, c.SpawnQuota)
+	set(&s.MaxRounds, c.MaxRounds)
+	set(&s.MaxMessageBytes, c.MaxMessageBytes)
+	set(&s.MaxCandidates, c.MaxCandidates)
+	s.Defaults = applyLimits(s.Defaults, c.Limits)
+	s.Ceiling = applyLimits(loop.Limits{}, c.MaxLimits)
+	return s
 }
 
-func applyLimits(l loop.Limits, c *limitsConfig, block string, errs *plugin.ConfigErrors) loop.Limits {
+func applyLimits(l loop.Limits, c *limitsConfig) loop.Limits {
 	if c == nil {
 		return l
 	}
-	check := func(name string, v, lo int64) bool {
-		if v < lo {
-			*errs = append(*errs, &plugin.ConfigError{Path: []string{block, name}, Summary: "Invalid " + name,
-				Detail: fmt.Sprintf("it must be at least %d", lo)})
-			return false
-		}
-		return true
-	}
-	if v := c.Turns; v != nil && check("turns", int64(*v), 1) {
+	if v := c.Turns; v != nil {
 		l.Turns = *v
 	}
-	if v := c.ToolCalls; v != nil && check("tool_calls", int64(*v), 0) {
+	if v := c.ToolCalls; v != nil {
 		l.ToolCalls = *v
 	}
-	if v := c.DelegationDepth; v != nil && check("delegation_depth", int64(*v), 0) {
+	if v := c.DelegationDepth; v != nil {
 		l.DelegationDepth = *v
 	}
-	if v := c.TimeoutMs; v != nil && check("timeout_ms", *v, 1) {
+	if v := c.TimeoutMs; v != nil {
 		l.Timeout = time.Duration(*v) * time.Millisecond
 	}
-	if v := c.TokenBudget; v != nil && check("token_budget", *v, 1) {
+	if v := c.TokenBudget; v != nil {
 		l.TokenBudget = *v
 	}
 	return l

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -46,7 +45,12 @@ const (
 // configSchema is the plugin's config block.
 func configSchema() schema.Block {
 	dur := func(name, desc string) schema.Attribute {
-		return schema.Attribute{Name: name, Type: schema.String, Description: desc + ` (a Go duration such as "500ms" or "1m")`}
+		return schema.Attribute{Name: name, Type: schema.String, Duration: true, Description: desc + ` (a Go duration such as "500ms" or "1m")`}
+	}
+	// count is a whole number of at least one; the ceiling only keeps a
+	// typo from becoming a million workers.
+	count := func(name, desc string) schema.Attribute {
+		return schema.Attribute{Name: name, Type: schema.Number, Whole: true, Min: schema.Bound(1), Max: schema.Bound(1e6), Description: desc}
 	}
 	return schema.Block{
 		Attributes: []schema.Attribute{
@@ -56,13 +60,13 @@ func configSchema() schema.Block {
 			{TypeName: "async", Nesting: schema.NestingSingle, Description: "asynchronous generation and the await facet", Block: schema.Block{
 				Attributes: []schema.Attribute{
 					{Name: "enabled", Type: schema.Bool, Description: "accept async requests and advertise the await facet (default false)"},
-					{Name: "workers", Type: schema.Number, Description: "async jobs run at once (default 2)"},
+					count("workers", "async jobs run at once (default 2)"),
 					dur("job_timeout", "longest an async job may run, retries included (default 10m)"),
 				},
 			}},
 			{TypeName: "retry", Nesting: schema.NestingSingle, Description: "the retry policy for provider calls", Block: schema.Block{
 				Attributes: []schema.Attribute{
-					{Name: "max_attempts", Type: schema.Number, Description: "attempts per call, the first included (default 3; 1 disables retries)"},
+					count("max_attempts", "attempts per call, the first included (default 3; 1 disables retries)"),
 					dur("initial_backoff", "cap of the first backoff, doubled per attempt (default 500ms)"),
 					dur("max_backoff", "largest backoff cap (default 20s)"),
 					dur("max_retry_after", "longest server-requested wait honoured; a longer one ends the retries (default 60s)"),
@@ -70,19 +74,19 @@ func configSchema() schema.Block {
 			}},
 			{TypeName: "retention", Nesting: schema.NestingSingle, Description: "how long finished envelopes and their idempotency keys are kept", Block: schema.Block{
 				Attributes: []schema.Attribute{
-					{Name: "finished", Type: schema.String, Description: `how long a completed or failed envelope is kept after it finished, at least 24h, or "forever" (default 168h); a request repeated after that runs again`},
+					{Name: "finished", Type: schema.String, Duration: true, MinDuration: "24h", OneOf: []string{keepForever}, Description: `how long a completed or failed envelope is kept after it finished, at least 24h, or "forever" (default 168h); a request repeated after that runs again`},
 				},
 			}},
 			{TypeName: "provider", Nesting: schema.NestingMap, Description: "a backend, named by its label", Block: schema.Block{
 				Attributes: []schema.Attribute{
-					{Name: "type", Type: schema.String, Required: true, Description: "local | openai | anthropic"},
+					{Name: "type", Type: schema.String, Required: true, OneOf: []string{typeLocal, typeOpenAI, typeAnthropic}, Description: "local | openai | anthropic"},
 					{Name: "model", Type: schema.String, Description: "default model; a request's model overrides it"},
 					{Name: "base_url", Type: schema.String, Description: "API root (openai: default https://api.openai.com/v1; anthropic: default https://api.anthropic.com)"},
 					{Name: "api_key", Type: schema.String, Sensitive: true, Description: `API key, usually env("...")`},
 					dur("timeout", "bound on one HTTP attempt (default none beyond the call's deadline)"),
 					{Name: "rules", Type: schema.String, Description: `local: the rules document as JSON text, usually file("rules.json")`},
-					{Name: "context_window", Type: schema.Number, Description: "openai: the server's context size in tokens; a prompt filling it draws a possible_truncation warning (set it for Ollama)"},
-					{Name: "max_tokens", Type: schema.Number, Description: "anthropic: max_tokens when a request sets none (default 1024)"},
+					{Name: "context_window", Type: schema.Number, Whole: true, Min: schema.Bound(1), Max: schema.Bound(1e6), Description: "openai: the server's context size in tokens; a prompt filling it draws a possible_truncation warning (set it for Ollama)"},
+					{Name: "max_tokens", Type: schema.Number, Whole: true, Min: schema.Bound(1), Max: schema.Bound(1e6), Description: "anthropic: max_tokens when a request sets none (default 1024)"},
 				},
 			}},
 		},
@@ -155,23 +159,21 @@ func parseConfig(req *plugin.ConfigureRequest) (*settings, error) {
 	bad := func(detail string, path ...string) {
 		errs = append(errs, &plugin.ConfigError{Path: path, Summary: "Invalid aiEnvelope configuration", Detail: detail})
 	}
+	// The schema's constraints (positive durations, whole numbers in
+	// range) were checked before Configure; these only convert.
 	duration := func(v *string, def time.Duration, path ...string) time.Duration {
 		if v == nil {
 			return def
 		}
 		d, err := time.ParseDuration(*v)
-		if err != nil || d <= 0 {
-			bad(fmt.Sprintf("%q is not a positive duration such as \"500ms\" or \"1m\"", *v), path...)
+		if err != nil {
+			bad(err.Error(), path...)
 			return def
 		}
 		return d
 	}
-	integer := func(v *float64, def, lo int, path ...string) int {
+	integer := func(v *float64, def int) int {
 		if v == nil {
-			return def
-		}
-		if *v != math.Trunc(*v) || *v < float64(lo) || *v > 1e6 {
-			bad(fmt.Sprintf("%v is not a whole number of at least %d", *v, lo), path...)
 			return def
 		}
 		return int(*v)
@@ -180,11 +182,11 @@ func parseConfig(req *plugin.ConfigureRequest) (*settings, error) {
 	s := &settings{backends: map[string]*backend{}, workers: defaultWorkers, jobTimeout: defaultJobTimeout, retention: defaultRetention}
 	if a := rc.Async; a != nil {
 		s.async = a.Enabled != nil && *a.Enabled
-		s.workers = integer(a.Workers, defaultWorkers, 1, "async", "workers")
+		s.workers = integer(a.Workers, defaultWorkers)
 		s.jobTimeout = duration(a.JobTimeout, defaultJobTimeout, "async", "job_timeout")
 	}
 	if r := rc.Retry; r != nil {
-		s.policy.MaxAttempts = integer(r.MaxAttempts, retry.DefaultMaxAttempts, 1, "retry", "max_attempts")
+		s.policy.MaxAttempts = integer(r.MaxAttempts, retry.DefaultMaxAttempts)
 		s.policy.InitialBackoff = duration(r.InitialBackoff, retry.DefaultInitialBackoff, "retry", "initial_backoff")
 		s.policy.MaxBackoff = duration(r.MaxBackoff, retry.DefaultMaxBackoff, "retry", "max_backoff")
 		s.policy.MaxRetryAfter = duration(r.MaxRetryAfter, retry.DefaultMaxRetryAfter, "retry", "max_retry_after")
@@ -233,17 +235,15 @@ func parseConfig(req *plugin.ConfigureRequest) (*settings, error) {
 	return s, nil
 }
 
-// retention parses retention.finished: a duration of at least
-// minRetention, or "forever" (0).
+// retention parses retention.finished, which the schema has held to a
+// duration of at least minRetention or "forever" (0).
 func retention(v string, bad func(string, ...string)) time.Duration {
 	if v == keepForever {
 		return 0
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < minRetention {
-		bad(fmt.Sprintf("%q is not a duration of at least %gh or %q: a request repeated after its envelope is pruned runs again, "+
-			"so keep envelopes at least as long as clients may retry, e.g. \"168h\" for a week", v, minRetention.Hours(), keepForever),
-			"retention", "finished")
+		bad(fmt.Sprintf("%q is not a duration of at least %s or %q", v, minRetention, keepForever), "retention", "finished")
 		return defaultRetention
 	}
 	return d
@@ -251,7 +251,7 @@ func retention(v string, bad func(string, ...string)) time.Duration {
 
 func buildBackend(name string, rp *rawProvider,
 	duration func(*string, time.Duration, ...string) time.Duration,
-	integer func(*float64, int, int, ...string) int,
+	integer func(*float64, int) int,
 	bad func(string, ...string)) *backend {
 	path := func(attr string) []string { return []string{"provider", name, attr} }
 	if rp == nil || rp.Type == nil {
@@ -304,7 +304,7 @@ func buildBackend(name string, rp *rawProvider,
 			bad("model is required for an openai provider", path("model")...)
 		}
 		b.p = openai.New(openai.Config{BaseURL: base, APIKey: str(rp.APIKey), Model: b.model, Timeout: timeout,
-			ContextWindow: integer(rp.ContextWindow, 0, 1, path("context_window")...)})
+			ContextWindow: integer(rp.ContextWindow, 0)})
 	case typeAnthropic:
 		notFor("rules", rp.Rules != nil)
 		notFor("context_window", rp.ContextWindow != nil)
@@ -319,7 +319,7 @@ func buildBackend(name string, rp *rawProvider,
 			bad("model is required for an anthropic provider", path("model")...)
 		}
 		b.p = anthropic.New(anthropic.Config{BaseURL: base, APIKey: str(rp.APIKey), Model: b.model, Timeout: timeout,
-			MaxTokens: integer(rp.MaxTokens, anthropic.DefaultMaxTokens, 1, path("max_tokens")...)})
+			MaxTokens: integer(rp.MaxTokens, anthropic.DefaultMaxTokens)})
 	default:
 		bad(fmt.Sprintf("%q is not a provider type; use local, openai or anthropic", *rp.Type), path("type")...)
 		return nil

@@ -68,6 +68,11 @@ func tryConfigureWith(t *testing.T, dir, config string, adjust func(*service)) (
 	if adjust != nil {
 		adjust(svc)
 	}
+	// The SDK holds a config to the schema's constraints before
+	// Configure, as the host does before that.
+	if err := plugin.CheckConfig(configSchema(), json.RawMessage(config)); err != nil {
+		return nil, err
+	}
 	if err := svc.configure(context.Background(), &plugin.ConfigureRequest{Config: json.RawMessage(config), StateDir: dir}); err != nil {
 		return nil, err
 	}

@@ -33,8 +33,8 @@ const (
 func configSchema() schema.Block {
 	return schema.Block{
 		Attributes: []schema.Attribute{
-			{Name: "max_rounds", Type: schema.Number, Description: fmt.Sprintf("retries of one input-required exchange before the call fails with upstream_unavailable (1-%d, default %d)", maxRoundsLimit, defaultMaxRounds)},
-			{Name: "max_message_bytes", Type: schema.Number, Description: "largest message read from a server (default 16777216)"},
+			{Name: "max_rounds", Type: schema.Number, Whole: true, Min: schema.Bound(1), Max: schema.Bound(maxRoundsLimit), Description: fmt.Sprintf("retries of one input-required exchange before the call fails with upstream_unavailable (1-%d, default %d)", maxRoundsLimit, defaultMaxRounds)},
+			{Name: "max_message_bytes", Type: schema.Number, Whole: true, Min: schema.Bound(1024), Max: schema.Bound(1 << 30), Description: "largest message read from a server (default 16777216)"},
 		},
 		Blocks: []schema.NestedBlock{{
 			TypeName:    "server",
@@ -47,9 +47,9 @@ func configSchema() schema.Block {
 					{Name: "cwd", Type: schema.String, Description: "stdio server: working directory"},
 					{Name: "url", Type: schema.String, Description: "Streamable HTTP server: the MCP endpoint (http or https)"},
 					{Name: "headers", Type: schema.MapString, Sensitive: true, Description: "Streamable HTTP server: headers sent on every request, such as Authorization"},
-					{Name: "timeout", Type: schema.String, Description: `bound on each request to the server (duration, default "60s")`},
-					{Name: "discover_timeout", Type: schema.String, Description: `bound on the server/discover probe, after which a silent stdio server is taken for a 2025-11-25 one (default "5s")`},
-					{Name: "minimum_revision", Type: schema.String, Description: `oldest MCP revision accepted: "2025-11-25" (default) or "2026-07-28"`},
+					{Name: "timeout", Type: schema.String, Duration: true, Description: `bound on each request to the server (duration, default "60s")`},
+					{Name: "discover_timeout", Type: schema.String, Duration: true, Description: `bound on the server/discover probe, after which a silent stdio server is taken for a 2025-11-25 one (default "5s")`},
+					{Name: "minimum_revision", Type: schema.String, OneOf: []string{client.RevisionLegacy, client.RevisionModern}, Description: `oldest MCP revision accepted: "2025-11-25" (default) or "2026-07-28"`},
 				},
 				Blocks: []schema.NestedBlock{
 					{
@@ -57,7 +57,7 @@ func configSchema() schema.Block {
 						Nesting:     schema.NestingSingle,
 						Description: "how elicitation requests are answered (default: declined)",
 						Block: schema.Block{Attributes: []schema.Attribute{
-							{Name: "policy", Type: schema.String, Description: `"decline" (default), "accept-defaults" (accept with the schema's defaults) or "fixed" (accept with answers, then defaults)`},
+							{Name: "policy", Type: schema.String, OneOf: []string{policyDecline, policyAcceptDefaults, policyFixed}, Description: `"decline" (default), "accept-defaults" (accept with the schema's defaults) or "fixed" (accept with answers, then defaults)`},
 							{Name: "answers", Type: schema.MapString, Description: "fixed answers by property name, converted to the property's type"},
 						}},
 					},
@@ -143,21 +143,13 @@ func validate(rc *rawConfig) (*config, plugin.ConfigErrors) {
 		errs = append(errs, &plugin.ConfigError{Path: path, Summary: summary, Detail: detail})
 	}
 	c := &config{maxRounds: defaultMaxRounds, maxMessage: defaultMaxMessage, servers: map[string]*serverConfig{}}
+	// The schema's constraints (ranges, durations, the words each
+	// setting takes) were checked before Configure.
 	if rc.MaxRounds != nil {
-		n := *rc.MaxRounds
-		if n != float64(int(n)) || n < 1 || n > maxRoundsLimit {
-			bad([]string{"max_rounds"}, "Invalid max_rounds", fmt.Sprintf("max_rounds must be a whole number from 1 to %d, got %v", maxRoundsLimit, n))
-		} else {
-			c.maxRounds = int(n)
-		}
+		c.maxRounds = int(*rc.MaxRounds)
 	}
 	if rc.MaxMessageBytes != nil {
-		n := *rc.MaxMessageBytes
-		if n != float64(int(n)) || n < 1024 || n > 1<<30 {
-			bad([]string{"max_message_bytes"}, "Invalid max_message_bytes", fmt.Sprintf("max_message_bytes must be a whole number from 1024 to 1073741824, got %v", n))
-		} else {
-			c.maxMessage = int(n)
-		}
+		c.maxMessage = int(*rc.MaxMessageBytes)
 	}
 	ids := make([]string, 0, len(rc.Server))
 	for id := range rc.Server {
@@ -216,21 +208,11 @@ func validate(rc *rawConfig) (*config, plugin.ConfigErrors) {
 			s.discoverTimeout = d
 		}
 		if rs.MinimumRevision != nil {
-			switch *rs.MinimumRevision {
-			case client.RevisionLegacy, client.RevisionModern:
-				s.minimumRevision = *rs.MinimumRevision
-			default:
-				bad(at("minimum_revision"), "Unknown minimum_revision", fmt.Sprintf("%q is not one of %q, %q", *rs.MinimumRevision, client.RevisionLegacy, client.RevisionModern))
-			}
+			s.minimumRevision = *rs.MinimumRevision
 		}
 		if e := rs.Elicitation; e != nil {
 			if e.Policy != nil {
-				switch *e.Policy {
-				case policyDecline, policyAcceptDefaults, policyFixed:
-					s.policy = *e.Policy
-				default:
-					bad(at("elicitation", "policy"), "Unknown elicitation policy", fmt.Sprintf("%q is not one of %q, %q, %q", *e.Policy, policyDecline, policyAcceptDefaults, policyFixed))
-				}
+				s.policy = *e.Policy
 			}
 			if len(e.Answers) > 0 && s.policy != policyFixed {
 				bad(at("elicitation", "answers"), "Answers without the fixed policy", `answers are used only with policy = "fixed"`)
@@ -260,8 +242,8 @@ func duration(v *string, path []string, bad func([]string, string, string)) (tim
 		return 0, false
 	}
 	d, err := time.ParseDuration(*v)
-	if err != nil || d <= 0 {
-		bad(path, "Invalid duration", fmt.Sprintf("%q is not a positive duration such as \"30s\"", *v))
+	if err != nil {
+		bad(path, "Invalid duration", err.Error())
 		return 0, false
 	}
 	return d, true

@@ -17,8 +17,13 @@ import (
 	"github.com/wophost/wophost/sdk/wop"
 )
 
+// configErrors is what Configure's caller sees of cfg: the schema's
+// constraints first, as the SDK holds a config to them, then validate.
 func configErrors(t *testing.T, cfg string) plugin.ConfigErrors {
 	t.Helper()
+	if err := plugin.CheckConfig(configSchema(), json.RawMessage(cfg)); err != nil {
+		return err.(plugin.ConfigErrors)
+	}
 	var rc rawConfig
 	if err := json.Unmarshal([]byte(cfg), &rc); err != nil {
 		t.Fatal(err)

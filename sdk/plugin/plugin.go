@@ -8,6 +8,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -165,4 +166,22 @@ func (es ConfigErrors) Error() string {
 		s += " (and more)"
 	}
 	return s
+}
+
+// CheckConfig returns the ConfigErrors of every value of config outside
+// the constraints s declares (schema.Attribute's Whole, Min, Max, Duration,
+// OneOf...), worded as the host words them, or nil. The SDK runs it before
+// Configure; a plugin's own tests that call their Configure function
+// directly can run it first to see what the host would refuse.
+func CheckConfig(s schema.Block, config json.RawMessage) error {
+	vs := s.CheckConfig(config)
+	if len(vs) == 0 {
+		return nil
+	}
+	ces := make(ConfigErrors, len(vs))
+	for i, v := range vs {
+		name := v.Path[len(v.Path)-1]
+		ces[i] = &ConfigError{Path: v.Path, Summary: "Invalid value for " + strconv.Quote(name), Detail: name + " " + v.Err.Error() + "."}
+	}
+	return ces
 }

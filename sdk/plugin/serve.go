@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -69,6 +70,9 @@ func (p *Plugin) validate() error {
 		if len(f.Methods) == 0 {
 			return fmt.Errorf("family %q has no methods", f.Name)
 		}
+	}
+	if vs := p.ConfigSchema.CheckDeclarations(); len(vs) > 0 {
+		return fmt.Errorf("config schema attribute %q: %w", strings.Join(vs[0].Path, "."), vs[0].Err)
 	}
 	return nil
 }

@@ -38,12 +38,36 @@ type Block struct {
 }
 
 // Attribute is one `name = value` in a body.
+//
+// The constraint fields narrow the values Type admits. The host checks them
+// as it decodes the operator's file and reports a value outside them at its
+// file:line:col, the same way for every plugin; the SDK checks them again
+// before Configure, so a config that reaches a plugin some other way (a
+// test) is held to them too. A constraint that does not fit Type makes the
+// schema invalid (CheckDeclaration).
 type Attribute struct {
 	Name        string `json:"name"`
 	Type        Type   `json:"type"`
 	Required    bool   `json:"required,omitempty"`
 	Sensitive   bool   `json:"sensitive,omitempty"`
 	Description string `json:"description,omitempty"`
+
+	// Whole requires a Number to be a whole number.
+	Whole bool `json:"whole,omitempty"`
+	// Min and Max bound a Number, both inclusive.
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
+	// Duration requires a String to hold a duration in Go's syntax
+	// ("500ms", "1m30s"), greater than zero unless MinDuration allows
+	// zero.
+	Duration bool `json:"duration,omitempty"`
+	// MinDuration and MaxDuration bound a Duration, both inclusive, and
+	// are written the same way ("1s"). Either may be empty.
+	MinDuration string `json:"minDuration,omitempty"`
+	MaxDuration string `json:"maxDuration,omitempty"`
+	// OneOf lists the values a String may take. On a Duration it lists
+	// the words accepted in place of a duration, such as "forever".
+	OneOf []string `json:"oneOf,omitempty"`
 }
 
 // NestedBlock is one block type inside a body.

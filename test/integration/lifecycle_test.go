@@ -208,3 +208,26 @@ capability "b" {
 		t.Errorf("validate of a good config: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }
+
+// A plugin's schema constraints are checked by the host where the operator
+// wrote the value: the MCP plugin's max_rounds range, through the real
+// binaries.
+func TestPluginConstraintAtFileLineCol(t *testing.T) {
+	mcpBin := binary(t, "./plugins/mcp")
+	cfg := writeConfig(t, `capability "mcp" {
+  plugin = "`+mcpBin+`"
+  config {
+    max_rounds = 17
+  }
+}
+`)
+	res := runHost(t, "", "--config", cfg, "validate")
+	if res.code != 1 {
+		t.Fatalf("validate exit %d, want 1\n%s", res.code, res.stderr)
+	}
+	for _, want := range []string{"host.hcl:4:18", "max_rounds must be a whole number from 1 to 16, got 17"} {
+		if !strings.Contains(res.stderr+res.stdout, want) {
+			t.Errorf("output lacks %q:\n%s%s", want, res.stdout, res.stderr)
+		}
+	}
+}
