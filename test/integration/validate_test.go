@@ -23,7 +23,7 @@ func brokenProbePack(t *testing.T, manifest string) string {
 // plugin's config block's and a pack's, each at its place, and ends with
 // their count. A pack.json syntax error is at pack.json:LINE:COL.
 func TestValidateReportsEveryKindOfProblemInOneRun(t *testing.T) {
-	pack := brokenProbePack(t, "{\n  \"name\": \"test.probe\",\n  \"version\": \"1.0.0\",\n}\n")
+	pack := brokenProbePack(t, "{\n  \"name\": \"private.wophost.probe\",\n  \"version\": \"1.0.0\",\n}\n")
 	cfg := writeConfig(t, `host {
   plugin_dir = "BIN"
   colour     = "blue"
@@ -37,7 +37,7 @@ capability "echo" {
   }
 }
 capability "gone" { plugin = "nope" }
-pack "test.probe" { path = "`+pack+`" }
+pack "private.wophost.probe" { path = "`+pack+`" }
 `)
 	res := runHost(t, "", "--config", cfg, "validate")
 	if res.code != 1 {
@@ -80,7 +80,7 @@ pack "test.probe" { path = "`+pack+`" }
 // Two plugins claiming one family stop the host, and the plugins' config
 // blocks and the packs are checked all the same.
 func TestValidateReportsPluginConfigBesideAClaimConflict(t *testing.T) {
-	pack := brokenProbePack(t, `{"name": "test.probe", "version": "1.0.0", "kind": "node", "colour": 1,
+	pack := brokenProbePack(t, `{"name": "private.wophost.probe", "version": "1.0.0", "kind": "node", "colour": 1, "engines": {"openwop": ">=2.0 <3.0.0"},
  "runtime": {"language": "go", "entry": "probe"}, "nodes": [{"typeId": "probe.x", "version": "1.0.0", "category": "data", "role": "pure"}]}`)
 	cfg := writeConfig(t, `host { plugin_dir = "BIN" }
 capability "first" { plugin = "testcap" }
@@ -88,7 +88,7 @@ capability "second" {
   plugin = "testcap"
   config { fail_configure = "maybe" }
 }
-pack "test.probe" { path = "`+pack+`" }
+pack "private.wophost.probe" { path = "`+pack+`" }
 `)
 	res := runHost(t, "", "--config", cfg, "validate")
 	if res.code != 1 {
@@ -111,16 +111,16 @@ pack "test.probe" { path = "`+pack+`" }
 // pack.json problems are listed one a line, in the validate output and in
 // the log of a command that starts the host.
 func TestPackProblemsOneALine(t *testing.T) {
-	pack := brokenProbePack(t, `{"name": "Test", "version": "1.0.0", "kind": "nodes",
+	pack := brokenProbePack(t, `{"name": "Test", "version": "1.0.0", "kind": "nodes", "engines": {"openwop": ">=2.0 <3.0.0"},
  "runtime": {"language": "go", "entry": "probe"}, "nodes": [{"typeId": "probe.x", "version": "1.0.0", "category": "data", "role": "pure"}]}`)
 	cfg := writeConfig(t, `host { plugin_dir = "BIN" }
 capability "echo" { plugin = "testcap" }
-pack "test.probe" { path = "`+pack+`" }
+pack "private.wophost.probe" { path = "`+pack+`" }
 `)
 	wantLines := []string{
 		"pack.json is invalid (2 problems):",
-		`    /name: must be reverse-DNS style, e.g. "community.demo"`,
-		`    /kind: must be "node"`,
+		`    /name: must be a scope (core, vendor, community or private) and at least two lowercase-led segments, e.g. "community.acme.demo"`,
+		`    /kind: is "nodes"; this host loads node packs only: write "kind": "node"`,
 	}
 	res := runHost(t, "", "--config", cfg, "validate")
 	for _, want := range wantLines {
