@@ -144,3 +144,24 @@ func TestValidateCleanConfigSaysNoProblems(t *testing.T) {
 		t.Errorf("validate of a clean config: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }
+
+// host validate reads the schema files a pack.json names: a missing one is
+// a problem of the pack, at its field.
+func TestValidateChecksSchemaReferences(t *testing.T) {
+	pack := probePack(t)
+	if err := os.Remove(filepath.Join(pack, "schemas", "validated.input.json")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, `host { plugin_dir = "BIN" }
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+pack "private.wophost.probe" { path = "`+pack+`" }
+`)
+	res := runHost(t, "", "--config", cfg, "validate")
+	want := `/nodes/6/inputSchemaRef: "schemas/validated.input.json" does not exist in the pack directory`
+	if res.code != 1 || !strings.Contains(res.stderr, want) || !strings.HasSuffix(res.stderr, "host.hcl: 1 problem\n") {
+		t.Errorf("validate: exit %d, want 1 naming %q\n%s", res.code, want, res.stderr)
+	}
+}
