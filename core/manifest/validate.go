@@ -42,14 +42,6 @@ func coreFamilyList() string { return strings.Join(wop.CoreFamilies(), ", ") }
 // "host.<family>[.<facet>]".
 const legacyPrefix = "host."
 
-// Legacy spelling: a v1 peerDependencies key "host.aiEnvelope" or
-// "host.aiEnvelope.await" (value "required", "optional", or v1's
-// "supported", read as required) becomes the family key "aiEnvelope" plus,
-// for the second, the facet "await" in peerDependenciesMeta. When one
-// family is declared several ways, required wins. "host." always starts a
-// legacy key, so no vendor family may use the org "host". RequiresKey
-// entries accept the same spelling.
-
 // validate checks what the format's shape cannot say, and what this host
 // makes of a valid manifest, recording every problem in ps and the notes
 // in m. It updates m only when there are no problems, so that a refused
@@ -191,6 +183,13 @@ func checkEntry(entry string) string {
 
 // normalisePeers checks peerDependencies and peerDependenciesMeta and
 // returns them with legacy keys folded into their family.
+//
+// Legacy spelling: a v1 key "host.aiEnvelope" or "host.aiEnvelope.await"
+// (v1's value "supported" is read as required) becomes the family key
+// "aiEnvelope" plus, for the second, the facet "await" in
+// peerDependenciesMeta. When one family is declared several ways, required
+// wins. "host." always starts a legacy key, so no vendor family may use the
+// org "host". RequiresKey entries accept the same spelling.
 func (m *Manifest) normalisePeers(ps *problems) (map[string]string, map[string]PeerMeta) {
 	var peers map[string]string
 	legacyFacets := map[string][]string{}
