@@ -237,7 +237,18 @@ func (g *globals) printPacks(h *host.Host) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Version), p.State,
 			orDash(strings.Join(p.Nodes, ",")), orDash(strings.Join(p.Degraded, ",")), orDash(oneLine(p.Error)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Notes are sentences, too long for a column: one a line below.
+	for _, p := range packs {
+		for _, n := range p.Notes {
+			if _, err := fmt.Fprintf(g.stdout, "note: %s %s\n", p.Name, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func orDash(s string) string {

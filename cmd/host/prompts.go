@@ -21,6 +21,7 @@ import (
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/manifest"
 	"github.com/wophost/wophost/internal/atomicfile"
 	"github.com/wophost/wophost/internal/promptfile"
 	"github.com/wophost/wophost/internal/promptstore"
@@ -356,7 +357,7 @@ func promptsLockCommand(g *globals, open func() (*promptstore.Store, error)) *co
 	return &cobra.Command{
 		Use:   "lock PACKDIR [NAME|REF...]",
 		Short: "Pin a pack's prompts, with digests, in its pack.json lock map",
-		Long: "Rewrite the prompts lock map of PACKDIR/pack.json so that every entry is\n" +
+		Long: "Rewrite the lock map (\"x-wophost-prompts\") of PACKDIR/pack.json so that every entry is\n" +
 			"name@<version>#sha256:<hex>, resolved against the store. Each NAME or REF given is\n" +
 			"added or replaced under its name: a bare NAME locks the version published last, a REF\n" +
 			"(name@<version> or name@sha256:<hex>) locks that version. Existing entries keep their\n" +
@@ -397,21 +398,28 @@ func lockPack(st *promptstore.Store, path string, refs []string) (map[string]str
 	if err != nil {
 		return nil, err
 	}
-	var m struct {
-		Prompts map[string]string `json:"prompts"`
-	}
+	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if _, legacy := m["prompts"]; legacy {
+		return nil, fmt.Errorf("%s: the lock map is spelled %q in OpenWOP v2 manifests: rename the \"prompts\" key, then lock again", path, manifest.PromptsKey)
+	}
+	var prompts map[string]string
+	if raw, ok := m[manifest.PromptsKey]; ok {
+		if err := json.Unmarshal(raw, &prompts); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, manifest.PromptsKey, err)
+		}
+	}
 	lock := map[string]string{}
-	for key, ref := range m.Prompts {
+	for key, ref := range prompts {
 		pin, err := promptlibrary.ParsePin(ref)
 		if err != nil {
-			return nil, fmt.Errorf("%s: prompts[%q]: %w", path, key, err)
+			return nil, fmt.Errorf("%s: %s[%q]: %w", path, manifest.PromptsKey, key, err)
 		}
 		v, err := st.Resolve(pin)
 		if err != nil {
-			return nil, fmt.Errorf("%s: prompts[%q] = %q: %w", path, key, ref, err)
+			return nil, fmt.Errorf("%s: %s[%q] = %q: %w", path, manifest.PromptsKey, key, ref, err)
 		}
 		lock[key] = v.Pin().String()
 	}
@@ -434,7 +442,7 @@ func lockPack(st *promptstore.Store, path string, refs []string) (map[string]str
 		}
 		lock[v.Name] = v.Pin().String()
 	}
-	out, err := spliceJSONKey(data, "prompts", lock)
+	out, err := spliceJSONKey(data, manifest.PromptsKey, lock)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -472,7 +480,7 @@ func spliceJSONKey(doc []byte, key string, value any) ([]byte, error) {
 		}
 		start := end - len(raw)
 		if start < afterKey {
-			return nil, errors.New("cannot locate the prompts value")
+			return nil, errors.New("cannot locate the lock map's value")
 		}
 		return slices.Concat(doc[:start], enc, doc[end:]), nil
 	}

@@ -32,7 +32,7 @@ func TestAllowWritableMustBeBool(t *testing.T) {
 func TestCheckPackDirRefusesWritable(t *testing.T) {
 	f := newFixture(t, "pack \"demo\" { path = \"packs/demo\" }\npack \"ok\" {\n  path           = \"packs/demo\"\n  allow_writable = true\n}\n")
 	pack := filepath.Join(f.dir, "packs", "demo")
-	manifest := `{"name":"test.demo","version":"1.0.0","kind":"node","runtime":{"language":"go","entry":"bin/demo"},
+	manifest := `{"name":"private.test.demo","version":"1.0.0","kind":"node","engines":{"openwop":">=2.0 <3.0.0"},"runtime":{"language":"go","entry":"bin/demo"},
 "nodes":[{"typeId":"demo.x","version":"1.0.0","category":"data","role":"pure"}]}`
 	writeFile(t, filepath.Join(pack, "pack.json"), manifest, 0o644)
 	entry := filepath.Join(pack, "bin", "demo")

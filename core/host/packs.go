@@ -49,7 +49,10 @@ type Pack struct {
 	Version  string
 	TypeIDs  []string
 	Degraded []string
-	Err      error
+	// Notes are the OpenWOP features of the pack's manifest that the
+	// host reads without acting on.
+	Notes []manifest.Note
+	Err   error
 
 	cfg      *config.Pack
 	manifest *manifest.Manifest
@@ -83,7 +86,10 @@ type PackInfo struct {
 	Nodes    []string  `json:"nodes,omitempty"`
 	Agents   []string  `json:"agents,omitempty"`
 	Degraded []string  `json:"degraded,omitempty"`
-	Error    string    `json:"error,omitempty"`
+	// Notes are the OpenWOP features the pack uses that the host does not
+	// act on, each with what that means.
+	Notes []manifest.Note `json:"notes,omitempty"`
+	Error string          `json:"error,omitempty"`
 	// Restarts counts the restarts of the pack's process since the host
 	// started.
 	Restarts int `json:"restarts"`
@@ -96,7 +102,7 @@ func (h *Host) Packs() []PackInfo {
 	out := make([]PackInfo, 0, len(h.packs))
 	for _, p := range h.packs {
 		p.live.Lock()
-		info := PackInfo{Name: p.Name, Version: p.Version, Path: p.Path, State: p.State, Nodes: p.TypeIDs, Degraded: p.Degraded, Restarts: p.restarts}
+		info := PackInfo{Name: p.Name, Version: p.Version, Path: p.Path, State: p.State, Nodes: p.TypeIDs, Degraded: p.Degraded, Notes: p.Notes, Restarts: p.restarts}
 		for _, a := range p.agents {
 			info.Agents = append(info.Agents, a.ID)
 		}
@@ -197,6 +203,9 @@ func (h *Host) startPacks(ctx context.Context, rep *Report, packs []*Pack, launc
 				h.byTypeID[id] = p
 			}
 			h.watchPack(p, p.proc)
+			if len(p.Notes) > 0 {
+				rep.Packs = append(rep.Packs, packNotes(p))
+			}
 		}
 		h.packs = append(h.packs, p)
 	}
@@ -205,6 +214,22 @@ func (h *Host) startPacks(ctx context.Context, rep *Report, packs []*Pack, launc
 // packRefused is the diagnostic of a refused pack.
 func packRefused(p *Pack, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Pack refused", Detail: detail, Subject: p.cfg.DefRange.Ptr()}
+}
+
+// packNotes is the warning listing the OpenWOP features an admitted pack
+// uses that the host does not act on: the pack works, but not entirely as
+// its author may expect elsewhere.
+func packNotes(p *Pack) *hcl.Diagnostic {
+	lines := make([]string, len(p.Notes))
+	for i, n := range p.Notes {
+		lines[i] = "  " + n.String()
+	}
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  "Pack uses OpenWOP features this host does not act on",
+		Detail:   fmt.Sprintf("Pack %q (%s):\n%s", p.Name, p.Path, strings.Join(lines, "\n")),
+		Subject:  p.cfg.DefRange.Ptr(),
+	}
 }
 
 // launchPack reads and validates pack.json, then starts the binary and
@@ -217,7 +242,7 @@ func (h *Host) launchPack(ctx context.Context, p *Pack) error {
 	if err != nil {
 		return err
 	}
-	p.manifest, p.Version, p.raw = m, m.Version, raw
+	p.manifest, p.Version, p.raw, p.Notes = m, m.Version, raw, m.Notes
 	if m.Name != p.Name {
 		return wop.Errorf(wop.CodePackValidationFailed, "pack.json names the pack %q, the config block %q", m.Name, p.Name)
 	}
@@ -317,7 +342,7 @@ func (h *Host) admitPack(ctx context.Context, p *Pack) error {
 const manifestRuntimeTier = wop.FamilyAgents + "." + agentruntime.FacetManifestRuntime
 
 // sameManifest compares pack.json with the copy embedded in the binary,
-// ignoring the top-level "prompts" lock map: the operator rewrites that
+// ignoring the prompt lock map (manifest.PromptsKey): the operator rewrites that
 // map with `host prompts lock` after the binary was built (to pin prompts
 // to new versions without a rebuild), and only the host reads it.
 func sameManifest(file, embedded []byte) bool {
@@ -328,8 +353,8 @@ func sameManifest(file, embedded []byte) bool {
 	if json.Unmarshal(file, &a) != nil || json.Unmarshal(embedded, &b) != nil {
 		return false
 	}
-	delete(a, "prompts")
-	delete(b, "prompts")
+	delete(a, manifest.PromptsKey)
+	delete(b, manifest.PromptsKey)
 	ja, erra := json.Marshal(a)
 	jb, errb := json.Marshal(b)
 	return erra == nil && errb == nil && sameJSON(ja, jb)

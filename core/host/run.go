@@ -58,7 +58,9 @@ type RunResult struct {
 
 // Run executes the node typeID with input. Every check that can refuse the
 // node runs before any pack code: the node exists, its pack loaded, every
-// family it requires is advertised now, and input matches its schema.
+// family it requires is advertised now, it needs no secrets, credentials
+// or model capabilities (the host provides none), and input matches its
+// schema.
 func (h *Host) Run(ctx context.Context, typeID string, input json.RawMessage, opts RunOptions) (*RunResult, error) {
 	// The run's span parents everything the node does; its traceparent
 	// travels in the run's call context to the pack and every plugin.
@@ -96,6 +98,9 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 		}
 	}
 	node, _ := p.manifest.Node(typeID)
+	if err := node.DispatchRefusal(); err != nil {
+		return nil, err
+	}
 	if err := node.ValidateInput(input); err != nil {
 		return nil, err
 	}

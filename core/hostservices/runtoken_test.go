@@ -74,8 +74,8 @@ func newTokenFixture(t *testing.T) *tokenFixture {
 		t.Cleanup(f.runs.Add(r))
 		return r
 	}
-	f.holder = newRun("test.sibling", "sibling.holder", declares("test.echo", "test.other"))
-	f.sibling = newRun("test.sibling", "sibling.forger", declares("test.echo"))
+	f.holder = newRun("private.wophost.sibling", "sibling.holder", declares("test.echo", "test.other"))
+	f.sibling = newRun("private.wophost.sibling", "sibling.forger", declares("test.echo"))
 	f.stranger = newRun("test.stranger", "stranger.node", declares("test.echo", "test.other"))
 	return f
 }
@@ -107,22 +107,22 @@ func withToken(c wop.CallContext, token wop.RunToken) wop.CallContext {
 // refusal reaches no plugin and logs no secret.
 func TestPackCallNeedsTheRunsToken(t *testing.T) {
 	f := newTokenFixture(t)
-	s := ForPack(f.router, f.runs, f.logger(), "test.sibling")
+	s := ForPack(f.router, f.runs, f.logger(), "private.wophost.sibling")
 
 	// The runs' own calls, with their own tokens, are served.
-	if err := f.call(s, "test.other", f.holder.CallContext("pack:test.sibling")); err != nil {
+	if err := f.call(s, "test.other", f.holder.CallContext("pack:private.wophost.sibling")); err != nil {
 		t.Fatalf("holder's own declared call refused: %+v", err)
 	}
-	if err := f.call(s, "test.echo", f.sibling.CallContext("pack:test.sibling")); err != nil {
+	if err := f.call(s, "test.echo", f.sibling.CallContext("pack:private.wophost.sibling")); err != nil {
 		t.Fatalf("sibling's own call refused: %+v", err)
 	}
 	// Least privilege still holds for a bound call.
-	if err := f.call(s, "test.other", f.sibling.CallContext("pack:test.sibling")); err == nil || err.Code != wop.CodeCapabilityNotDeclared {
+	if err := f.call(s, "test.other", f.sibling.CallContext("pack:private.wophost.sibling")); err == nil || err.Code != wop.CodeCapabilityNotDeclared {
 		t.Fatalf("sibling's undeclared call: %+v, want capability_not_declared", err)
 	}
 
 	before := f.inv.count()
-	holder := f.holder.CallContext("pack:test.sibling")
+	holder := f.holder.CallContext("pack:private.wophost.sibling")
 	for _, tc := range []struct {
 		name  string
 		call  wop.CallContext
@@ -135,7 +135,7 @@ func TestPackCallNeedsTheRunsToken(t *testing.T) {
 		{"holder's run id, another pack's run token", withToken(holder, f.stranger.Token), "not the run's"},
 		// The other way round: a token that leaked does not bind another
 		// run, not even the caller's own.
-		{"sibling's run id, the holder's token", withToken(f.sibling.CallContext("pack:test.sibling"), f.holder.Token), "not the run's"},
+		{"sibling's run id, the holder's token", withToken(f.sibling.CallContext("pack:private.wophost.sibling"), f.holder.Token), "not the run's"},
 	} {
 		for _, family := range []string{"test.other", "test.echo"} {
 			err := f.call(s, family, tc.call)
@@ -165,9 +165,9 @@ func TestPackCallNeedsTheRunsToken(t *testing.T) {
 // the pack could only have had from a leak: the run is not the pack's.
 func TestPackCallWithAnotherPacksRunAndToken(t *testing.T) {
 	f := newTokenFixture(t)
-	s := ForPack(f.router, f.runs, f.logger(), "test.sibling")
-	err := f.call(s, "test.other", f.stranger.CallContext("pack:test.sibling"))
-	if err == nil || err.Code != wop.CodeCapabilityNotDeclared || !strings.Contains(err.Message, "does not belong to pack test.sibling") {
+	s := ForPack(f.router, f.runs, f.logger(), "private.wophost.sibling")
+	err := f.call(s, "test.other", f.stranger.CallContext("pack:private.wophost.sibling"))
+	if err == nil || err.Code != wop.CodeCapabilityNotDeclared || !strings.Contains(err.Message, "does not belong to pack private.wophost.sibling") {
 		t.Fatalf("another pack's run id and token: %+v, want capability_not_declared (not the pack's run)", err)
 	}
 	if n := f.inv.count(); n != 0 {
@@ -179,10 +179,10 @@ func TestPackCallWithAnotherPacksRunAndToken(t *testing.T) {
 // not_found, as before tokens.
 func TestFinishedRunIsNotFound(t *testing.T) {
 	f := newTokenFixture(t)
-	s := ForPack(f.router, f.runs, f.logger(), "test.sibling")
-	run := &dispatch.Run{ID: dispatch.NewID("run"), TypeID: "sibling.holder", Pack: "test.sibling", Token: dispatch.NewRunToken()}
+	s := ForPack(f.router, f.runs, f.logger(), "private.wophost.sibling")
+	run := &dispatch.Run{ID: dispatch.NewID("run"), TypeID: "sibling.holder", Pack: "private.wophost.sibling", Token: dispatch.NewRunToken()}
 	remove := f.runs.Add(run)
-	call := run.CallContext("pack:test.sibling")
+	call := run.CallContext("pack:private.wophost.sibling")
 	remove()
 	if err := f.call(s, "test.echo", call); err == nil || err.Code != wop.CodeNotFound {
 		t.Fatalf("finished run: %+v, want not_found", err)
@@ -193,10 +193,10 @@ func TestFinishedRunIsNotFound(t *testing.T) {
 // that carries no token either: a forgotten token fails closed.
 func TestRunWithoutTokenBindsNothing(t *testing.T) {
 	f := newTokenFixture(t)
-	s := ForPack(f.router, f.runs, f.logger(), "test.sibling")
-	run := &dispatch.Run{ID: dispatch.NewID("run"), TypeID: "sibling.holder", Pack: "test.sibling", Allowed: allowAll}
+	s := ForPack(f.router, f.runs, f.logger(), "private.wophost.sibling")
+	run := &dispatch.Run{ID: dispatch.NewID("run"), TypeID: "sibling.holder", Pack: "private.wophost.sibling", Allowed: allowAll}
 	t.Cleanup(f.runs.Add(run))
-	if err := f.call(s, "test.echo", run.CallContext("pack:test.sibling")); err == nil || err.Code != wop.CodeCapabilityNotDeclared {
+	if err := f.call(s, "test.echo", run.CallContext("pack:private.wophost.sibling")); err == nil || err.Code != wop.CodeCapabilityNotDeclared {
 		t.Fatalf("call in a run without a token: %+v, want capability_not_declared", err)
 	}
 }

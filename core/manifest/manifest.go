@@ -1,7 +1,14 @@
-// Package manifest parses and validates a node pack's pack.json and derives
-// from it what the host checks at load and at dispatch: the pack's peer
-// requirements, each node's requirements, what a node may call, and whether
-// an input matches the node's inputSchema.
+// Package manifest parses and validates a node pack's pack.json, written
+// in OpenWOP v2's published manifest format, and derives from it what the
+// host checks at load and at dispatch: the pack's peer requirements, each
+// node's requirements, what a node may call, whether an input matches the
+// node's input schema, and which OpenWOP features of the pack this host
+// does not implement.
+//
+// Reading a pack takes two steps: Parse checks the document alone (an
+// embedded copy has no directory), and LoadSchemas reads and compiles the
+// schema files the nodes reference, inside the pack directory. Load does
+// both for a pack directory.
 package manifest
 
 import (
@@ -12,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +32,8 @@ import (
 // FileName is the name of the manifest file in a pack directory.
 const FileName = "pack.json"
 
-// MaxSize is the largest manifest accepted, in bytes.
+// MaxSize is the largest manifest, and the largest schema file, accepted,
+// in bytes.
 const MaxSize = 4 << 20
 
 // Peer dependency values.
@@ -35,29 +42,73 @@ const (
 	Optional = "optional"
 )
 
-// Manifest is a parsed pack.json. After Parse or Validate, legacy v1 peer
-// dependency spellings have been rewritten to their v2 form.
+// This host's own keys, under OpenWOP's vendor hatch ("x-"): other hosts
+// ignore them, as OpenWOP requires of unknown hatch keys.
+const (
+	// RequiresKey is the node key listing the families and facets the
+	// node needs beyond its pack's peer dependencies.
+	RequiresKey = "x-wophost-requires"
+	// PromptsKey is the root key holding the prompt lock map: bare prompt
+	// name to pinned reference.
+	PromptsKey = "x-wophost-prompts"
+)
+
+// Manifest is a parsed pack.json. After Parse, legacy v1 peer dependency
+// spellings have been rewritten to their v2 form, and Notes lists the
+// OpenWOP features the pack uses that this host reads without acting on.
 type Manifest struct {
 	Name                 string              `json:"name"`
 	Version              string              `json:"version"`
 	Kind                 string              `json:"kind"`
 	Description          string              `json:"description,omitempty"`
-	Runtime              Runtime             `json:"runtime"`
+	Author               string              `json:"author,omitempty"`
+	License              string              `json:"license,omitempty"`
+	Homepage             string              `json:"homepage,omitempty"`
+	Repository           string              `json:"repository,omitempty"`
+	Keywords             []string            `json:"keywords,omitempty"`
+	Engines              Engines             `json:"engines"`
+	Dependencies         map[string]string   `json:"dependencies,omitempty"`
 	PeerDependencies     map[string]string   `json:"peerDependencies,omitempty"`
 	PeerDependenciesMeta map[string]PeerMeta `json:"peerDependenciesMeta,omitempty"`
 	Nodes                []Node              `json:"nodes,omitempty"`
 	// Agents are agent manifests, kept raw for the agent runtime to check.
-	Agents []json.RawMessage `json:"agents,omitempty"`
-	// Prompts is the prompt lock map: prompt name to pinned reference.
-	Prompts map[string]string `json:"prompts,omitempty"`
-	Engines map[string]string `json:"engines,omitempty"`
+	Agents  []json.RawMessage `json:"agents,omitempty"`
+	Runtime Runtime           `json:"runtime"`
+	Signing *Signing          `json:"signing,omitempty"`
+	// Connector is OpenWOP's connector block, checked and kept raw: this
+	// host does not act on it.
+	Connector json.RawMessage `json:"connector,omitempty"`
+	// Prompts is the prompt lock map (PromptsKey).
+	Prompts map[string]string `json:"x-wophost-prompts,omitempty"`
+
+	// Notes are the OpenWOP features of the pack that this host reads
+	// but does not act on, for the operator to see.
+	Notes []Note `json:"-"`
+}
+
+// Engines names the protocol versions the pack works with.
+type Engines struct {
+	// OpenWOP is a range: a ">=" lower bound and a "<N.0.0" ceiling.
+	OpenWOP string `json:"openwop"`
 }
 
 // Runtime says how to start the pack.
 type Runtime struct {
 	Language string `json:"language"`
 	// Entry is the executable, relative to the pack directory.
-	Entry string `json:"entry"`
+	Entry             string   `json:"entry"`
+	Format            string   `json:"format,omitempty"`
+	MinRuntimeVersion string   `json:"minRuntimeVersion,omitempty"`
+	Requires          []string `json:"requires,omitempty"`
+	// MCPServer is the server record of a remote pack, which this host
+	// refuses.
+	MCPServer json.RawMessage `json:"mcpServer,omitempty"`
+}
+
+// Signing names the key a published pack is signed with.
+type Signing struct {
+	KeyID  string `json:"keyId"`
+	Scheme string `json:"scheme"`
 }
 
 // PeerMeta refines one peer dependency.
@@ -68,26 +119,63 @@ type PeerMeta struct {
 
 // Node is one node type of the pack.
 type Node struct {
-	TypeID       string          `json:"typeId"`
-	Version      string          `json:"version"`
-	Category     string          `json:"category"`
-	Role         string          `json:"role"`
-	Requires     []string        `json:"requires,omitempty"`
-	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
-	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
-	Description  string          `json:"description,omitempty"`
+	TypeID       string   `json:"typeId"`
+	Version      string   `json:"version"`
+	Label        string   `json:"label,omitempty"`
+	Description  string   `json:"description,omitempty"`
+	Category     string   `json:"category"`
+	Role         string   `json:"role"`
+	Capabilities []string `json:"capabilities,omitempty"`
+	// The schema references are paths inside the pack directory, read by
+	// LoadSchemas.
+	ConfigSchemaRef     string                `json:"configSchemaRef,omitempty"`
+	InputSchemaRef      string                `json:"inputSchemaRef,omitempty"`
+	OutputSchemaRef     string                `json:"outputSchemaRef,omitempty"`
+	Outputs             map[string]OutputPort `json:"outputs,omitempty"`
+	EnvelopeContractRef string                `json:"envelopeContractRef,omitempty"`
+	// The blocks this host checks but does not act on stay raw.
+	Artifact                  json.RawMessage   `json:"artifact,omitempty"`
+	MCP                       json.RawMessage   `json:"mcp,omitempty"`
+	RequiresSecrets           []json.RawMessage `json:"requiresSecrets,omitempty"`
+	RequiredCredentials       []json.RawMessage `json:"requiredCredentials,omitempty"`
+	Auth                      json.RawMessage   `json:"auth,omitempty"`
+	RequiredModelCapabilities []string          `json:"requiredModelCapabilities,omitempty"`
+	FallbackModel             json.RawMessage   `json:"fallbackModel,omitempty"`
+	// Requires lists the families and facets the node needs beyond the
+	// pack's peer dependencies (RequiresKey).
+	Requires []string `json:"x-wophost-requires,omitempty"`
 
-	// Compiled by Validate so that dispatch never recompiles.
-	input, output *jsonschema.Schema
+	// Compiled by LoadSchemas so that dispatch never recompiles.
+	config, input, output *jsonschema.Schema
 }
 
+// OutputPort is what OpenWOP says of one output port.
+type OutputPort struct {
+	Sensitive bool `json:"sensitive,omitempty"`
+}
+
+// Note is an OpenWOP feature of a pack that this host reads without acting
+// on, so that the operator is told rather than left to assume it works.
+type Note struct {
+	// Field is the JSON pointer of the value.
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// String shows the note on one line.
+func (n Note) String() string { return n.Field + ": " + n.Message }
+
 // Problem is one reason a manifest is refused, as listed in the details of
-// a pack_validation_failed error.
+// the refusal.
 type Problem struct {
 	// Field is the JSON pointer of the offending value ("" for the whole
 	// document).
 	Field   string `json:"field"`
 	Message string `json:"message"`
+	// Code is the OpenWOP error code of this problem when it has one of
+	// its own (pack_kind_invalid, pack_engine_unsupported,
+	// oauth_provider_unsupported); empty means pack_validation_failed.
+	Code string `json:"code,omitempty"`
 	// Line and Column locate the problem in the file, both from 1 (the
 	// column counts characters), when the JSON decoder said where it
 	// stopped: a syntax error, or a document that is not an object. They
@@ -96,26 +184,12 @@ type Problem struct {
 	Column int `json:"column,omitempty"`
 }
 
-// isTopLevelKey reports whether a manifest may carry key; "$schema" is
-// there because editors add it and it means nothing to the host.
-func isTopLevelKey(key string) bool {
-	switch key {
-	case "name", "version", "kind", "description", "runtime", "peerDependencies",
-		"peerDependenciesMeta", "nodes", "agents", "prompts", "engines", "$schema":
-		return true
-	}
-	return false
-}
-
-// vendorHatch matches top-level keys that extensions may add and the host
-// ignores.
-var vendorHatch = regexp.MustCompile(`^(x-|openwop-|vendor\.)`)
-
-// Load reads and parses dir/pack.json, returning the manifest and the raw
-// bytes (which a pack binary's embedded copy is compared against). Read
-// failures are the *os.PathError values, which name the file; a refused
-// manifest is a pack_validation_failed *wop.Error whose message starts with
-// the file's path.
+// Load reads and parses dir/pack.json and loads the schema files its nodes
+// reference, returning the manifest and the raw bytes (which a pack
+// binary's embedded copy is compared against). Read failures of pack.json
+// are the *os.PathError values, which name the file; a refused manifest is
+// a *wop.Error (see Parse for its code) whose message starts with the
+// file's path.
 func Load(dir string) (*Manifest, []byte, error) {
 	path := filepath.Join(dir, FileName)
 	f, err := os.Open(path)
@@ -133,15 +207,24 @@ func Load(dir string) (*Manifest, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := m.loadSchemas(dir, path); err != nil {
+		return nil, nil, err
+	}
 	return m, data, nil
 }
 
-// Parse decodes and validates a manifest. Unknown top-level keys are
-// refused unless they start with "x-", "openwop-" or "vendor.". Every
-// problem found is reported at once, in a pack_validation_failed *wop.Error
-// whose details are {"problems": [Problem...]} and whose message lists
-// them one a line. A syntax error is the only problem reported, at its
-// pack.json:LINE:COL.
+// Parse decodes and validates a manifest written to OpenWOP v2's format.
+// Unknown keys are refused unless they start with "x-", "openwop-" or
+// "vendor.", which are ignored, except this host's own RequiresKey and
+// PromptsKey. The schema references are checked as paths but not read:
+// LoadSchemas does that.
+//
+// Every problem found is reported at once, in a *wop.Error whose details
+// are {"problems": [Problem...]} and whose message lists them one a line.
+// Its code is pack_kind_invalid, pack_engine_unsupported or
+// oauth_provider_unsupported when a problem carries that code (in this
+// order), pack_validation_failed otherwise. A syntax error is the only
+// problem reported, at its pack.json:LINE:COL.
 func Parse(data []byte) (*Manifest, error) {
 	return parse(data, FileName)
 }
@@ -169,27 +252,36 @@ func parse(data []byte, file string) (*Manifest, error) {
 		ps.addAt(data, valueStart(data), "must be a JSON object")
 		return nil, ps.err(file)
 	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		ps.add("", "is not valid JSON: "+err.Error())
+		return nil, ps.err(file)
+	}
 
+	// The format's rules first, so that their messages win over the
+	// checks below at the same field.
+	manifestShape.check(&ps, "", doc)
+
+	// Decoding is lenient: a value of the wrong type was reported above
+	// and stays zero, and the checks below still run, so that one answer
+	// lists every problem.
 	var m Manifest
-	decodeInto(&ps, "/name", top["name"], &m.Name)
-	decodeInto(&ps, "/version", top["version"], &m.Version)
-	decodeInto(&ps, "/kind", top["kind"], &m.Kind)
-	decodeInto(&ps, "/description", top["description"], &m.Description)
-	decodeInto(&ps, "/runtime", top["runtime"], &m.Runtime)
-	m.PeerDependencies = decodeMap[string](&ps, "/peerDependencies", top["peerDependencies"])
-	m.PeerDependenciesMeta = decodeMap[PeerMeta](&ps, "/peerDependenciesMeta", top["peerDependenciesMeta"])
-	m.Nodes = decodeList[Node](&ps, "/nodes", top["nodes"])
-	m.Agents = decodeList[json.RawMessage](&ps, "/agents", top["agents"])
-	m.Prompts = decodeMap[string](&ps, "/prompts", top["prompts"])
-	m.Engines = decodeMap[string](&ps, "/engines", top["engines"])
-	for _, k := range sortedKeys(top) {
-		if !isTopLevelKey(k) && !vendorHatch.MatchString(k) {
-			ps.add(pointer(k), "is not a known field (extensions use an \"x-\" prefix)")
+	decodeKnown(top, &m)
+	if nodes, ok := top["nodes"]; ok {
+		var raw []json.RawMessage
+		if json.Unmarshal(nodes, &raw) == nil {
+			m.Nodes = make([]Node, len(raw))
+			for i, r := range raw {
+				var fields map[string]json.RawMessage
+				if json.Unmarshal(r, &fields) == nil {
+					decodeKnown(fields, &m.Nodes[i])
+				}
+			}
 		}
 	}
 
-	// Validate even when decoding failed, so that one answer lists every
-	// problem; problems under a field that failed to decode are dropped.
 	m.validate(&ps)
 	if len(ps) > 0 {
 		return nil, ps.err(file)
@@ -197,76 +289,25 @@ func parse(data []byte, file string) (*Manifest, error) {
 	return &m, nil
 }
 
-// decodeInto unmarshals raw into v, recording a problem at field when it
-// does not fit. An absent value leaves v untouched.
-func decodeInto(ps *problems, field string, raw json.RawMessage, v any) bool {
-	if raw == nil {
-		return true
-	}
-	err := json.Unmarshal(raw, v)
-	if err == nil {
-		return true
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		// Field is a dotted path of struct fields below v, without the
-		// indexes; it is still closer to the culprit than field alone.
-		if te.Field != "" {
-			field += "/" + strings.ReplaceAll(te.Field, ".", "/")
+// decodeKnown decodes into v, a pointer to a struct, the values of fields
+// whose keys are exactly the JSON names of v's fields. Exactly: the
+// standard decoder also matches keys that differ in case, and an extension
+// key such as "x-WOPHOST-requires" is someone else's, to be ignored. A
+// value that does not decode stays zero; nodes are decoded by the caller.
+func decodeKnown(fields map[string]json.RawMessage, v any) {
+	rv := reflect.ValueOf(v).Elem()
+	rt := rv.Type()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		raw, ok := fields[name]
+		if name == "" || name == "-" || name == "nodes" || !ok {
+			continue
 		}
-		ps.add(field, "must be "+jsonKind(te.Type)+", not "+te.Value)
-		return false
-	}
-	ps.add(field, err.Error())
-	return false
-}
-
-// jsonKind names the JSON type that decodes into t.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	default:
-		return "a number"
-	}
-}
-
-// decodeMap decodes an object value by value, so that each bad value is
-// reported under its own key.
-func decodeMap[T any](ps *problems, field string, raw json.RawMessage) map[string]T {
-	var rm map[string]json.RawMessage
-	if !decodeInto(ps, field, raw, &rm) || len(rm) == 0 {
-		return nil
-	}
-	out := make(map[string]T, len(rm))
-	for _, k := range sortedKeys(rm) {
-		var v T
-		if decodeInto(ps, field+pointer(k), rm[k], &v) {
-			out[k] = v
+		f := rv.Field(i)
+		if err := json.Unmarshal(raw, f.Addr().Interface()); err != nil {
+			f.SetZero()
 		}
 	}
-	return out
-}
-
-// decodeList decodes an array element by element, so that each bad element
-// is reported under its own index. A bad element stays as a zero value to
-// keep the indexes of the others.
-func decodeList[T any](ps *problems, field string, raw json.RawMessage) []T {
-	var rl []json.RawMessage
-	if !decodeInto(ps, field, raw, &rl) || len(rl) == 0 {
-		return nil
-	}
-	out := make([]T, len(rl))
-	for i, r := range rl {
-		decodeInto(ps, field+pointer(strconv.Itoa(i)), r, &out[i])
-	}
-	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -292,16 +333,33 @@ func pointer(tokens ...string) string {
 // problems collects every reason a manifest is refused.
 type problems []Problem
 
-// add records a problem unless one was already recorded at field or above
+// add records a problem (of pack_validation_failed) unless one was already recorded at field or above
 // it, since a value that is wrong as a whole makes its parts' problems
 // noise.
 func (ps *problems) add(field, message string) {
+	ps.addCode(field, "", message)
+}
+
+// addCode is add for a problem with an error code of its own.
+func (ps *problems) addCode(field, code, message string) {
 	for _, p := range *ps {
 		if field == p.Field || p.Field == "" || strings.HasPrefix(field, p.Field+"/") {
 			return
 		}
 	}
-	*ps = append(*ps, Problem{Field: field, Message: message})
+	*ps = append(*ps, Problem{Field: field, Message: message, Code: code})
+}
+
+// has reports whether a problem was recorded at field or below it: a
+// value already refused for its shape is not refused again for what it
+// means.
+func (ps problems) has(field string) bool {
+	for _, p := range ps {
+		if p.Field == field || strings.HasPrefix(p.Field, field+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // addAt records a problem with the whole document at byte offset off of
@@ -311,8 +369,9 @@ func (ps *problems) addAt(data []byte, off int, message string) {
 	*ps = append(*ps, Problem{Message: message, Line: line, Column: col})
 }
 
-// err is the pack_validation_failed error listing ps, nil when there is
-// none. file names the manifest in the message. The message puts each
+// err is the error listing ps, nil when there is none: its code is the
+// first of codePriority that a problem carries, else
+// pack_validation_failed. file names the manifest in the message. The message puts each
 // problem on a line of its own, indented under a header, so that logs and
 // terminals show a list rather than one long line; details.problems
 // carries the same list structured.
@@ -337,7 +396,14 @@ func (ps problems) err(file string) error {
 		}
 		msg = b.String()
 	}
-	return wop.Errorf(wop.CodePackValidationFailed, "%s", msg).
+	code := wop.CodePackValidationFailed
+	for _, c := range codePriority {
+		if slices.ContainsFunc(ps, func(p Problem) bool { return p.Code == c }) {
+			code = c
+			break
+		}
+	}
+	return wop.Errorf(code, "%s", msg).
 		WithDetails(map[string][]Problem{"problems": ps})
 }
 

@@ -10,9 +10,8 @@ import (
 )
 
 // FuzzParse feeds arbitrary bytes to Parse, the pack.json boundary. It
-// checks that nothing panics, that every refusal is a
-// pack_validation_failed *wop.Error whose problems each name a JSON
-// pointer, that nothing over MaxSize is accepted, that an accepted entry
+// checks that nothing panics, that every refusal is a *wop.Error with a
+// manifest refusal's code whose problems each name a JSON pointer, that nothing over MaxSize is accepted, that an accepted entry
 // stays inside the pack directory, and that an accepted manifest survives
 // a JSON round trip unchanged.
 func FuzzParse(f *testing.F) {
@@ -20,8 +19,13 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`null`))
 	f.Add([]byte(`[]`))
-	f.Add([]byte(`{"name":"a.b","version":"1.0.0","kind":"node","runtime":{"language":"go","entry":"../x"},"nodes":[{"typeId":"a.x","version":"1.0.0","category":"data","role":"pure"}]}`))
-	f.Add([]byte(`{"name":"a.b","version":"1.0.0","kind":"node","runtime":{"language":"go","entry":"bin/x"},"peerDependencies":{"host.aiEnvelope.await":"supported"},"nodes":[{"typeId":"a.x","version":"1.0.0","category":"data","role":"pure","requires":["host.aiEnvelope"],"inputSchema":{"$ref":"http://example.com/s"}}]}`))
+	const head = `{"name":"community.a.b","version":"1.0.0","kind":"node","engines":{"openwop":">=2.0 <3.0.0"},`
+	f.Add([]byte(head + `"runtime":{"language":"go","entry":"../x"},"nodes":[{"typeId":"a.x","version":"1.0.0","category":"data","role":"pure"}]}`))
+	f.Add([]byte(head + `"runtime":{"language":"go","entry":"bin/x"},"peerDependencies":{"host.aiEnvelope.await":"supported"},"nodes":[{"typeId":"a.x","version":"1.0.0","category":"data","role":"pure","x-wophost-requires":["host.aiEnvelope"],"inputSchemaRef":"s/in.json"}]}`))
+	f.Add([]byte(head + `"runtime":{"language":"go","entry":"x"},"nodes":[{"typeId":"a.x","version":"1.0.0","category":"data","role":"pure","inputSchema":{},"requires":[]}],"prompts":{}}`))
+	f.Add([]byte(head + `"runtime":{"language":"go","entry":"x","requires":["clock"]},"x-foo":1,"vendor.acme.thing":{},"signing":{"keyId":"k","scheme":"ed25519-canonical-json"},` +
+		`"nodes":[{"typeId":"a.x","version":"1.0.0","category":"data","role":"pure","x-foo":[],"outputs":{"o":{"sensitive":true}},"requiresSecrets":[{"id":"k","kind":"api-key"}],"auth":{"type":"oauth2","provider":"p"}}]}`))
+	f.Add([]byte(`{"name":"community.a.b","version":"1.0.0","kind":"agent","engines":{"openwop":">=3 <4.0.0"},"runtime":{"language":"remote","entry":"https://x"},"agents":[{}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Parse(data)
 		if err != nil {
@@ -29,8 +33,13 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("Parse returned a manifest and an error: %v", err)
 			}
 			var we *wop.Error
-			if !errors.As(err, &we) || we.Code != wop.CodePackValidationFailed {
-				t.Fatalf("refusal %v (%T) is not pack_validation_failed", err, err)
+			if !errors.As(err, &we) {
+				t.Fatalf("refusal %v (%T) is not a *wop.Error", err, err)
+			}
+			switch we.Code {
+			case wop.CodePackValidationFailed, CodePackKindInvalid, CodePackEngineUnsupported, CodeOAuthProviderUnsupported:
+			default:
+				t.Fatalf("refusal %v has code %q, not a manifest refusal", err, we.Code)
 			}
 			raw, _ := json.Marshal(we.Details)
 			var details struct {

@@ -11,10 +11,11 @@ import (
 func TestPromptsLockMap(t *testing.T) {
 	doc := func(prompts map[string]any) []byte {
 		b, _ := json.Marshal(map[string]any{
-			"name": "community.demo", "version": "1.0.0", "kind": "node",
-			"runtime": map[string]string{"language": "go", "entry": "bin/demo"},
-			"nodes":   []any{map[string]string{"typeId": "demo.echo", "version": "1.0.0", "category": "data", "role": "pure"}},
-			"prompts": prompts,
+			"name": "community.acme.demo", "version": "1.0.0", "kind": "node",
+			"engines":  map[string]string{"openwop": ">=2.0 <3.0.0"},
+			"runtime":  map[string]string{"language": "go", "entry": "bin/demo"},
+			"nodes":    []any{map[string]string{"typeId": "demo.echo", "version": "1.0.0", "category": "data", "role": "pure"}},
+			PromptsKey: prompts,
 		})
 		return b
 	}
@@ -36,8 +37,8 @@ func TestPromptsLockMap(t *testing.T) {
 	} {
 		_, err := Parse(doc(map[string]any{key: value}))
 		we := wop.AsError(err)
-		if we.Code != wop.CodePackValidationFailed || !strings.Contains(we.Message, "/prompts/") {
-			t.Errorf("prompts[%q] = %q: %v, want pack_validation_failed at /prompts/...", key, value, err)
+		if we.Code != wop.CodePackValidationFailed || !strings.Contains(we.Message, "/x-wophost-prompts/") {
+			t.Errorf("prompts[%q] = %q: %v, want pack_validation_failed at /x-wophost-prompts/...", key, value, err)
 		}
 	}
 }

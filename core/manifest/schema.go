@@ -5,7 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -13,6 +19,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/wophost/wophost/internal/rooted"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -25,98 +32,148 @@ type Violation struct {
 	Message string `json:"message"`
 }
 
-// schemaBase is the synthetic location node schemas are registered under.
+// schemaBase is the synthetic location schema files are registered under.
 // The .invalid TLD guarantees it never resolves to anything real.
 const schemaBase = "https://pack.invalid"
 
 // refuseLoader stops a schema from reaching files or the network through
-// $ref or $schema: pack.json is untrusted, and the library's default loader
-// reads local files.
+// $ref or $schema: a pack is untrusted, and the library's default loader
+// reads any local file.
 type refuseLoader struct{}
 
 func (refuseLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("schema references outside the schema are not supported: %s", url)
 }
 
-// hasSchema reports whether raw holds a schema; null counts as none.
-func hasSchema(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) > 0 && !bytes.Equal(t, []byte("null"))
+// LoadSchemas reads and compiles the schema files the nodes reference
+// (configSchemaRef, inputSchemaRef, outputSchemaRef), each a path inside
+// dir, the pack directory: a path that leads outside it, through ".." or
+// a symbolic link, is refused, and so is a missing file or one that is not
+// a JSON Schema (2020-12 unless it says otherwise; no $ref outside the
+// file). Each file is compiled once, however many nodes name it. Problems
+// are reported like Parse's, in a pack_validation_failed *wop.Error.
+func (m *Manifest) LoadSchemas(dir string) error {
+	return m.loadSchemas(dir, filepath.Join(dir, FileName))
 }
 
-// compileSchema compiles the schema at field, recording each problem. It
-// returns the raw schema to keep (nil when absent) and the compiled one.
-func compileSchema(ps *problems, field string, raw json.RawMessage) (json.RawMessage, *jsonschema.Schema) {
-	if !hasSchema(raw) {
-		return nil, nil
+func (m *Manifest) loadSchemas(dir, file string) error {
+	var ps problems
+	compiled := map[string]*jsonschema.Schema{}
+	failed := map[string]string{}
+	for i := range m.Nodes {
+		n := &m.Nodes[i]
+		targets := []**jsonschema.Schema{&n.config, &n.input, &n.output}
+		for j, ref := range n.refs() {
+			if *ref.path == "" {
+				continue
+			}
+			field := "/nodes" + pointer(strconv.Itoa(i)) + "/" + ref.key
+			key := path.Clean(filepath.ToSlash(*ref.path))
+			if msg, bad := failed[key]; bad {
+				ps.add(field, msg)
+				continue
+			}
+			sch, ok := compiled[key]
+			if !ok {
+				var msg string
+				sch, msg = compileFile(dir, *ref.path)
+				if msg != "" {
+					failed[key] = msg
+					ps.add(field, msg)
+					continue
+				}
+				compiled[key] = sch
+			}
+			*targets[j] = sch
+		}
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	return ps.err(file)
+}
+
+// compileFile reads and compiles the schema at rel inside dir, or explains
+// why it cannot.
+func compileFile(dir, rel string) (*jsonschema.Schema, string) {
+	q := strconv.Quote(rel)
+	if msg := checkEntry(rel); msg != "" {
+		return nil, msg
+	}
+	f, err := rooted.OpenFile(dir, rel, os.O_RDONLY)
 	if err != nil {
-		ps.add(field, "is not valid JSON: "+err.Error())
-		return raw, nil
+		var out *rooted.OutsideError
+		switch {
+		case errors.As(err, &out):
+			return nil, q + " leads outside the pack directory through a symbolic link; put the schema file inside the pack"
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, q + " does not exist in the pack directory " + dir
+		}
+		return nil, "cannot open " + q + ": " + err.Error()
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, q + " is not a regular file"
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, "cannot read " + q + ": " + err.Error()
+	}
+	if len(data) > MaxSize {
+		return nil, q + " is larger than " + strconv.Itoa(MaxSize) + " bytes"
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, q + " is not valid JSON: " + err.Error()
 	}
 	if _, ok := doc.(map[string]any); !ok {
-		ps.add(field, "must be a JSON object")
-		return raw, nil
+		return nil, q + " must hold a JSON object, a JSON Schema"
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(refuseLoader{})
-	url := schemaBase + field + ".json"
+	url := schemaBase + "/" + path.Clean(filepath.ToSlash(rel))
 	if err := c.AddResource(url, doc); err != nil {
-		ps.add(field, "cannot be registered: "+err.Error())
-		return raw, nil
+		return nil, q + " cannot be registered as a schema: " + err.Error()
 	}
 	sch, err := c.Compile(url)
 	if err == nil {
-		return raw, sch
+		return sch, ""
 	}
 	// A schema that breaks the metaschema is reported at each offending
 	// keyword, which is where its author has to look.
 	var sve *jsonschema.SchemaValidationError
 	var verr *jsonschema.ValidationError
 	if errors.As(err, &sve) && errors.As(sve.Err, &verr) {
-		// Alternatives of the metaschema (anyOf) fail at one keyword
-		// together; problems allows one entry per field, so join them.
-		vs := violations(verr)
-		for i := 0; i < len(vs); {
-			j := i + 1
-			msgs := []string{vs[i].Message}
-			for ; j < len(vs) && vs[j].Pointer == vs[i].Pointer; j++ {
-				msgs = append(msgs, vs[j].Message)
-			}
-			ps.add(field+vs[i].Pointer, "is not valid JSON Schema: "+strings.Join(msgs, ", or "))
-			i = j
+		var parts []string
+		for _, v := range violations(verr) {
+			parts = append(parts, label(v.Pointer)+" "+v.Message)
 		}
-		return raw, nil
+		return nil, q + " is not valid JSON Schema: " + strings.Join(parts, "; ")
 	}
-	ps.add(field, "does not compile as JSON Schema: "+err.Error())
-	return raw, nil
+	return nil, q + " does not compile as JSON Schema: " + err.Error()
 }
 
-// ValidateInput checks input against the node's inputSchema. Input that is
-// not JSON, or fails the schema, is a validation_error *wop.Error whose
+// ValidateInput checks input against the node's input schema. Input that
+// is not JSON, or fails the schema, is a validation_error *wop.Error whose
 // details are {"errors": [Violation...]}, one per failing value. Without an
-// inputSchema any JSON value passes.
+// inputSchemaRef any JSON value passes.
 func (n *Node) ValidateInput(input json.RawMessage) error {
-	return n.check("input", "inputSchema", n.InputSchema, n.input, input)
+	return n.check("input", "inputSchemaRef", n.InputSchemaRef, n.input, input)
 }
 
-// ValidateOutput is ValidateInput for the node's result and outputSchema.
+// ValidateOutput is ValidateInput for the node's result and output schema.
 func (n *Node) ValidateOutput(output json.RawMessage) error {
-	return n.check("output", "outputSchema", n.OutputSchema, n.output, output)
+	return n.check("output", "outputSchemaRef", n.OutputSchemaRef, n.output, output)
 }
 
-func (n *Node) check(what, schemaField string, raw json.RawMessage, sch *jsonschema.Schema, value json.RawMessage) error {
+func (n *Node) check(what, refField, ref string, sch *jsonschema.Schema, value json.RawMessage) error {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(value))
 	if err != nil {
 		return invalid(n.TypeID, what, []Violation{{Pointer: "", Message: "is not valid JSON: " + err.Error()}})
 	}
 	if sch == nil {
-		if hasSchema(raw) {
-			// A Node built in code whose manifest never went through
-			// Validate: refusing beats skipping the check.
-			return wop.Errorf(wop.CodeInternal, "the %s of %s was never compiled; validate the manifest first", schemaField, n.TypeID)
+		if ref != "" {
+			// A manifest parsed without its directory: refusing beats
+			// skipping the check.
+			return wop.Errorf(wop.CodeInternal, "the %s of %s was never loaded; load the pack's schemas first", refField, n.TypeID)
 		}
 		return nil
 	}

@@ -1,9 +1,9 @@
 package manifest
 
 import (
+	"encoding/json"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,12 +11,30 @@ import (
 	"github.com/wophost/wophost/sdk/wop"
 )
 
-var (
-	namePattern   = regexp.MustCompile(`^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$`)
-	typeIDPattern = regexp.MustCompile(`^[a-z][a-zA-Z0-9-]*(\.[a-zA-Z0-9][a-zA-Z0-9_-]*)+$`)
-	facetPattern  = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]*$`)
-	semverPattern = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][a-zA-Z0-9-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][a-zA-Z0-9-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+// OpenWOP error codes of refusals that are not pack_validation_failed.
+// They reach callers as the code of a *wop.Error; the sdk has no use for
+// them, since pack code never sees a pack refused.
+const (
+	// CodePackKindInvalid refuses a manifest whose kind is not "node".
+	CodePackKindInvalid = "pack_kind_invalid"
+	// CodePackEngineUnsupported refuses a pack whose engines.openwop
+	// range does not admit this host's protocol major.
+	CodePackEngineUnsupported = "pack_engine_unsupported"
+	// CodeOAuthProviderUnsupported refuses a pack whose node needs OAuth:
+	// this host has no OAuth flow.
+	CodeOAuthProviderUnsupported = "oauth_provider_unsupported"
+	// CodeCredentialUnavailable refuses to dispatch a node that needs
+	// secrets or credentials: this host resolves neither.
+	CodeCredentialUnavailable = "credential_unavailable"
 )
+
+// codePriority orders the codes of problems: the refusal takes the first
+// one any problem carries.
+var codePriority = [...]string{CodePackKindInvalid, CodePackEngineUnsupported, CodeOAuthProviderUnsupported}
+
+// ProtocolMajor is the major version of OpenWOP this host implements; a
+// pack's engines.openwop range must admit it.
+const ProtocolMajor = 2
 
 func coreFamilyList() string { return strings.Join(wop.CoreFamilies(), ", ") }
 
@@ -24,47 +42,26 @@ func coreFamilyList() string { return strings.Join(wop.CoreFamilies(), ", ") }
 // "host.<family>[.<facet>]".
 const legacyPrefix = "host."
 
-// Validate checks m, rewrites legacy peer dependency spellings to their v2
-// form and compiles the nodes' schemas. Parse calls it; call it yourself
-// only on a Manifest built in code. On failure m is left unchanged and the
-// error is the same pack_validation_failed *wop.Error Parse returns.
-//
-// Legacy spelling: a v1 key "host.aiEnvelope" or "host.aiEnvelope.await"
-// (value "required", "optional", or v1's "supported", read as required)
-// becomes the family key "aiEnvelope" plus, for the second, the facet
-// "await" in peerDependenciesMeta. When one family is declared several
-// ways, required wins. "host." always starts a legacy key, so no vendor
-// family may use the org "host". requires entries accept the same spelling.
-func (m *Manifest) Validate() error {
-	var ps problems
-	m.validate(&ps)
-	return ps.err(FileName)
-}
-
-// validate records every problem in ps and updates m only when there are
-// none, so that a refused manifest is never half-normalised.
+// validate checks what the format's shape cannot say, and what this host
+// makes of a valid manifest, recording every problem in ps and the notes
+// in m. It updates m only when there are no problems, so that a refused
+// manifest is never half-normalised.
 func (m *Manifest) validate(ps *problems) {
 	n := len(*ps)
 
-	switch {
-	case m.Name == "":
-		ps.add("/name", "is required")
-	case !namePattern.MatchString(m.Name):
-		ps.add("/name", `must be reverse-DNS style, e.g. "community.demo"`)
+	if m.Kind != "" && m.Kind != "node" {
+		ps.addCode("/kind", CodePackKindInvalid, `is `+strconv.Quote(m.Kind)+`; this host loads node packs only: write "kind": "node"`)
 	}
-	checkVersion(ps, "/version", m.Version)
-	if m.Kind != "node" {
-		ps.add("/kind", `must be "node"`)
-	}
-	if m.Runtime.Language == "" {
-		ps.add("/runtime/language", "is required")
-	}
-	if msg := checkEntry(m.Runtime.Entry); msg != "" {
-		ps.add("/runtime/entry", msg)
-	}
+	m.checkEngines(ps)
+	m.checkRuntime(ps)
 	if len(m.Nodes) == 0 && len(m.Agents) == 0 {
 		ps.add("/nodes", "a pack needs at least one node or agent")
 	}
+	if len(m.Dependencies) > 0 {
+		ps.add("/dependencies", "names other packs ("+strings.Join(sortedKeys(m.Dependencies), ", ")+
+			"); this host does not resolve dependencies between packs: remove them and load each pack with a pack block of its own")
+	}
+	m.checkConnector(ps)
 	m.checkPrompts(ps)
 	peers, meta := m.normalisePeers(ps)
 	nodes := m.checkNodes(ps, peers)
@@ -72,15 +69,92 @@ func (m *Manifest) validate(ps *problems) {
 	if len(*ps) > n {
 		return
 	}
+	// Notes read the values as written, before normalising.
+	m.Notes = m.notes()
 	m.PeerDependencies, m.PeerDependenciesMeta, m.Nodes = peers, meta, nodes
 }
 
-func checkVersion(ps *problems, field, v string) {
-	switch {
-	case v == "":
-		ps.add(field, "is required")
-	case !semverPattern.MatchString(v):
-		ps.add(field, `must be a semantic version, e.g. "1.2.0"`)
+// checkEngines refuses a range that does not admit ProtocolMajor. The
+// shape checked the grammar: ">=A[.B[.C]] <N.0.0" admits major 2 when A
+// is at most 2 and N above 2.
+func (m *Manifest) checkEngines(ps *problems) {
+	sub := enginesPattern.FindStringSubmatch(m.Engines.OpenWOP)
+	if sub == nil {
+		return
+	}
+	low, errLow := strconv.Atoi(sub[1])
+	ceil, errCeil := strconv.Atoi(sub[3])
+	if errLow != nil || errCeil != nil || low > ProtocolMajor || ceil <= ProtocolMajor {
+		ps.addCode("/engines/openwop", CodePackEngineUnsupported, strconv.Quote(m.Engines.OpenWOP)+
+			" does not admit OpenWOP "+strconv.Itoa(ProtocolMajor)+", the protocol this host implements")
+	}
+}
+
+// checkRuntime checks the entry and refuses the runtimes this host cannot
+// start: it starts runtime.entry as a local executable.
+func (m *Manifest) checkRuntime(ps *problems) {
+	switch m.Runtime.Language {
+	case "remote":
+		ps.add("/runtime/language", `"remote" packs run on an MCP server; this host runs a pack's entry as a local executable, so it cannot load them`)
+		return
+	case "wasm", "wasm-component":
+		ps.add("/runtime/language", strconv.Quote(m.Runtime.Language)+" packs need a WebAssembly runtime; this host runs a pack's entry as a local executable")
+	}
+	if len(m.Runtime.MCPServer) > 0 {
+		ps.add("/runtime/mcpServer", `is only for runtime.language "remote"`)
+	}
+	if msg := checkEntry(m.Runtime.Entry); msg != "" {
+		ps.add("/runtime/entry", msg)
+	}
+}
+
+// checkConnector checks what the connector's shape leaves open: each
+// action names a node of the pack, and the auth variant has its own keys.
+// A connector whose actions need OAuth is refused like a node's auth.
+func (m *Manifest) checkConnector(ps *problems) {
+	if len(m.Connector) == 0 {
+		return
+	}
+	var c struct {
+		Auth *struct {
+			Type     string          `json:"type"`
+			Provider json.RawMessage `json:"provider"`
+			Scopes   json.RawMessage `json:"scopes"`
+			Key      json.RawMessage `json:"key"`
+			Scope    json.RawMessage `json:"scope"`
+		} `json:"auth"`
+		Actions []struct {
+			TypeID string `json:"typeId"`
+		} `json:"actions"`
+	}
+	if json.Unmarshal(m.Connector, &c) != nil {
+		return // the shape reported it
+	}
+	if a := c.Auth; a != nil {
+		switch a.Type {
+		case "oauth2":
+			if a.Key != nil || a.Scope != nil {
+				ps.add("/connector/auth", `an "oauth2" auth has provider and scopes, not key or scope`)
+			} else if a.Provider == nil {
+				ps.add("/connector/auth/provider", "is required")
+			} else if !ps.has("/connector/auth") {
+				ps.addCode("/connector/auth", CodeOAuthProviderUnsupported, "needs OAuth; this host has no OAuth flow, so it refuses the pack")
+			}
+		case "credential":
+			if a.Provider != nil || a.Scopes != nil {
+				ps.add("/connector/auth", `a "credential" auth has key and scope, not provider or scopes`)
+			} else if a.Key == nil {
+				ps.add("/connector/auth/key", "is required")
+			}
+		}
+	}
+	for i, a := range c.Actions {
+		if a.TypeID == "" {
+			continue
+		}
+		if _, ok := m.Node(a.TypeID); !ok {
+			ps.add("/connector/actions/"+strconv.Itoa(i)+"/typeId", "names no node of this pack (connector_action_unresolved)")
+		}
 	}
 }
 
@@ -109,24 +183,34 @@ func checkEntry(entry string) string {
 
 // normalisePeers checks peerDependencies and peerDependenciesMeta and
 // returns them with legacy keys folded into their family.
+//
+// Legacy spelling: a v1 key "host.aiEnvelope" or "host.aiEnvelope.await"
+// (v1's value "supported" is read as required) becomes the family key
+// "aiEnvelope" plus, for the second, the facet "await" in
+// peerDependenciesMeta. When one family is declared several ways, required
+// wins. "host." always starts a legacy key, so no vendor family may use the
+// org "host". RequiresKey entries accept the same spelling.
 func (m *Manifest) normalisePeers(ps *problems) (map[string]string, map[string]PeerMeta) {
 	var peers map[string]string
 	legacyFacets := map[string][]string{}
 	for _, key := range sortedKeys(m.PeerDependencies) {
 		field := "/peerDependencies" + pointer(key)
-		family, facet, legacy, msg := parsePeerKey(key)
+		family, facet, _, msg := parsePeerKey(key)
 		if msg != "" {
 			ps.add(field, msg)
 			continue
 		}
+		// OpenWOP leaves the value open (hosts put version ranges there);
+		// "optional" is wophost's spelling of an optional peer, and
+		// anything else is required, like a key without meta.
 		val := m.PeerDependencies[key]
-		switch {
-		case val == Required || val == Optional:
-		case legacy && val == "supported":
-			val = Required
-		default:
-			ps.add(field, `must be "required" or "optional"`)
+		switch val {
+		case "":
+			ps.add(field, `must not be empty: write "required", "optional" or a version range`)
 			continue
+		case Optional:
+		default:
+			val = Required
 		}
 		if peers == nil {
 			peers = map[string]string{}
@@ -217,46 +301,56 @@ func parseLegacy(rest string) (family, facet, msg string) {
 const MaxTypeIDBytes = 256
 
 // checkNodes checks each node and returns copies with their requires
-// normalised and their schemas compiled.
+// normalised.
 func (m *Manifest) checkNodes(ps *problems, peers map[string]string) []Node {
 	known := vendorFamilies(peers)
 	seen := map[string]int{}
 	nodes := make([]Node, len(m.Nodes))
 	for i, n := range m.Nodes {
 		field := "/nodes" + pointer(strconv.Itoa(i))
-		switch prev, dup := seen[n.TypeID]; {
-		case n.TypeID == "":
-			ps.add(field+"/typeId", "is required")
-		case len(n.TypeID) > MaxTypeIDBytes:
-			ps.add(field+"/typeId", "is longer than "+strconv.Itoa(MaxTypeIDBytes)+" bytes")
-		case !typeIDPattern.MatchString(n.TypeID):
-			ps.add(field+"/typeId", `must be a dotted type name, e.g. "acme.summarize"`)
-		case dup:
+		if prev, dup := seen[n.TypeID]; dup && n.TypeID != "" {
 			ps.add(field+"/typeId", "duplicates /nodes/"+strconv.Itoa(prev)+"/typeId")
-		default:
+		} else {
 			seen[n.TypeID] = i
 		}
-		checkVersion(ps, field+"/version", n.Version)
-		if n.Category == "" {
-			ps.add(field+"/category", "is required")
+		for _, ref := range n.refs() {
+			if msg := checkEntry(*ref.path); msg != "" && *ref.path != "" {
+				ps.add(field+"/"+ref.key, msg)
+			}
 		}
-		if n.Role == "" {
-			ps.add(field+"/role", "is required")
+		if msg := checkEntry(n.EnvelopeContractRef); msg != "" && n.EnvelopeContractRef != "" {
+			ps.add(field+"/envelopeContractRef", msg)
+		}
+		if len(n.Auth) > 0 && !ps.has(field+"/auth") {
+			ps.addCode(field+"/auth", CodeOAuthProviderUnsupported, "needs OAuth; this host has no OAuth flow, so it refuses the pack")
 		}
 		n.Requires = slices.Clone(n.Requires)
 		for j, r := range n.Requires {
 			family, facet, msg := parseRequire(r, known)
 			if msg != "" {
-				ps.add(field+"/requires"+pointer(strconv.Itoa(j)), msg)
+				ps.add(field+"/"+RequiresKey+pointer(strconv.Itoa(j)), msg)
 				continue
 			}
 			n.Requires[j] = Requirement{Family: family, Facet: facet}.String()
 		}
-		n.InputSchema, n.input = compileSchema(ps, field+"/inputSchema", n.InputSchema)
-		n.OutputSchema, n.output = compileSchema(ps, field+"/outputSchema", n.OutputSchema)
 		nodes[i] = n
 	}
 	return nodes
+}
+
+// schemaRef is one schema reference of a node: its key and its value.
+type schemaRef struct {
+	key  string
+	path *string
+}
+
+// refs lists the node's schema references, set or not.
+func (n *Node) refs() []schemaRef {
+	return []schemaRef{
+		{"configSchemaRef", &n.ConfigSchemaRef},
+		{"inputSchemaRef", &n.InputSchemaRef},
+		{"outputSchemaRef", &n.OutputSchemaRef},
+	}
 }
 
 // vendorFamilies returns the test for "is a vendor family the pack

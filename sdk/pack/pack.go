@@ -21,14 +21,15 @@ import (
 type Pack struct {
 	// Manifest is the pack.json the binary was built with, usually through
 	// //go:embed. The host refuses the pack when it differs from the file
-	// beside the binary.
+	// beside the binary. Schema files are not embedded: the host reads
+	// them from the pack directory.
 	Manifest []byte
 	// Nodes maps each typeId to its implementation.
 	Nodes map[string]Node
 }
 
-// Node runs one node. input has already been validated against the node's
-// inputSchema by the host. The result is marshalled to JSON; errors should
+// Node runs one node. input has already been validated by the host
+// against the schema file the node's inputSchemaRef names. The result is marshalled to JSON; errors should
 // be *wop.Error values (others reach the host as "internal").
 type Node func(ctx *Ctx, input json.RawMessage) (any, error)
 

@@ -34,7 +34,7 @@ capability "ai" {
     }
   }
 }
-pack "test.probe" {
+pack "private.wophost.probe" {
   path = %q
 }
 `, bin.testcap, plugin, bin.probePack))

@@ -125,7 +125,7 @@ capability "echo" {
   plugin   = %q
   families = ["test.echo"]
 }
-pack "test.probe" {
+pack "private.wophost.probe" {
   path = %q
 }
 `, bin.testcap, bin.probePack))
@@ -184,7 +184,7 @@ capability "agents" {
     store_file = "agents.db"
   }
 }
-pack "community.kvdemo" {
+pack "community.wophost.kvdemo" {
   path = %q
 }
 `, bin.kv, binary(tb, "./plugins/aienvelope"), rules, binary(tb, "./plugins/promptlib"),

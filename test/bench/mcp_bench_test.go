@@ -32,7 +32,7 @@ capability "mcp" {
     }
   }
 }
-pack "test.mcppack" { path = %q }
+pack "private.wophost.mcppack" { path = %q }
 `, binary(tb, "./plugins/mcp"), binary(tb, "./examples/mcpservers/toolbox"), dir))
 }
 

@@ -68,7 +68,7 @@ capability "prompts" {
     dir = %q
   }
 }
-pack "test.probe" {
+pack "private.wophost.probe" {
   path = %q
 }
 `, bin.testcap, binary(tb, "./plugins/promptlib"), storeDir, bin.probePack))

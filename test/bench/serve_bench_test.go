@@ -26,7 +26,7 @@ capability "echo" {
   plugin   = %q
   families = ["test.echo"]
 }
-pack "test.probe" {
+pack "private.wophost.probe" {
   path = %q
 }
 `, bin.testcap, bin.probePack)

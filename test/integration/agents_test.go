@@ -180,7 +180,7 @@ func (e *agentEnv) agentPack(t *testing.T, name string, defs []agentDef) string 
 		}
 		agents = append(agents, m+"}")
 	}
-	manifest := fmt.Sprintf(`{"name":%q,"version":"1.0.0","kind":"node","runtime":{"language":"go","entry":"agentpack"},
+	manifest := fmt.Sprintf(`{"name":%q,"version":"1.0.0","kind":"node","engines":{"openwop":">=2.0 <3.0.0"},"runtime":{"language":"go","entry":"agentpack"},
   "peerDependencies":{"agentRuntime":"required","mcp":"optional"},
   "agents":[%s]}`, name, strings.Join(agents, ",\n"))
 	if err := os.WriteFile(filepath.Join(dir, "pack.json"), []byte(manifest), 0o644); err != nil {
@@ -251,7 +251,7 @@ func limitOf(we *wop.Error) string {
 // One host: install, spawn, delegation choices, consensus outcomes, the
 // allowlist refused in the plugin, and budget and turn exhaustion.
 func TestAgentsThroughTheHost(t *testing.T) {
-	e := newAgentEnv(t, "", map[string][]agentDef{"test.agents": testAgents})
+	e := newAgentEnv(t, "", map[string][]agentDef{"private.test.agents": testAgents})
 	h := startHost(t, e.cfg)
 
 	t.Run("registry", func(t *testing.T) {
@@ -260,12 +260,12 @@ func TestAgentsThroughTheHost(t *testing.T) {
 			t.Fatalf("registry holds %d agents, want %d", len(list), len(testAgents))
 		}
 		for _, a := range list {
-			if a.Pack != "test.agents" || a.SystemPrompt.Digest == "" || !strings.HasPrefix(a.Digest, "sha256:") {
+			if a.Pack != "private.test.agents" || a.SystemPrompt.Digest == "" || !strings.HasPrefix(a.Digest, "sha256:") {
 				t.Errorf("entry %+v", a)
 			}
 		}
 		for _, p := range h.Packs() {
-			if p.Name == "test.agents" && len(p.Agents) != len(testAgents) {
+			if p.Name == "private.test.agents" && len(p.Agents) != len(testAgents) {
 				t.Errorf("pack lists agents %v", p.Agents)
 			}
 		}
@@ -462,7 +462,7 @@ func TestAgentMailboxAcrossKill9(t *testing.T) {
       type     = "openai"
       base_url = "%s/v1"
       model    = "fixture-model"
-    }`, srv.URL), map[string][]agentDef{"test.mailbox": {{ID: "listener", Description: "Reads its mail."}}})
+    }`, srv.URL), map[string][]agentDef{"private.test.mailbox": {{ID: "listener", Description: "Reads its mail."}}})
 	h := startHost(t, e.cfg)
 	id := spawn(t, h, "listener")
 
@@ -538,13 +538,13 @@ func TestAgentMailboxAcrossKill9(t *testing.T) {
 // field; the other packs load, and only their agents are listed.
 func TestAgentPackRefusals(t *testing.T) {
 	e := newAgentEnv(t, "", map[string][]agentDef{
-		"test.good":      {{ID: "good", Description: "Fine."}},
-		"test.unpinned":  {{ID: "unpinned", Description: "Bare name.", PromptRef: "t/unpinned"}},
-		"test.label":     {{ID: "label", Description: "Moving label.", PromptRef: "t/label@latest"}},
-		"test.absent":    {{ID: "absent", Description: "Never published.", PromptRef: "t/absent@7"}},
-		"test.noserver":  {{ID: "noserver", Description: "Unknown server.", Allow: []string{"tools/add", "nowhere/add"}}},
-		"test.second":    {{ID: "good", Description: "Same id as test.good."}},
-		"test.nohandoff": {{ID: "handoff", Description: "Hands off to nobody."}},
+		"private.test.good":      {{ID: "good", Description: "Fine."}},
+		"private.test.unpinned":  {{ID: "unpinned", Description: "Bare name.", PromptRef: "t/unpinned"}},
+		"private.test.label":     {{ID: "label", Description: "Moving label.", PromptRef: "t/label@latest"}},
+		"private.test.absent":    {{ID: "absent", Description: "Never published.", PromptRef: "t/absent@7"}},
+		"private.test.noserver":  {{ID: "noserver", Description: "Unknown server.", Allow: []string{"tools/add", "nowhere/add"}}},
+		"private.test.second":    {{ID: "good", Description: "Same id as private.test.good."}},
+		"private.test.nohandoff": {{ID: "handoff", Description: "Hands off to nobody."}},
 	})
 	// The handoff target is checked against this pack and those declared
 	// before it.
@@ -558,7 +558,7 @@ func TestAgentPackRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rewrite("test.nohandoff", `"toolAllowlist":[]`, `"toolAllowlist":[],"handoff":{"targets":["ghost"]}`)
+	rewrite("private.test.nohandoff", `"toolAllowlist":[]`, `"toolAllowlist":[],"handoff":{"targets":["ghost"]}`)
 
 	res := runHost(t, "", "--config", e.cfg, "--json", "packs")
 	if res.code != 0 {
@@ -569,13 +569,13 @@ func TestAgentPackRefusals(t *testing.T) {
 		t.Fatalf("%v\n%s", err, res.stdout)
 	}
 	want := map[string]string{
-		"test.good":      "",
-		"test.unpinned":  "/agents/0/systemPromptRef",
-		"test.label":     "/agents/0/systemPromptRef",
-		"test.absent":    "/agents/0/systemPromptRef",
-		"test.noserver":  "/agents/0/toolAllowlist/1",
-		"test.second":    "/agents/0/id",
-		"test.nohandoff": "/agents/0/handoff/targets/0",
+		"private.test.good":      "",
+		"private.test.unpinned":  "/agents/0/systemPromptRef",
+		"private.test.label":     "/agents/0/systemPromptRef",
+		"private.test.absent":    "/agents/0/systemPromptRef",
+		"private.test.noserver":  "/agents/0/toolAllowlist/1",
+		"private.test.second":    "/agents/0/id",
+		"private.test.nohandoff": "/agents/0/handoff/targets/0",
 	}
 	for _, p := range packs {
 		field, ok := want[p.Name]
@@ -601,8 +601,8 @@ func TestAgentPackRefusals(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.stdout), &list); err != nil || res.code != 0 {
 		t.Fatalf("agents: exit %d %v\n%s%s", res.code, err, res.stdout, res.stderr)
 	}
-	if len(list) != 1 || list[0].ID != "good" || list[0].Pack != "test.good" {
-		t.Errorf("registry %+v, want only good from test.good", list)
+	if len(list) != 1 || list[0].ID != "good" || list[0].Pack != "private.test.good" {
+		t.Errorf("registry %+v, want only good from private.test.good", list)
 	}
 	table := runHost(t, "", "--config", e.cfg, "agents")
 	if table.code != 0 || !strings.Contains(table.stdout, "AGENT") || !strings.Contains(table.stdout, "t/good@1") {
@@ -696,7 +696,7 @@ capability "prompts" {
   config { dir = %q }
 }
 capability "agents" { plugin = %q }
-pack "community.council" { path = %q }
+pack "community.wophost.council" { path = %q }
 `, binary(t, "./plugins/aienvelope"), testbin.SourceDir("examples/aienvelope/rules.json"), binary(t, "./plugins/promptlib"),
 		filepath.Join(t.TempDir(), "prompts"), binary(t, "./plugins/agentrt"), pack))
 	res := runHost(t, "", "--config", cfg, "prompts", "publish",
@@ -729,7 +729,7 @@ func TestAgentPackWithoutTheRuntimeIsDegraded(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	manifest := `{"name":"test.agentless","version":"1.0.0","kind":"node","runtime":{"language":"go","entry":"agentpack"},
+	manifest := `{"name":"private.test.agentless","version":"1.0.0","kind":"node","engines":{"openwop":">=2.0 <3.0.0"},"runtime":{"language":"go","entry":"agentpack"},
   "peerDependencies":{"agentRuntime":"optional"},
   "agents":[{"id":"lonely","name":"Lonely","description":"has no runtime","systemPromptRef":"t/lonely@1","toolAllowlist":[]}]}`
 	if err := os.WriteFile(filepath.Join(dir, "pack.json"), []byte(manifest), 0o644); err != nil {
@@ -742,7 +742,7 @@ func TestAgentPackWithoutTheRuntimeIsDegraded(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "agentpack"), exe, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := writeConfig(t, fmt.Sprintf("host { plugin_dir = \"BIN\" }\npack \"test.agentless\" { path = %q }\n", dir))
+	cfg := writeConfig(t, fmt.Sprintf("host { plugin_dir = \"BIN\" }\npack \"private.test.agentless\" { path = %q }\n", dir))
 	res := runHost(t, "", "--config", cfg, "--json", "packs")
 	var packs []host.PackInfo
 	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &packs) != nil || len(packs) != 1 {

@@ -49,7 +49,7 @@ capability "ai" {
 %s
   }
 }
-pack "test.probe" { path = %q }
+pack "private.wophost.probe" { path = %q }
 `, binary(t, "./plugins/aienvelope"), body, probePack(t)))
 	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "rules.json"), []byte(aiRules), 0o644); err != nil {
 		t.Fatal(err)

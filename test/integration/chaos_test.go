@@ -97,8 +97,8 @@ capability "agents" {
     mailbox_capacity = 100000
   }
 }
-pack "test.probe" { path = %q }
-pack "community.kvdemo" { path = %q }
+pack "private.wophost.probe" { path = %q }
+pack "community.wophost.kvdemo" { path = %q }
 `, binary(t, "./plugins/aienvelope"), binary(t, "./plugins/promptlib"), binary(t, "./plugins/agentrt"), probePack(t), kvdemo))
 	if res := runHost(t, "", "--config", cfg, "prompts", "publish", prompt); res.code != 0 {
 		t.Fatalf("publish: %s%s", res.stdout, res.stderr)

@@ -74,7 +74,7 @@ capability "mcp" {
     }
   }
 }
-pack "test.mcppack" {
+pack "private.wophost.mcppack" {
   path = %q
   env  = { PACK_VAR = "for-the-pack" }
 }
@@ -181,7 +181,7 @@ capability "echo" {
   plugin   = "testcap"
   families = ["test.echo"]
 }
-pack "test.probe" { path = %q }
+pack "private.wophost.probe" { path = %q }
 `, pack))
 	}
 
@@ -204,7 +204,7 @@ pack "test.probe" { path = %q }
 		if err := os.Symlink(wrapper, entry); err != nil {
 			t.Fatal(err)
 		}
-		state, errText := packState(t, config(pack), "test.probe")
+		state, errText := packState(t, config(pack), "private.wophost.probe")
 		if state != "refused" {
 			t.Fatalf("a pack whose entry leads outside it is %s (%s), want refused", state, errText)
 		}
@@ -231,7 +231,7 @@ pack "test.probe" { path = %q }
 			t.Fatal(err)
 		}
 		// Degraded: the probe's optional peers are not configured here.
-		if state, errText := packState(t, config(pack), "test.probe"); state != "degraded" || errText != "" {
+		if state, errText := packState(t, config(pack), "private.wophost.probe"); state != "degraded" || errText != "" {
 			t.Fatalf("a pack whose entry links inside it is %s (%s), want loaded", state, errText)
 		}
 	})

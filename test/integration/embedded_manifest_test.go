@@ -46,7 +46,7 @@ capability "echo" {
   plugin   = "testcap"
   families = ["test.echo"]
 }
-pack "test.probe" { path = "`+dir+`" }
+pack "private.wophost.probe" { path = "`+dir+`" }
 `)
 	cfg, ldr, diags := config.Load(cfgPath)
 	if diags.HasErrors() {

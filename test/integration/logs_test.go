@@ -18,7 +18,7 @@ capability "echo" {
   plugin   = "testcap"
   families = ["test.echo"]
 }
-pack "test.probe" { path = "`+probePack(t)+`" }
+pack "private.wophost.probe" { path = "`+probePack(t)+`" }
 `)
 	var lines []map[string]any
 	for _, method := range []string{"log", "fail"} {

@@ -94,7 +94,7 @@ capability "mcp" {
     }
   }
 }
-pack "test.mcppack" { path = %q }
+pack "private.wophost.mcppack" { path = %q }
 `, binary(t, "./plugins/mcp"), binary(t, "./test/mcpservers/scripted"), missing, mcpPack(t))), logs)
 
 	if r := capRecord(h, "mcp"); r.State != registry.StateReady {
@@ -164,7 +164,7 @@ capability "mcp" {
     }
   }
 }
-pack "test.mcppack" { path = %q }
+pack "private.wophost.mcppack" { path = %q }
 `, binary(t, "./plugins/mcp"), binary(t, "./test/mcpservers/gosdk"), mcpPack(t))))
 
 	start := time.Now()
@@ -220,7 +220,7 @@ capability "mcp" {
     }
   }
 }
-pack "test.mcppack" { path = %q }
+pack "private.wophost.mcppack" { path = %q }
 `, binary(t, "./plugins/mcp"), scripted, filepath.Join(marks, "flaky"), scripted, filepath.Join(marks, "slow"), mcpPack(t))))
 
 	revision := func(id string) string {
@@ -340,7 +340,7 @@ capability "mcp" {
   config {%s
   }
 }
-pack "test.mcppack" { path = %q }
+pack "private.wophost.mcppack" { path = %q }
 `, binary(t, "./plugins/mcp"), servers, mcpPack(t))))
 	modern, legacy := clientCapabilities(t, without)
 	if modern["sampling"] != nil || legacy["sampling"] != nil || modern["elicitation"] == nil || legacy["elicitation"] == nil {
@@ -370,7 +370,7 @@ capability "mcp" {
   config {%s
   }
 }
-pack "test.mcppack" { path = %q }
+pack "private.wophost.mcppack" { path = %q }
 `, binary(t, "./plugins/aienvelope"), binary(t, "./plugins/mcp"), servers, mcpPack(t))))
 	modern, legacy = clientCapabilities(t, with)
 	if modern["sampling"] == nil || legacy["sampling"] == nil {
@@ -410,8 +410,8 @@ capability "mcp" {
     }
   }
 }
-pack "test.mcppack" { path = %q }
-pack "test.probe" { path = %q }
+pack "private.wophost.mcppack" { path = %q }
+pack "private.wophost.probe" { path = %q }
 `, binary(t, "./plugins/mcp"), binary(t, "./test/mcpservers/scripted"), mcpPack(t), probePack(t))))
 	const silent = `{"method":"callTool","request":{"serverId":"scripted","name":"silent"}}`
 	run := func(ctx context.Context, in string, timeout time.Duration) error {

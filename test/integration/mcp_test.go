@@ -50,7 +50,7 @@ capability "mcp" {
     }
   }
 }
-pack "test.mcppack" { path = %q }
+pack "private.wophost.mcppack" { path = %q }
 `, binary(t, "./plugins/mcp"), binary(t, "./test/mcpservers/scripted"),
 		binary(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"),
 		binary(t, "./test/mcpservers/gosdk"), mcpPack(t)))
@@ -267,7 +267,7 @@ capability "mcp" {
     }
   }
 }
-pack "test.mcppack" { path = %q }
+pack "private.wophost.mcppack" { path = %q }
 `, binary(t, "./plugins/aienvelope"), binary(t, "./plugins/mcp"),
 		binary(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"), mcpPack(t)))
 	rules := `{"rules":[{"match":"(?i)capital of France","text":"Paris"}]}`

@@ -48,7 +48,7 @@ func TestChaosPackKill(t *testing.T) {
 			}
 			kvFailed++
 			if status != 503 || !strings.Contains(body, `"code":"unavailable"`) || !strings.Contains(body, `"retryable":true`) ||
-				!strings.Contains(body, "community.kvdemo") || strings.Contains(body, "dial") || strings.Contains(body, ".sock") || strings.Contains(body, "/tmp/") {
+				!strings.Contains(body, "community.wophost.kvdemo") || strings.Contains(body, "dial") || strings.Contains(body, ".sock") || strings.Contains(body, "/tmp/") {
 				badFailures = append(badFailures, fmt.Sprintf("%d %s", status, body))
 			}
 		})
@@ -112,7 +112,7 @@ func TestChaosPackKill(t *testing.T) {
 	load.halt()
 
 	packs := request(t, "GET", d.base+"/v1/packs", "", nil)
-	restarts := regexp.MustCompile(`"name":"community.kvdemo"[^}]*"state":"(\w+)"[^}]*"restarts":(\d+)`).FindStringSubmatch(packs.body)
+	restarts := regexp.MustCompile(`"name":"community.wophost.kvdemo"[^}]*"state":"(\w+)"[^}]*"restarts":(\d+)`).FindStringSubmatch(packs.body)
 	metrics := request(t, "GET", d.base+"/metrics", "", nil).body
 	ready := request(t, "GET", d.base+"/readyz", "", nil)
 	sort.Slice(recoveries, func(i, j int) bool { return recoveries[i] < recoveries[j] })
@@ -132,8 +132,8 @@ func TestChaosPackKill(t *testing.T) {
 	if restarts == nil || restarts[1] != "degraded" || restarts[2] != fmt.Sprint(packKills) {
 		t.Errorf("/v1/packs after %d kills: %s", packKills, packs.body)
 	}
-	if !strings.Contains(metrics, fmt.Sprintf(`wophost_pack_restarts_total{pack="community.kvdemo"} %d`, packKills)) ||
-		!strings.Contains(metrics, `wophost_pack_state{pack="community.kvdemo",state="degraded"} 1`) {
+	if !strings.Contains(metrics, fmt.Sprintf(`wophost_pack_restarts_total{pack="community.wophost.kvdemo"} %d`, packKills)) ||
+		!strings.Contains(metrics, `wophost_pack_state{pack="community.wophost.kvdemo",state="degraded"} 1`) {
 		t.Errorf("metrics after the kills lack the pack's restarts or state:\n%s", grepLines(metrics, "wophost_pack_"))
 	}
 	if readyz[503] == 0 {

@@ -41,7 +41,7 @@ capability "prompts" {
     dir = %q
   }
 }
-pack "test.probe" { path = %q }
+pack "private.wophost.probe" { path = %q }
 `, binary(t, "./plugins/promptlib"), s.store, s.pack))
 	return s
 }
@@ -175,7 +175,9 @@ func TestPromptLockMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m struct{ Prompts map[string]string }
+	var m struct {
+		Prompts map[string]string `json:"x-wophost-prompts"`
+	}
 	if err := json.Unmarshal(manifest, &m); err != nil {
 		t.Fatalf("lock left pack.json invalid: %v\n%s", err, manifest)
 	}
@@ -309,7 +311,7 @@ capability "prompts" {
     mode = %q
   }
 }
-pack "test.probe" { path = %q }
+pack "private.wophost.probe" { path = %q }
 `, liar, mode, probePack(t)))
 			h := startHost(t, cfg)
 			p, err := get(t, h, "any@4")

@@ -45,3 +45,24 @@ func TestPromptsVerifyReportsOrphanedBlob(t *testing.T) {
 		t.Errorf("verify after removing the orphan: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }
+
+// host prompts lock refuses a pack.json that still spells the lock map
+// "prompts", saying what to rename it to, and leaves the file alone.
+func TestPromptsLockRefusesTheOldKey(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "prompts")
+	if res := runHost(t, "", "prompts", "--store", store, "publish", writePrompt(t, "---\nname: sys\n---\nHi.\n")); res.code != 0 {
+		t.Fatalf("publish: exit %d\n%s", res.code, res.stderr)
+	}
+	pack := t.TempDir()
+	old := `{"name": "private.test.old", "prompts": {}}`
+	if err := os.WriteFile(filepath.Join(pack, "pack.json"), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runHost(t, "", "prompts", "--store", store, "lock", pack, "sys")
+	if res.code == 0 || !strings.Contains(res.stderr, `"x-wophost-prompts"`) {
+		t.Errorf("lock of an old pack.json: exit %d, want a failure naming x-wophost-prompts\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(pack, "pack.json")); string(b) != old {
+		t.Errorf("pack.json was rewritten:\n%s", b)
+	}
+}

@@ -43,7 +43,7 @@ capability "other" {
   plugin   = "testcap"
   families = ["test.other"]
 }
-pack "test.probe" { path = "`+probePack(t)+`" }
+pack "private.wophost.probe" { path = "`+probePack(t)+`" }
 `+extra)
 }
 
@@ -65,14 +65,14 @@ func TestPeerDependencies(t *testing.T) {
 	if err := os.MkdirAll(needsAI, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	manifest := `{"name":"test.needsai","version":"1.0.0","kind":"node","runtime":{"language":"go","entry":"absent"},
+	manifest := `{"name":"private.test.needsai","version":"1.0.0","kind":"node","engines":{"openwop":">=2.0 <3.0.0"},"runtime":{"language":"go","entry":"absent"},
 "peerDependencies":{"aiEnvelope":"required","test.echo":"required"},
 "peerDependenciesMeta":{"aiEnvelope":{"facets":["await"]}},
 "nodes":[{"typeId":"needsai.x","version":"1.0.0","category":"chat","role":"pure"}]}`
 	if err := os.WriteFile(filepath.Join(needsAI, "pack.json"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := probeConfig(t, `pack "test.needsai" { path = "`+needsAI+`" }`)
+	cfg := probeConfig(t, `pack "private.test.needsai" { path = "`+needsAI+`" }`)
 	res := runHost(t, "", "--config", cfg, "--json", "packs")
 	if res.code != 0 {
 		t.Fatalf("host packs: exit %d\n%s", res.code, res.stderr)
@@ -88,13 +88,13 @@ func TestPeerDependencies(t *testing.T) {
 	for i, p := range packs {
 		got[p.Name] = i
 	}
-	probe, needs := packs[got["test.probe"]], packs[got["test.needsai"]]
+	probe, needs := packs[got["private.wophost.probe"]], packs[got["private.test.needsai"]]
 	if want := "agentRuntime,aiEnvelope,mcp,promptLibrary"; probe.State != "degraded" || strings.Join(probe.Degraded, ",") != want {
-		t.Errorf("test.probe: %+v, want degraded for the optional %s", probe, want)
+		t.Errorf("private.wophost.probe: %+v, want degraded for the optional %s", probe, want)
 	}
 	if needs.State != "refused" || !strings.Contains(needs.Error, "pack_peer_dependency_missing") ||
 		!strings.Contains(needs.Error, "aiEnvelope, aiEnvelope.await") {
-		t.Errorf("test.needsai: %+v, want refused with pack_peer_dependency_missing naming aiEnvelope and aiEnvelope.await", needs)
+		t.Errorf("private.test.needsai: %+v, want refused with pack_peer_dependency_missing naming aiEnvelope and aiEnvelope.await", needs)
 	}
 	// A refused pack's nodes are unknown to the host.
 	e := decodeEnvelope(t, runHost(t, "", "--config", cfg, "run", "needsai.x"))

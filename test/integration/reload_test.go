@@ -61,8 +61,8 @@ capability "ai" {
     }
   }
 }
-pack "test.probe" { path = %q }
-pack "community.kvdemo" { path = %q }
+pack "private.wophost.probe" { path = %q }
+pack "community.wophost.kvdemo" { path = %q }
 `, bin.dir, filepath.Join(filepath.Dir(path), "state"), kvMax, binary(t, "./plugins/aienvelope"), aiAttempts,
 		filepath.Join(filepath.Dir(path), "probe"), filepath.Join(filepath.Dir(path), "kvdemo"))
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
@@ -224,7 +224,7 @@ func TestServeReloadRefusedWhenItWouldLoseACapability(t *testing.T) {
 		t.Fatalf("a reload losing kv and the kvdemo pack: %s\n%s", got, d.log())
 	}
 	log := d.log()
-	for _, want := range []string{`capability \"kv\" would not be ready`, `pack \"community.kvdemo\" would be refused`} {
+	for _, want := range []string{`capability \"kv\" would not be ready`, `pack \"community.wophost.kvdemo\" would be refused`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the refusal does not say %s:\n%s", want, log)
 		}

@@ -232,7 +232,7 @@ capability "echo" {
   plugin   = "testcap"
   families = ["test.echo"]
 }
-pack "test.probe" { path = "`+packDir+`" }
+pack "private.wophost.probe" { path = "`+packDir+`" }
 `)
 	w := &waits{}
 	policy := host.DefaultRestartPolicy()
@@ -253,9 +253,9 @@ pack "test.probe" { path = "`+packDir+`" }
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the pack to be given up", func() bool { return packRecord(h, "test.probe").State == host.PackFailed })
+	waitFor(t, "the pack to be given up", func() bool { return packRecord(h, "private.wophost.probe").State == host.PackFailed })
 
-	p := packRecord(h, "test.probe")
+	p := packRecord(h, "private.wophost.probe")
 	delays, _ := w.snapshot()
 	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
 	if !slices.Equal(delays, want) {

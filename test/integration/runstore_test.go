@@ -49,7 +49,7 @@ host {
 capability "kv" {
   plugin = "wophost-kv"
 }
-pack "community.kvdemo" { path = %q }
+pack "community.wophost.kvdemo" { path = %q }
 `, stateDir, hostExtra, kvdemoPack(t)))
 }
 

@@ -44,7 +44,7 @@ capability "other" {
   plugin   = "testcap"
   families = ["test.other"]
 }
-pack "test.sibling" { path = "`+pack+`" }
+pack "private.wophost.sibling" { path = "`+pack+`" }
 `))
 	dir := t.TempDir()
 	runIDFile, release := filepath.Join(dir, "holder-run-id"), filepath.Join(dir, "release")

@@ -115,7 +115,7 @@ capability "echo" {
   plugin   = "testcap"
   families = ["test.echo"]
 }
-pack "test.probe" {
+pack "private.wophost.probe" {
   path = %q
   %s
 }
@@ -131,12 +131,12 @@ pack "test.probe" {
 		}
 		return out
 	}
-	p := packs("")["test.probe"]
+	p := packs("")["private.wophost.probe"]
 	if p.State != "refused" || !strings.Contains(p.Error, "pack_validation_failed") ||
 		!strings.Contains(p.Error, entry) || !strings.Contains(p.Error, "0777") || !strings.Contains(p.Error, "allow_writable") {
 		t.Errorf("writable entry: %+v, want refused with pack_validation_failed naming %s, its mode and allow_writable", p, entry)
 	}
-	if p := packs("allow_writable = true")["test.probe"]; p.State == "refused" {
+	if p := packs("allow_writable = true")["private.wophost.probe"]; p.State == "refused" {
 		t.Errorf("with allow_writable = true: %+v, want loaded", p)
 	}
 }
@@ -215,7 +215,7 @@ capability "ai" {
     }
   }
 }
-pack "test.probe" { path = %q }
+pack "private.wophost.probe" { path = %q }
 `, canary, binary(t, "./plugins/aienvelope"), echoing.URL, probePack(t)))
 
 	input := `{"family":"aiEnvelope","method":"generate","payload":{"envelopeType":"t","userMessage":"hello","idempotencyKey":"canary-1"}}`

@@ -37,7 +37,7 @@ capability "echo" {
   plugin   = "testcap"
   families = ["test.echo"]
 }
-pack "test.probe" { path = "`+probePack(t)+`" }
+pack "private.wophost.probe" { path = "`+probePack(t)+`" }
 `+extra)
 }
 
@@ -255,7 +255,7 @@ func TestServeAPI(t *testing.T) {
 		t.Fatalf("plugins: %d %s", plugins.status, plugins.body)
 	}
 	packs := request(t, "GET", d.base+"/v1/packs", "", nil)
-	if packs.status != 200 || !strings.Contains(packs.body, `"test.probe"`) {
+	if packs.status != 200 || !strings.Contains(packs.body, `"private.wophost.probe"`) {
 		t.Fatalf("packs: %d %s", packs.status, packs.body)
 	}
 	if r := request(t, "GET", d.base+"/v1/agents", "", nil); r.status != 404 || !strings.Contains(r.body, "capability_not_provided") {

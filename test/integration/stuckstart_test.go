@@ -91,7 +91,7 @@ func TestServeSilentPluginWithLingeringGrandchild(t *testing.T) {
 	if err := os.MkdirAll(packDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	manifest := `{"name":"test.silent","version":"1.0.0","kind":"node","runtime":{"language":"go","entry":"silent"},
+	manifest := `{"name":"private.test.silent","version":"1.0.0","kind":"node","engines":{"openwop":">=2.0 <3.0.0"},"runtime":{"language":"go","entry":"silent"},
 "nodes":[{"typeId":"silent.x","version":"1.0.0","category":"data","role":"pure"}]}`
 	if err := os.WriteFile(filepath.Join(packDir, "pack.json"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ capability "silent" {
   plugin        = "`+silentPlugin+`"
   start_timeout = "2s"
 }
-pack "test.silent" { path = "`+packDir+`" }
+pack "private.test.silent" { path = "`+packDir+`" }
 `)
 
 	execAt := time.Now()
@@ -159,7 +159,7 @@ pack "test.silent" { path = "`+packDir+`" }
 	}
 	if len(packs) != 1 || packs[0].State != "refused" ||
 		!strings.Contains(packs[0].Error, "within start_timeout (2s)") {
-		t.Errorf("packs: %+v, want test.silent refused naming start_timeout", packs)
+		t.Errorf("packs: %+v, want private.test.silent refused naming start_timeout", packs)
 	}
 	if r := request(t, "GET", d.base+"/readyz", "", nil); r.status != 200 {
 		t.Errorf("readyz: %d %s", r.status, r.body)

@@ -107,7 +107,7 @@ capability "echo" {
   plugin   = "testcap"
   families = ["test.echo"]
 }
-pack "test.probe" { path = "`+probePack(t)+`" }
+pack "private.wophost.probe" { path = "`+probePack(t)+`" }
 `)
 	start := time.Now()
 	res := runHost(t, `{"ms":60000,"inPack":true}`, "--config", cfg, "run", "probe.sleep", "--input", "-")

@@ -128,13 +128,13 @@ func TestOneTraceAcrossTheHops(t *testing.T) {
 
 	spans := recv.waitFor(t, []string{
 		"wophost/run probe.echo",
-		"test.probe/node probe.echo",
-		"test.probe/ctx test.echo.echo",
+		"private.wophost.probe/node probe.echo",
+		"private.wophost.probe/ctx test.echo.echo",
 		"wophost/route test.echo.echo",
 		"echo/plugin test.echo.echo",
 	})
 	chain := []string{
-		"wophost/run probe.echo", "test.probe/node probe.echo", "test.probe/ctx test.echo.echo",
+		"wophost/run probe.echo", "private.wophost.probe/node probe.echo", "private.wophost.probe/ctx test.echo.echo",
 		"wophost/route test.echo.echo", "echo/plugin test.echo.echo",
 	}
 	for i, name := range chain {

@@ -106,7 +106,7 @@ capability "prompts" {
   config { dir = %q }
 }
 capability "agents" { plugin = %q }
-pack "community.council" { path = %q }
+pack "community.wophost.council" { path = %q }
 `, aiBinary, provider.URL, binary(t, "./plugins/promptlib"), filepath.Join(t.TempDir(), "prompts"),
 		binary(t, "./plugins/agentrt"), pack))
 	res := runHost(t, "", "--config", cfg, "prompts", "publish",

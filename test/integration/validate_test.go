@@ -23,7 +23,7 @@ func brokenProbePack(t *testing.T, manifest string) string {
 // plugin's config block's and a pack's, each at its place, and ends with
 // their count. A pack.json syntax error is at pack.json:LINE:COL.
 func TestValidateReportsEveryKindOfProblemInOneRun(t *testing.T) {
-	pack := brokenProbePack(t, "{\n  \"name\": \"test.probe\",\n  \"version\": \"1.0.0\",\n}\n")
+	pack := brokenProbePack(t, "{\n  \"name\": \"private.wophost.probe\",\n  \"version\": \"1.0.0\",\n}\n")
 	cfg := writeConfig(t, `host {
   plugin_dir = "BIN"
   colour     = "blue"
@@ -37,7 +37,7 @@ capability "echo" {
   }
 }
 capability "gone" { plugin = "nope" }
-pack "test.probe" { path = "`+pack+`" }
+pack "private.wophost.probe" { path = "`+pack+`" }
 `)
 	res := runHost(t, "", "--config", cfg, "validate")
 	if res.code != 1 {
@@ -80,7 +80,7 @@ pack "test.probe" { path = "`+pack+`" }
 // Two plugins claiming one family stop the host, and the plugins' config
 // blocks and the packs are checked all the same.
 func TestValidateReportsPluginConfigBesideAClaimConflict(t *testing.T) {
-	pack := brokenProbePack(t, `{"name": "test.probe", "version": "1.0.0", "kind": "node", "colour": 1,
+	pack := brokenProbePack(t, `{"name": "private.wophost.probe", "version": "1.0.0", "kind": "node", "colour": 1, "engines": {"openwop": ">=2.0 <3.0.0"},
  "runtime": {"language": "go", "entry": "probe"}, "nodes": [{"typeId": "probe.x", "version": "1.0.0", "category": "data", "role": "pure"}]}`)
 	cfg := writeConfig(t, `host { plugin_dir = "BIN" }
 capability "first" { plugin = "testcap" }
@@ -88,7 +88,7 @@ capability "second" {
   plugin = "testcap"
   config { fail_configure = "maybe" }
 }
-pack "test.probe" { path = "`+pack+`" }
+pack "private.wophost.probe" { path = "`+pack+`" }
 `)
 	res := runHost(t, "", "--config", cfg, "validate")
 	if res.code != 1 {
@@ -111,16 +111,16 @@ pack "test.probe" { path = "`+pack+`" }
 // pack.json problems are listed one a line, in the validate output and in
 // the log of a command that starts the host.
 func TestPackProblemsOneALine(t *testing.T) {
-	pack := brokenProbePack(t, `{"name": "Test", "version": "1.0.0", "kind": "nodes",
+	pack := brokenProbePack(t, `{"name": "Test", "version": "1.0.0", "kind": "nodes", "engines": {"openwop": ">=2.0 <3.0.0"},
  "runtime": {"language": "go", "entry": "probe"}, "nodes": [{"typeId": "probe.x", "version": "1.0.0", "category": "data", "role": "pure"}]}`)
 	cfg := writeConfig(t, `host { plugin_dir = "BIN" }
 capability "echo" { plugin = "testcap" }
-pack "test.probe" { path = "`+pack+`" }
+pack "private.wophost.probe" { path = "`+pack+`" }
 `)
 	wantLines := []string{
 		"pack.json is invalid (2 problems):",
-		`    /name: must be reverse-DNS style, e.g. "community.demo"`,
-		`    /kind: must be "node"`,
+		`    /name: must be a scope (core, vendor, community or private) and at least two lowercase-led segments, e.g. "community.acme.demo"`,
+		`    /kind: is "nodes"; this host loads node packs only: write "kind": "node"`,
 	}
 	res := runHost(t, "", "--config", cfg, "validate")
 	for _, want := range wantLines {
@@ -142,5 +142,26 @@ func TestValidateCleanConfigSaysNoProblems(t *testing.T) {
 	res := runHost(t, "", "--config", probeConfig(t, ""), "validate")
 	if res.code != 0 || !strings.Contains(res.stdout, "host.hcl: no problems; 2 of 2 capabilities ready, 1 of 1 packs loaded\n") {
 		t.Errorf("validate of a clean config: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// host validate reads the schema files a pack.json names: a missing one is
+// a problem of the pack, at its field.
+func TestValidateChecksSchemaReferences(t *testing.T) {
+	pack := probePack(t)
+	if err := os.Remove(filepath.Join(pack, "schemas", "validated.input.json")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, `host { plugin_dir = "BIN" }
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+pack "private.wophost.probe" { path = "`+pack+`" }
+`)
+	res := runHost(t, "", "--config", cfg, "validate")
+	want := `/nodes/6/inputSchemaRef: "schemas/validated.input.json" does not exist in the pack directory`
+	if res.code != 1 || !strings.Contains(res.stderr, want) || !strings.HasSuffix(res.stderr, "host.hcl: 1 problem\n") {
+		t.Errorf("validate: exit %d, want 1 naming %q\n%s", res.code, want, res.stderr)
 	}
 }

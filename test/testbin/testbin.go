@@ -38,11 +38,14 @@ func Build(builds map[string]string) error {
 }
 
 // LayOutPack makes dst a pack directory: the pack.json of the source pack
-// at srcRel (relative to the repository) and binary copied to the path its
-// runtime.entry names. The host checks the binary's embedded pack.json
-// against the file, so the file must be the one the binary was built from.
+// at srcRel (relative to the repository), the schema files its nodes
+// reference, and binary copied to the path its runtime.entry names. The
+// host checks the binary's embedded pack.json against the file, so the
+// file must be the one the binary was built from; the schema files it
+// reads from the directory.
 func LayOutPack(srcRel, binary, dst string) error {
-	manifest, err := os.ReadFile(filepath.Join(SourceDir(srcRel), "pack.json"))
+	src := SourceDir(srcRel)
+	manifest, err := os.ReadFile(filepath.Join(src, "pack.json"))
 	if err != nil {
 		return err
 	}
@@ -50,22 +53,42 @@ func LayOutPack(srcRel, binary, dst string) error {
 		Runtime struct {
 			Entry string `json:"entry"`
 		} `json:"runtime"`
+		Nodes []struct {
+			Config string `json:"configSchemaRef"`
+			Input  string `json:"inputSchemaRef"`
+			Output string `json:"outputSchemaRef"`
+		} `json:"nodes"`
 	}
 	if err := json.Unmarshal(manifest, &m); err != nil {
 		return fmt.Errorf("%s/pack.json: %w", srcRel, err)
 	}
-	entry := filepath.Join(dst, filepath.FromSlash(m.Runtime.Entry))
-	if err := os.MkdirAll(filepath.Dir(entry), 0o755); err != nil {
+	for _, n := range m.Nodes {
+		for _, ref := range []string{n.Config, n.Input, n.Output} {
+			if ref == "" {
+				continue
+			}
+			if err := copyFile(filepath.Join(src, filepath.FromSlash(ref)), filepath.Join(dst, filepath.FromSlash(ref)), 0o644); err != nil {
+				return fmt.Errorf("%s/pack.json names a schema file: %w", srcRel, err)
+			}
+		}
+	}
+	if err := copyFile(binary, filepath.Join(dst, filepath.FromSlash(m.Runtime.Entry)), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dst, "pack.json"), manifest, 0o644); err != nil {
-		return err
-	}
-	exe, err := os.ReadFile(binary)
+	// pack.json last: Cache.Pack takes its presence for a complete layout.
+	return os.WriteFile(filepath.Join(dst, "pack.json"), manifest, 0o644)
+}
+
+// copyFile copies src to dst, creating dst's directory.
+func copyFile(src, dst string, mode os.FileMode) error {
+	data, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(entry, exe, 0o755)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, mode)
 }
 
 // HostPackage is the host's main package.

@@ -30,7 +30,7 @@ type decideInput struct {
 func decide(ctx *pack.Ctx, in *decideInput) (*agentruntime.ConsensusResult, error) {
 	ids := make([]string, len(council))
 	for i, id := range council {
-		res, err := ctx.AgentRuntime.Spawn(ctx, &agentruntime.SpawnRequest{ManifestID: id, IdempotencyKey: "community.council/" + id})
+		res, err := ctx.AgentRuntime.Spawn(ctx, &agentruntime.SpawnRequest{ManifestID: id, IdempotencyKey: "community.wophost.council/" + id})
 		if err != nil {
 			return nil, err
 		}
