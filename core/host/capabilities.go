@@ -395,6 +395,11 @@ func selectFamilies(cc *config.Capability, desc *loader.Description) ([]loader.F
 			}
 		}
 		if len(cc.Families) == 0 || slices.Contains(cc.Families, f.Name) {
+			// A record a client would reject is never advertised: the
+			// plugin is refused, naming what is wrong with it.
+			if err := wop.CheckRecord(f.Status, f.Since, f.Until, f.Witness); err != nil {
+				return nil, fmt.Errorf("plugin %s describes family %s with an invalid record: %w", desc.Name, f.Name, err)
+			}
 			out = append(out, f)
 		}
 	}

@@ -22,7 +22,7 @@ func constrainedPlugin(configured *bool) *Plugin {
 				Attributes: []schema.Attribute{{Name: "timeout", Type: schema.String, Duration: true}}}}},
 		},
 		Configure: func(context.Context, *ConfigureRequest) error { *configured = true; return nil },
-		Families: []*Family{{Name: "test.constrained", Status: "stable", Since: "2.0",
+		Families: []*Family{{Name: "test.constrained", Status: "stable", Since: "2.0", Witness: "claims-check",
 			Methods: map[string]Handler{"noop": func(context.Context, *Request) (any, error) { return nil, nil }}}},
 	}
 }
@@ -69,5 +69,23 @@ func TestValidateRefusesBadConstraints(t *testing.T) {
 	err := p.validate()
 	if err == nil || !strings.Contains(err.Error(), `"server.timeout"`) || !strings.Contains(err.Error(), "whole, min and max apply") {
 		t.Fatalf("validate = %v", err)
+	}
+}
+
+// A family record a client would reject stops Serve, naming the family.
+func TestValidateRefusesBadRecords(t *testing.T) {
+	var configured bool
+	for want, spoil := range map[string]func(*Family){
+		`status "beta" is not stable`:        func(f *Family) { f.Status = "beta" },
+		"status experimental needs until":    func(f *Family) { f.Status = "experimental" },
+		`witness "" is not`:                  func(f *Family) { f.Witness = "" },
+		`since "" is not a protocol version`: func(f *Family) { f.Since = "" },
+	} {
+		p := constrainedPlugin(&configured)
+		spoil(p.Families[0])
+		err := p.validate()
+		if err == nil || !strings.Contains(err.Error(), `family "test.constrained"`) || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate = %v, want it to contain %q", err, want)
+		}
 	}
 }

@@ -46,8 +46,15 @@ type Family struct {
 	// Name is a core family ("aiEnvelope", ...) or a vendor family
 	// "org.name".
 	Name string
-	// Status is "stable", "experimental" or "deprecated"; Until is required
-	// unless stable. Since is the protocol version the record dates from.
+	// Status, Since, Until and Witness make the family's record in the
+	// host's discovery document. Status is wop.StatusStable,
+	// wop.StatusExperimental or wop.StatusDeprecated; Since is the
+	// protocol version the record dates from ("2.0"); Until is when a
+	// non-stable record lapses (a protocol version or a date such as
+	// "2027-06-30") and is left empty on a stable one; Witness is one of
+	// the wop.Witness* classes, how a client can check the family's
+	// promises. Serve refuses a record wop.CheckRecord refuses, and so does
+	// the host.
 	Status  string
 	Since   string
 	Until   string

@@ -150,7 +150,7 @@ func TestPluginHandle(t *testing.T) {
 func TestCatchesBadPlugin(t *testing.T) {
 	p := Start(t, Config{Binary: testPlugin, Env: []string{"PLUGINTEST_MODE=bad"}})
 	assertProblems(t, descriptionProblems(p.Describe(t)),
-		"version is empty", `family "Test_Echo" is not a core family`, `status "beta"`)
+		"version is empty", `family "Test_Echo" is not a core family`)
 	assertProblems(t, schemaProblems(p.ConfigSchema(t), ""),
 		`name "a" is used more than once`, `attribute "a" has no type`, `nesting "set"`)
 }
@@ -158,8 +158,8 @@ func TestCatchesBadPlugin(t *testing.T) {
 func TestDescriptionProblems(t *testing.T) {
 	good := func() *Description {
 		return &Description{Name: "p", Version: "1", Families: []FamilyDescription{
-			{Name: wop.FamilyMCP, Status: "stable", Methods: []string{"callTool"}},
-			{Name: "acme.kv", Status: "experimental", Until: "2030-01-01", Methods: []string{"get", "put"}},
+			{Name: wop.FamilyMCP, Status: "stable", Since: "2.0", Witness: wop.WitnessGated, Methods: []string{"callTool"}},
+			{Name: "acme.kv", Status: "experimental", Since: "2.0", Until: "2030-01-01", Witness: wop.WitnessClaimsCheck, Methods: []string{"get", "put"}},
 		}}
 	}
 	if pr := descriptionProblems(good()); len(pr) != 0 {
@@ -175,6 +175,9 @@ func TestDescriptionProblems(t *testing.T) {
 		{"reserved org", func(d *Description) { d.Families[1].Name = "openwop.kv" }, "reserved"},
 		{"twice", func(d *Description) { d.Families[1].Name = wop.FamilyMCP }, "listed more than once"},
 		{"no until", func(d *Description) { d.Families[0].Status = "deprecated" }, "needs until"},
+		{"bad status", func(d *Description) { d.Families[0].Status = "beta" }, `status "beta" is not stable`},
+		{"no witness", func(d *Description) { d.Families[1].Witness = "" }, `witness "" is not`},
+		{"bad since", func(d *Description) { d.Families[1].Since = "2" }, `since "2" is not a protocol version`},
 		{"no methods", func(d *Description) { d.Families[1].Methods = nil }, "lists no methods"},
 		{"duplicate method", func(d *Description) { d.Families[1].Methods = []string{"get", "get"} }, "method get more than once"},
 		{"empty method", func(d *Description) { d.Families[1].Methods = []string{""} }, "empty method name"},

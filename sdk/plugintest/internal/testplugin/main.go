@@ -41,9 +41,10 @@ func newPlugin() *plugin.Plugin {
 		Configure: configure,
 		Families: []*plugin.Family{{
 			Name:   "test.echo",
-			Status: "experimental",
-			Since:  "1",
-			Until:  "2099-12-31",
+			Status:  wop.StatusExperimental,
+			Since:   "2.0",
+			Until:   "2099-12-31",
+			Witness: wop.WitnessClaimsCheck,
 			Uses:   []string{"test.host"},
 			Methods: map[string]plugin.Handler{
 				"echo":     echo,
@@ -62,7 +63,6 @@ func newPlugin() *plugin.Plugin {
 func spoil(p *plugin.Plugin) {
 	p.Version = ""
 	p.Families[0].Name = "Test_Echo"
-	p.Families[0].Status = "beta"
 	p.ConfigSchema = schema.Block{
 		Attributes: []schema.Attribute{{Name: "a", Type: schema.String}, {Name: "a"}},
 		Blocks:     []schema.NestedBlock{{TypeName: "b", Nesting: "set"}},
