@@ -61,7 +61,7 @@ func (s *state) runKeyed(ctx context.Context, typeID string, input json.RawMessa
 			return nil, wop.Errorf(wop.CodeUnavailable, "the outcome of this idempotency key cannot be read; the run was refused before it started").WithRetryable(true)
 		}
 	}
-	now := time.Now().UTC()
+	now := s.now().UTC()
 	if held != nil && held.Live(now, ttl) {
 		return s.answer(held, digest, typeID)
 	}
@@ -151,7 +151,7 @@ func (s *state) settle(store idempotency.Store, claim *idempotency.Record, res *
 	}
 	done := *claim
 	done.State = idempotency.StateDone
-	done.CompletedAt = time.Now().UTC()
+	done.CompletedAt = s.now().UTC()
 	if res != nil {
 		done.RunID, done.RunRecord = res.RunID, res.RecordPath
 		if runErr == nil {

@@ -73,6 +73,33 @@ func newKeyedFixture(t *testing.T) *keyedFixture {
 	return f
 }
 
+// testClock is a clock that moves only when told to.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// clock gives the fixture's state, outcomes and storage checks alike, a
+// clock that moves only when the test moves it.
+func (f *keyedFixture) clock() *testClock {
+	c := &testClock{t: time.Now()}
+	f.s.now = c.now
+	f.s.health.now = c.now
+	return c
+}
+
 // run runs typeID with input under key through the idempotency rules; the
 // node answers with outcome (its output, or its error) and counts itself.
 func (f *keyedFixture) run(key, typeID, input string, outcome func(n int64) (*RunResult, error)) (*RunResult, error) {
@@ -230,14 +257,16 @@ func TestKeyedFinalFailureIsKept(t *testing.T) {
 // different one is no mismatch.
 func TestKeyedExpiredKeyRunsAgain(t *testing.T) {
 	f := newKeyedFixture(t)
-	f.s.retention.IdempotencyKeys = 50 * time.Millisecond // below the config minimum, to wait it out
+	clock := f.clock()
+	retention := f.s.retention.IdempotencyKeys
 	if _, err := f.run(testKey, "a.b", `{"n":1}`, succeed); err != nil {
 		t.Fatal(err)
 	}
+	clock.advance(retention - time.Nanosecond)
 	if res, _ := f.run(testKey, "a.b", `{"n":1}`, succeed); res == nil || !res.Replayed {
 		t.Fatal("not replayed within the retention")
 	}
-	time.Sleep(60 * time.Millisecond)
+	clock.advance(time.Nanosecond)
 	res, err := f.run(testKey, "a.b", `{"n":2}`, succeed)
 	if err != nil || res.Replayed || f.runs.Load() != 2 {
 		t.Fatalf("after expiry: %+v, %v, %d runs; want a second run", res, err, f.runs.Load())
@@ -277,6 +306,7 @@ func TestKeyedGrammarAndScopes(t *testing.T) {
 // writes again.
 func TestKeyedUnsavedOutcomeIsAnsweredAndWrittenLater(t *testing.T) {
 	f := newKeyedFixture(t)
+	clock := f.clock()
 	storeDir := filepath.Join(f.s.dir, IdempotencyDir)
 	away := storeDir + ".away"
 	res, err := f.run(testKey, "a.b", `{}`, func(n int64) (*RunResult, error) {
@@ -308,7 +338,12 @@ func TestKeyedUnsavedOutcomeIsAnsweredAndWrittenLater(t *testing.T) {
 	if err := os.Rename(away, storeDir); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(storageCheckTTL) // the failure is remembered for one check's life
+	// The failure is remembered for one check's life, then a probe finds
+	// the directory writable again.
+	if left := f.s.flush(context.Background()); left != 1 {
+		t.Fatalf("%d outcomes unsaved while the failure is remembered, want 1", left)
+	}
+	clock.advance(storageCheckTTL)
 	if left := f.s.flush(context.Background()); left != 0 {
 		t.Fatalf("%d outcomes still unsaved", left)
 	}

@@ -57,6 +57,9 @@ type state struct {
 	// synced, when not nil, is told of each sync a run record's write
 	// made; set only by this package's tests.
 	synced func(path string)
+	// now is the clock of idempotency outcomes and their expiry:
+	// time.Now, or a test's clock.
+	now func() time.Time
 
 	mu    sync.Mutex
 	store idempotency.Store
@@ -95,6 +98,7 @@ func newStateFor(cfg config.Host, logger hclog.Logger, inFlight func(runID strin
 		observer:       observer,
 		inFlight:       inFlight,
 		unsaved:        map[string]*idempotency.Record{},
+		now:            time.Now,
 	}
 	// One run may write an input and an output of max_message_bytes each.
 	reserve := 2*uint64(cfg.MaxMessageBytes) + storageSlackBytes

@@ -19,8 +19,9 @@ import (
 	"github.com/wophost/wophost/sdk/plugin"
 )
 
-// clock is a settable time for the prune.
-type clock struct{ ns atomic.Int64 }
+// clock is a settable time for the prune. reads counts the times it was
+// read: the prune reads it once as it starts.
+type clock struct{ ns, reads atomic.Int64 }
 
 func newClock(t time.Time) *clock {
 	c := &clock{}
@@ -28,8 +29,21 @@ func newClock(t time.Time) *clock {
 	return c
 }
 
-func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *clock) now() time.Time {
+	c.reads.Add(1)
+	return time.Unix(0, c.ns.Load())
+}
+
 func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// prunedSince waits until a whole prune has run since the call: the
+// periodic prune runs one at a time, so once a second prune has read the
+// clock the first one, which began after the call, is over.
+func (c *clock) prunedSince(t *testing.T) {
+	t.Helper()
+	from := c.reads.Load()
+	waitFor(t, func() bool { return c.reads.Load() >= from+2 })
+}
 
 // envelopeGone reports whether the store no longer holds envelope id.
 func envelopeGone(h *harness, id string) bool {
@@ -72,7 +86,7 @@ func TestPrunedRequestRunsAgain(t *testing.T) {
 	first := h.mustGenerate(t, fmt.Sprintf(hello, "kept-a-day"))
 	// Within the retention the key answers from the store.
 	clk.add(23 * time.Hour)
-	time.Sleep(50 * time.Millisecond) // several prune ticks
+	clk.prunedSince(t)
 	if again := h.mustGenerate(t, fmt.Sprintf(hello, "kept-a-day")); again.EnvelopeID != first.EnvelopeID || srv.Calls() != 1 {
 		t.Fatalf("within the retention: envelope %s (want %s), provider calls %d (want 1)", again.EnvelopeID, first.EnvelopeID, srv.Calls())
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace/noop"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/stats"
 
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wire"
@@ -93,5 +95,66 @@ func TestCallbacksCarryTheRunToken(t *testing.T) {
 		if tok != "token-of-run-1" {
 			t.Errorf("callback %d carried run token %q, want the run's", i, tok)
 		}
+	}
+}
+
+// connSignal is a gRPC stats handler that closes began when the first
+// connection to its server begins.
+type connSignal struct {
+	once  sync.Once
+	began chan struct{}
+}
+
+func (c *connSignal) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
+func (c *connSignal) HandleRPC(context.Context, stats.RPCStats)                         {}
+func (c *connSignal) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+func (c *connSignal) HandleConn(_ context.Context, s stats.ConnStats) {
+	if _, ok := s.(*stats.ConnBegin); ok {
+		c.once.Do(func() { close(c.began) })
+	}
+}
+
+// Configure connects to the host's services at once, before any call
+// needs them: go-plugin's broker keeps the connection information the
+// host sends for a few seconds only, and a plugin's first callback may
+// come minutes later (a host that serves and idles).
+func TestConfigureConnectsToHostServicesAtOnce(t *testing.T) {
+	p := &Plugin{Name: "idle", Version: "1.0.0", Families: []*Family{{
+		Name: "test.idle", Status: "stable", Since: "2.0",
+		Methods: map[string]Handler{"noop": func(context.Context, *Request) (any, error) { return nil, nil }},
+	}}}
+	set := map[string]goplugin.Plugin{wire.KindCapability: &wire.CapabilityPlugin{
+		NewServer: func(b *goplugin.GRPCBroker) wophostv1.CapabilityServer {
+			return newServer(p, b, hclog.NewNullLogger(), wire.DefaultMaxMessageBytes, noop.NewTracerProvider().Tracer("test"))
+		},
+	}}
+	client, srv := goplugin.TestPluginGRPCConn(t, false, set)
+	t.Cleanup(func() {
+		srv.Stop()
+		_ = client.Close()
+	})
+	raw, err := client.Dispense(wire.KindCapability)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := raw.(*wire.CapabilityConn)
+	// Host services served as wire.ServeHostServices does, with a stats
+	// handler that sees the plugin's connection.
+	signal := &connSignal{began: make(chan struct{})}
+	id := conn.Broker.NextId()
+	go conn.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
+		s := grpc.NewServer(append(opts, append(wire.ServerOptions(wire.DefaultMaxMessageBytes), grpc.StatsHandler(signal))...)...)
+		wophostv1.RegisterHostServicesServer(s, &tokenHost{})
+		return s
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := conn.Client.Configure(ctx, &wophostv1.ConfigureRequest{Config: []byte(`{}`), HostServicesBrokerId: id}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-signal.began:
+	case <-ctx.Done():
+		t.Fatal("the plugin did not connect to host services after Configure, before any call")
 	}
 }

@@ -54,6 +54,9 @@ type dialAttempt struct {
 	done chan struct{}
 	conn *grpc.ClientConn
 	err  error
+	// waiters counts the calls that have joined this dial, guarded by the
+	// caller's mu; tests read it to know that calls share the dial.
+	waiters int
 }
 
 var _ wop.Caller = (*HostCaller)(nil)
@@ -124,6 +127,7 @@ func (h *HostCaller) connect(ctx context.Context) (*grpc.ClientConn, error) {
 	if a == nil {
 		a = h.startDialLocked()
 	}
+	a.waiters++
 	h.mu.Unlock()
 	select {
 	case <-a.done:

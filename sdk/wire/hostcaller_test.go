@@ -105,17 +105,37 @@ func ping(t *testing.T, h *HostCaller, timeout time.Duration) *wop.Error {
 	return nil
 }
 
+// waitFor polls cond until it holds, failing the test after within.
+func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %s", what, within)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // The host sends the connection information when it serves the id, which
-// is when it hands the id over; the first call may come much later.
+// is when it hands the id over; the first call may come much later. The
+// broker drops the information as soon as a dial has taken it (and after
+// brokerConnInfoWait otherwise), so once the caller's own dial has ended
+// no later dial could get it: a first call made then is the late first
+// use, without sleeping through the broker's wait.
 func TestHostCallerFirstUseLongAfterTheID(t *testing.T) {
 	t.Parallel()
 	hostBroker, pluginBroker := brokers(t)
 	id := hostBroker.NextId()
 	serveOn(hostBroker, id)
 	h := newTestCaller(t, pluginBroker, id)
-	time.Sleep(brokerConnInfoWait + time.Second)
+	waitFor(t, "connection made before the first call", 2*brokerConnInfoWait, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.dialing == nil && h.conn != nil
+	})
 	if we := ping(t, h, 30*time.Second); we != nil {
-		t.Fatalf("first call %s after the id arrived: %v", brokerConnInfoWait+time.Second, we)
+		t.Fatalf("first call after the connection information was taken: %v", we)
 	}
 }
 
@@ -158,9 +178,13 @@ func TestHostCallerConcurrentFirstCallsShareOneDial(t *testing.T) {
 	for range callers {
 		wg.Go(func() { errs <- ping(t, h, 30*time.Second) })
 	}
-	// Let every call reach its wait before the connection information is
-	// sent.
-	time.Sleep(200 * time.Millisecond)
+	// Every call joins the dial in flight before the connection
+	// information is sent. The broker gives that dial brokerConnInfoWait.
+	waitFor(t, "wait of every call on the one dial", brokerConnInfoWait/2, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.dialing != nil && h.dialing.waiters == callers
+	})
 	start := time.Now()
 	serveOn(hostBroker, id)
 	wg.Wait()

@@ -106,11 +106,12 @@ func runHost(t *testing.T, stdin string, args ...string) result {
 }
 
 // writeJunkPlugin writes an executable that prints junk where the
-// handshake should be.
+// handshake should be, then stays until the host kills it, so that the
+// host reads the junk line and never an early exit instead.
 func writeJunkPlugin(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "junk")
-	script := "#!/bin/sh\necho 'this is not a handshake'\nsleep 1\n"
+	script := "#!/bin/sh\necho 'this is not a handshake'\nexec sleep 300\n"
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -392,6 +393,9 @@ func keys(m map[string]json.RawMessage) []string {
 // The codes besides not_found, mcp_error and upstream_unavailable that an
 // MCP call can end with, each from the host's side of the call.
 func TestMCPCallHostCodes(t *testing.T) {
+	// The scripted server adds a line to silentMark for each call to its
+	// silent tool: the proof that a call is waiting on the server.
+	silentMark := filepath.Join(t.TempDir(), "silent")
 	h := startHost(t, writeConfig(t, fmt.Sprintf(`
 host {
   plugin_dir        = "BIN"
@@ -405,18 +409,31 @@ capability "mcp" {
   plugin = %q
   config {
     server "scripted" {
-      command = [%q]
+      command = [%q, "-silent-mark", %q]
       timeout = "60s"
     }
   }
 }
 pack "private.wophost.mcppack" { path = %q }
 pack "private.wophost.probe" { path = %q }
-`, binary(t, "./plugins/mcp"), binary(t, "./test/mcpservers/scripted"), mcpPack(t), probePack(t))))
+`, binary(t, "./plugins/mcp"), binary(t, "./test/mcpservers/scripted"), silentMark, mcpPack(t), probePack(t))))
 	const silent = `{"method":"callTool","request":{"serverId":"scripted","name":"silent"}}`
 	run := func(ctx context.Context, in string, timeout time.Duration) error {
 		_, err := h.Run(ctx, "mcppack.call", json.RawMessage(in), host.RunOptions{Timeout: timeout})
 		return err
+	}
+	silentCalls := func() int {
+		b, _ := os.ReadFile(silentMark) // absent before the first call
+		return strings.Count(string(b), "\n")
+	}
+	// startSilent starts a call to the silent tool and returns once the
+	// server holds it.
+	startSilent := func(t *testing.T, ctx context.Context) <-chan error {
+		before := silentCalls()
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, silent, time.Minute) }()
+		waitUntil(t, "the call to reach the silent server", func() bool { return silentCalls() > before })
+		return done
 	}
 
 	t.Run("deadline_exceeded", func(t *testing.T) {
@@ -438,8 +455,15 @@ pack "private.wophost.probe" { path = %q }
 
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(500*time.Millisecond, cancel)
-		err := run(ctx, silent, time.Minute)
+		defer cancel()
+		inFlight := startSilent(t, ctx)
+		cancel()
+		var err error
+		select {
+		case err = <-inFlight:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the cancelled call did not end")
+		}
 		if wop.CodeOf(err) != wop.CodeCancelled {
 			t.Errorf("a cancelled call: %v, want cancelled", err)
 		}
@@ -486,9 +510,7 @@ pack "private.wophost.probe" { path = %q }
 	})
 
 	t.Run("unavailable and capability_not_provided across a restart", func(t *testing.T) {
-		inFlight := make(chan error, 1)
-		go func() { inFlight <- run(context.Background(), silent, time.Minute) }()
-		time.Sleep(500 * time.Millisecond) // the call is waiting on the silent server
+		inFlight := startSilent(t, context.Background())
 		if err := syscall.Kill(pluginPID(t, binary(t, "./plugins/mcp")), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}

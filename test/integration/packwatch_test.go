@@ -72,12 +72,21 @@ func TestChaosPackKill(t *testing.T) {
 		mu.Lock()
 		readyz[status]++
 		mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the sampling pace of /readyz
 	})
 
 	var windows, recoveries []time.Duration
 	for k := range packKills {
-		time.Sleep(300 * time.Millisecond)
+		// The load is served by the pack of the moment before it is
+		// killed: runs of both packs have been answered again.
+		mu.Lock()
+		kvBefore, otherBefore := kvOK, otherOK
+		mu.Unlock()
+		waitUntil(t, "the load to be served again", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return kvOK >= kvBefore+4 && otherOK >= otherBefore+2
+		})
 		pids := childrenOf(d.cmd.Process.Pid, "kvdemo")
 		if len(pids) != 1 {
 			t.Fatalf("kill %d: kvdemo pack processes %v, want one", k, pids)

@@ -286,11 +286,31 @@ func TestChaosReload(t *testing.T) {
 		status     int
 		body       string
 	}
+	const clients = 4
 	var mu sync.Mutex
 	var outcomes []outcome
+	var answered [clients]int       // requests each client has had answered
 	accepted := map[string]string{} // idempotency key → envelopeId
+	// loadRuns returns once every client has had two more requests
+	// answered, whatever their status: the load runs on the host of the
+	// moment, before a reload and after the last.
+	loadRuns := func() {
+		mu.Lock()
+		before := answered
+		mu.Unlock()
+		waitUntil(t, "every client to be answered twice more", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for w := range clients {
+				if answered[w] < before[w]+2 {
+					return false
+				}
+			}
+			return true
+		})
+	}
 	var load workers
-	for w := range 4 {
+	for w := range clients {
 		load.loop(func(i int) {
 			start := time.Now()
 			var status int
@@ -303,6 +323,7 @@ func TestChaosReload(t *testing.T) {
 			}
 			mu.Lock()
 			outcomes = append(outcomes, outcome{start, time.Now(), status, body})
+			answered[w]++
 			if key != "" && status == 200 {
 				var r struct {
 					Output struct {
@@ -322,7 +343,7 @@ func TestChaosReload(t *testing.T) {
 	// "reloaded" line.
 	var windows [][2]time.Time
 	for k := range reloads {
-		time.Sleep(400 * time.Millisecond)
+		loadRuns()
 		changed := k%2 == 1
 		if changed {
 			reloadConfig(t, cfg, 65536+k, 2+(k/2)%2)
@@ -346,7 +367,7 @@ func TestChaosReload(t *testing.T) {
 			kvPID, aiPID = kvNow, aiNow
 		}
 	}
-	time.Sleep(400 * time.Millisecond)
+	loadRuns()
 	load.halt()
 
 	// Nothing accepted is lost: every envelope answers again, same id.
@@ -391,7 +412,7 @@ func TestChaosReload(t *testing.T) {
 		}
 	}
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-	t.Logf("chaos reload: %d reloads (unchanged and changed kv + aiEnvelope in turn) under 4 clients; %d requests: %v", reloads, len(outcomes), byPhase)
+	t.Logf("chaos reload: %d reloads (unchanged and changed kv + aiEnvelope in turn) under %d clients; %d requests: %v", reloads, clients, len(outcomes), byPhase)
 	t.Logf("failed around unchanged reloads %d, around changed reloads %d (not retryable %d); accepted envelopes %d, lost %d; reload took p50 %s, max %s",
 		failedUnchanged, failedChanged, notRetryable, len(accepted), lost, took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
 	if len(accepted) == 0 {

@@ -517,6 +517,15 @@ func TestServeFullDisk(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var ops []*op
+	// What the clients have seen so far, for the test to wait on: requests
+	// answered 200, and runs refused before they started for want of
+	// space, with and without an Idempotency-Key.
+	var answered, refusedKeyed, refusedKeyless int
+	seen := func() (ok, keyed, keyless int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return answered, refusedKeyed, refusedKeyless
+	}
 	t.Cleanup(func() {
 		stopOnce.Do(func() { close(stop) })
 		close(abort)
@@ -553,26 +562,43 @@ func TestServeFullDisk(t *testing.T) {
 						r = executeReply{Code: "transport", Retryable: true}
 					}
 					o.attempts = append(o.attempts, r)
+					mu.Lock()
+					switch {
+					case r.status == 200:
+						answered++
+					case r.Details.Storage != "" && o.idemKey != "":
+						refusedKeyed++
+					case r.Details.Storage != "":
+						refusedKeyless++
+					}
+					mu.Unlock()
 					if r.status == 200 || !r.Retryable {
 						break
 					}
-					time.Sleep(25 * time.Millisecond)
+					time.Sleep(25 * time.Millisecond) // a client's back-off before it retries
 				}
 				mu.Lock()
 				ops = append(ops, o)
 				mu.Unlock()
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond) // the load's pace: an op per client every 10ms at most
 			}
 		}()
 	}
 
-	time.Sleep(1500 * time.Millisecond)
+	// The load is under way: every client has been answered a few times.
+	waitFor(t, "the load to be answered", func() bool { ok, _, _ := seen(); return ok >= 4*workers })
 	filledAt := time.Now()
 	filler := disk.fill(t)
 	var notReady reply
 	waitFor(t, "/readyz to report the full disk", func() bool { notReady = readyz(); return notReady.status == 503 })
 	sawFull := time.Since(filledAt)
-	time.Sleep(2 * time.Second)
+	// The disk stays full until clients with and without a key have had
+	// runs refused for want of space.
+	_, keyedBefore, keylessBefore := seen()
+	waitFor(t, "runs with and without a key to be refused on the full disk", func() bool {
+		_, keyed, keyless := seen()
+		return keyed > keyedBefore && keyless > keylessBefore
+	})
 	if r := readyz(); r.status != 503 {
 		t.Errorf("readyz while the disk is still full: %d %s", r.status, r.body)
 	}
@@ -582,7 +608,9 @@ func TestServeFullDisk(t *testing.T) {
 	freedAt := time.Now()
 	waitFor(t, "/readyz to recover once space returned", func() bool { return readyz().status == 200 })
 	recovered := time.Since(freedAt)
-	time.Sleep(1500 * time.Millisecond)
+	// Runs are accepted again: the clients get answers once more.
+	okFreed, _, _ := seen()
+	waitFor(t, "runs to be answered after the disk was freed", func() bool { ok, _, _ := seen(); return ok >= okFreed+4*workers })
 	stopOnce.Do(func() { close(stop) })
 	wg.Wait()
 

@@ -31,6 +31,8 @@ func TestHelperHoldStore(t *testing.T) {
 	}
 	defer s.Close()
 	os.Stdout.WriteString("holding\n")
+	// Held until the parent kills this process; the minute only ends a
+	// child whose parent died without killing it.
 	time.Sleep(time.Minute)
 }
 
@@ -88,11 +90,18 @@ func TestOneProcessOwnsTheStore(t *testing.T) {
 
 	// The holder dies while the next opener waits: the kernel releases
 	// its lock, and the wait ends in success rather than an error.
-	go func() {
-		time.Sleep(200 * time.Millisecond)
-		_ = child.Process.Signal(syscall.SIGKILL)
-	}()
-	s, err := openWithin(path, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	waited := false
+	s, err := openWaiting(ctx, path, func() {
+		waited = true
+		if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Errorf("kill the holder: %v", err)
+		}
+	})
+	if !waited {
+		t.Error("the opener did not wait for the lock the holder had")
+	}
 	if err != nil {
 		t.Fatalf("opener after the holder was killed: %v", err)
 	}

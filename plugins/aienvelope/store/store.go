@@ -109,7 +109,14 @@ CREATE INDEX IF NOT EXISTS envelopes_finished ON envelopes(finished_at) WHERE st
 // A new database is created with incremental auto-vacuum, so that Reclaim
 // can shrink the file after a prune.
 func Open(ctx context.Context, path string) (*Store, error) {
-	lock, err := acquire(ctx, path+LockSuffix)
+	return openWaiting(ctx, path, nil)
+}
+
+// openWaiting is Open; waiting, when not nil, is called once the lock is
+// found held and before Open waits for it, so that a test can act while
+// the opener waits.
+func openWaiting(ctx context.Context, path string, waiting func()) (*Store, error) {
+	lock, err := acquire(ctx, path+LockSuffix, waiting)
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +141,18 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // acquire takes the exclusive lock at path, waiting until ctx ends, and
 // writes this process's pid into it for the message of the next process
-// that finds it held.
-func acquire(ctx context.Context, path string) (*flock.Flock, error) {
+// that finds it held. waiting, when not nil, is called once the lock is
+// found held, before the wait.
+func acquire(ctx context.Context, path string, waiting func()) (*flock.Flock, error) {
 	start := time.Now()
 	lock := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR))
-	ok, err := lock.TryLockContext(ctx, lockRetry)
+	ok, err := lock.TryLock()
+	if err == nil && !ok {
+		if waiting != nil {
+			waiting()
+		}
+		ok, err = lock.TryLockContext(ctx, lockRetry)
+	}
 	if err != nil && ctx.Err() == nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}

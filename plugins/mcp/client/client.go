@@ -141,6 +141,11 @@ type Client struct {
 	health    *Health
 	healthAt  time.Time
 	healthTTL time.Duration
+
+	// now is the clock behind re-probe waits and health caching; New sets
+	// it to time.Now, and tests replace it to move past a wait without
+	// sleeping through it.
+	now func() time.Time
 }
 
 // toolHeaders is what the client knows of one tool's x-mcp-header
@@ -179,7 +184,7 @@ func New(opts Options) (*Client, error) {
 	if len(opts.ClientInfo) == 0 {
 		opts.ClientInfo = json.RawMessage(`{"name":"wophost","version":"0.1.0"}`)
 	}
-	c := &Client{opts: opts, tools: map[string]toolHeaders{}, reprobeWait: opts.ReprobeAfter}
+	c := &Client{opts: opts, tools: map[string]toolHeaders{}, reprobeWait: opts.ReprobeAfter, now: time.Now}
 	if opts.Stdio != nil {
 		c.stdio = newStdioTransport(*opts.Stdio, opts.MaxMessageBytes, opts.MaxRounds, opts.Logger, c.answerServerRequest, &c.nextID)
 		c.t = c.stdio
@@ -416,7 +421,7 @@ func (c *Client) probeDue() bool {
 	if e == eraUnknown {
 		return true
 	}
-	return e == eraLegacy && provisional && (c.stdio.runningKey() != key || !time.Now().Before(at))
+	return e == eraLegacy && provisional && (c.stdio.runningKey() != key || !c.now().Before(at))
 }
 
 // settleProvisionalLocked looks again at a legacy era concluded from an
@@ -438,7 +443,7 @@ func (c *Client) settleProvisionalLocked(ctx context.Context) {
 		c.forgetEra()
 		return
 	}
-	if time.Now().Before(at) {
+	if c.now().Before(at) {
 		return
 	}
 	_, version, err := c.discover(ctx)
@@ -457,7 +462,7 @@ func (c *Client) settleProvisionalLocked(ctx context.Context) {
 	default:
 		c.mu.Lock()
 		c.reprobeWait = min(2*c.reprobeWait, max(maxReprobeWait, c.opts.ReprobeAfter))
-		c.reprobeAt = time.Now().Add(c.reprobeWait)
+		c.reprobeAt = c.now().Add(c.reprobeWait)
 		wait := c.reprobeWait
 		c.mu.Unlock()
 		c.opts.Logger.Debug("server/discover went unanswered again; still using 2025-11-25", "next_probe_in", wait, "error", err)
@@ -605,7 +610,7 @@ func (c *Client) becomeLegacyLocked(ctx context.Context, unanswered bool) error 
 	}
 	c.mu.Lock()
 	c.era, c.version, c.legacyKey, c.provisional = eraLegacy, RevisionLegacy, "", unanswered
-	c.reprobeAt = time.Now().Add(c.reprobeWait)
+	c.reprobeAt = c.now().Add(c.reprobeWait)
 	wait := c.reprobeWait
 	c.mu.Unlock()
 	if unanswered {

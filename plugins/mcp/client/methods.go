@@ -118,7 +118,7 @@ type Health struct {
 func (c *Client) Health(ctx context.Context) Health {
 	c.healthMu.Lock()
 	defer c.healthMu.Unlock()
-	now := time.Now()
+	now := c.now()
 	if c.health != nil && now.Before(c.healthAt.Add(c.healthTTL)) {
 		return *c.health
 	}
@@ -138,7 +138,7 @@ func (c *Client) Health(ctx context.Context) Health {
 }
 
 func (c *Client) probeHealth(ctx context.Context) Health {
-	h := Health{CheckedAt: time.Now().UTC()}
+	h := Health{CheckedAt: c.now().UTC()}
 	if c.stdio != nil && c.probeDue() {
 		// A legacy era drawn from an unanswered probe is looked at again
 		// first, as before a request.

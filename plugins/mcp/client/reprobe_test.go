@@ -5,9 +5,36 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
+
+// fakeClock is a clock that moves only when told to, so that a test steps
+// past a re-probe wait or a health TTL instead of sleeping through it.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeClock) now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.t
+}
+
+func (f *fakeClock) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = f.t.Add(d)
+}
+
+// withFakeClock gives c a fake clock, before any request is made on it.
+func withFakeClock(c *Client) *fakeClock {
+	f := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c.now = f.now
+	return f
+}
 
 // revisionOf calls scripted's echo_params and returns the revision the
 // request was made at: the _meta protocolVersion of a 2026-07-28 request;
@@ -76,14 +103,16 @@ func TestUnansweredProbeRepeatedAfterBackoff(t *testing.T) {
 	mark := filepath.Join(t.TempDir(), "started")
 	c := newClient(t, Options{Stdio: stdio(serverBinary(t, scriptedPkg), "-era", "dual", "-first-start-silent", mark),
 		DiscoverTimeout: 300 * time.Millisecond, ReprobeAfter: 400 * time.Millisecond})
+	clock := withFakeClock(c)
 	if v := revisionOf(t, c); v != RevisionLegacy {
 		t.Fatalf("after a silent probe: %s, want %s", v, RevisionLegacy)
 	}
 	key := c.stdio.runningKey()
+	clock.advance(399 * time.Millisecond)
 	if v := revisionOf(t, c); v != RevisionLegacy {
 		t.Errorf("within the wait: %s, want %s", v, RevisionLegacy)
 	}
-	time.Sleep(500 * time.Millisecond)
+	clock.advance(time.Millisecond)
 	if v := revisionOf(t, c); v != RevisionModern {
 		t.Errorf("after the wait: %s, want %s", v, RevisionModern)
 	}
@@ -97,11 +126,12 @@ func TestUnansweredProbeRepeatedAfterBackoff(t *testing.T) {
 // with an error, at once or when probed again, is a legacy server for good.
 func TestLegacyServersAfterReprobe(t *testing.T) {
 	silent := scripted(t, Options{DiscoverTimeout: 200 * time.Millisecond, ReprobeAfter: 200 * time.Millisecond}, "legacy-silent")
+	clock := withFakeClock(silent)
 	if _, err := silent.ListTools(ctx(t), nil); err != nil {
 		t.Fatal(err)
 	}
 	key := silent.stdio.runningKey()
-	time.Sleep(250 * time.Millisecond)
+	clock.advance(200 * time.Millisecond)
 	if _, err := silent.ListTools(ctx(t), nil); err != nil {
 		t.Fatalf("after the probe went unanswered again: %v", err)
 	}
@@ -110,6 +140,14 @@ func TestLegacyServersAfterReprobe(t *testing.T) {
 	silent.mu.Unlock()
 	if e != eraLegacy || !provisional || wait != 400*time.Millisecond || silent.stdio.runningKey() != key {
 		t.Errorf("era %v, provisional %v, next wait %v, same process %v; want legacy, provisional, 400ms, true", e, provisional, wait, silent.stdio.runningKey() == key)
+	}
+	clock.advance(399 * time.Millisecond)
+	if silent.probeDue() {
+		t.Error("probed again before the doubled wait has passed")
+	}
+	clock.advance(time.Millisecond)
+	if !silent.probeDue() {
+		t.Error("no probe due once the doubled wait has passed")
 	}
 
 	answering := scripted(t, Options{DiscoverTimeout: 200 * time.Millisecond, ReprobeAfter: time.Millisecond}, "legacy-error")
@@ -126,17 +164,21 @@ func TestLegacyServersAfterReprobe(t *testing.T) {
 	mark := filepath.Join(t.TempDir(), "started")
 	late := newClient(t, Options{Stdio: stdio(serverBinary(t, scriptedPkg), "-era", "legacy-error", "-first-start-silent", mark),
 		DiscoverTimeout: 200 * time.Millisecond, ReprobeAfter: 100 * time.Millisecond})
+	lateClock := withFakeClock(late)
 	if _, err := late.ListTools(ctx(t), nil); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(150 * time.Millisecond)
+	if late.probeDue() {
+		t.Error("a probe is due before the wait has passed")
+	}
+	lateClock.advance(100 * time.Millisecond)
 	if _, err := late.ListTools(ctx(t), nil); err != nil {
 		t.Fatal(err)
 	}
 	if e, _ := late.state(); e != eraLegacy || late.probeDue() {
 		t.Error("a server that answered the second probe with an error is probed again")
 	}
-	time.Sleep(150 * time.Millisecond)
+	lateClock.advance(time.Hour)
 	if late.probeDue() {
 		t.Error("a server that answered the second probe with an error is probed again after the wait")
 	}

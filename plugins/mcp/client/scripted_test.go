@@ -208,8 +208,9 @@ func TestHealthHonoursTTL(t *testing.T) {
 	}
 	// Without a ttlMs (a legacy server) every check is fresh.
 	l := scripted(t, Options{DiscoverTimeout: 500 * time.Millisecond}, "legacy-error")
+	clock := withFakeClock(l)
 	a := l.Health(ctx(t))
-	time.Sleep(2 * time.Millisecond)
+	clock.advance(time.Millisecond)
 	b := l.Health(ctx(t))
 	if a.Status != StatusReachable || !b.CheckedAt.After(a.CheckedAt) {
 		t.Errorf("legacy health was cached: %v then %v", a.CheckedAt, b.CheckedAt)

@@ -6,7 +6,8 @@
 // of the 2025-11-25 kinds the backward-compatibility path must handle, or
 // a server that speaks both. The -first-start flags make its first start
 // fail (it exits, or ignores server/discover), as a server that is slow or
-// broken once and fine afterwards.
+// broken once and fine afterwards. The -silent-mark flag lets a test see
+// that a call to the silent tool has reached the server.
 package main
 
 import (
@@ -37,9 +38,12 @@ type server struct {
 	era string
 	// silentDiscover makes the server ignore server/discover.
 	silentDiscover bool
-	mu             sync.Mutex
-	out            *bufio.Writer
-	initDone       bool
+	// silentMark names a file that gets a line each time the silent tool
+	// is called, so a test can wait for a call to be in the server's hands.
+	silentMark string
+	mu         sync.Mutex
+	out        *bufio.Writer
+	initDone   bool
 	// initParams are the params of the initialize request, for echo_init.
 	initParams json.RawMessage
 }
@@ -48,8 +52,9 @@ func main() {
 	era := flag.String("era", "modern", "modern | legacy-exit (exits on server/discover) | legacy-silent (ignores it) | legacy-error (answers -32601) | dual (answers server/discover and initialize)")
 	exitFirst := flag.String("first-start-exit", "", "when this file does not exist: create it and exit at once")
 	silentFirst := flag.String("first-start-silent", "", "when this file does not exist: create it and ignore server/discover for the life of this process")
+	silentMark := flag.String("silent-mark", "", "a file to append a line to each time the silent tool is called")
 	flag.Parse()
-	s := &server{era: *era, out: bufio.NewWriter(os.Stdout)}
+	s := &server{era: *era, silentMark: *silentMark, out: bufio.NewWriter(os.Stdout)}
 	if firstStart(*exitFirst) {
 		os.Exit(1)
 	}
@@ -78,6 +83,25 @@ func firstStart(mark string) bool {
 	}
 	f.Close()
 	return true
+}
+
+// markSilent appends a line to the -silent-mark file, if there is one. A
+// failure is reported on stderr: the test waiting for the line then fails
+// on its own deadline, naming what it waited for.
+func (s *server) markSilent() {
+	if s.silentMark == "" {
+		return
+	}
+	f, err := os.OpenFile(s.silentMark, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, err = f.WriteString("called\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scripted: silent mark:", err)
+	}
 }
 
 func (s *server) write(parts ...string) {
@@ -202,6 +226,7 @@ func (s *server) call(req *request, name string) {
 	case "oversize":
 		s.result(req.ID, `{"content":[{"type":"text","text":"`+strings.Repeat("x", 2<<20)+`"}]}`)
 	case "silent":
+		s.markSilent()
 	case "exit":
 		os.Exit(3)
 	case "unknown_result_type":

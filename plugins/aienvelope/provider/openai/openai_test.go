@@ -197,7 +197,9 @@ func TestCallerCancellationIsNotMistakenForAServerError(t *testing.T) {
 	srv.Gate = make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		for srv.Calls() == 0 {
+		// Cancel once the request has reached the server (or after 20 s, so
+		// that a request that never arrives fails the test, not hangs it).
+		for deadline := time.Now().Add(20 * time.Second); srv.Calls() == 0 && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}
 		cancel()
