@@ -15,6 +15,7 @@ import (
 
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/families/mcp"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
@@ -206,7 +207,7 @@ func (s *Server) checkAgent(tgt *target, claimed, family, method string, payload
 		return wop.Errorf(wop.CodeValidation, "%s request: %v", capability, err).WithCapability(capability)
 	}
 	details := map[string]string{"agentInstanceId": agent.InstanceID, "manifestId": m.ID, "manifestDigest": agent.Digest, "serverId": req.ServerID}
-	if method == "callTool" {
+	if method == mcp.MethodCallTool {
 		details["name"] = req.Name
 		if !m.Allows(req.ServerID, req.Name) {
 			return refuse("agent %s (%s) may not call %s/%s: it is not in the manifest's toolAllowlist", agent.InstanceID, m.ID, req.ServerID, req.Name).WithDetails(details)

@@ -327,8 +327,8 @@ func (rn *run) loop(ctx context.Context) (*Result, error) {
 		var gen aienvelope.GenerateResult
 		turns++
 		rn.res.Turns++
-		if err := rn.r.Host.Call(ctx, aienvelope.Family, "generate", &req, &gen); err != nil {
-			return nil, rn.cause("aiEnvelope.generate", err)
+		if err := rn.r.Host.Call(ctx, aienvelope.Family, aienvelope.MethodGenerate, &req, &gen); err != nil {
+			return nil, rn.cause(step(aienvelope.Family, aienvelope.MethodGenerate), err)
 		}
 		rn.res.Usage.add(int64(gen.Usage.InputTokens), int64(gen.Usage.OutputTokens))
 		rn.budget.tokens -= int64(gen.Usage.InputTokens + gen.Usage.OutputTokens)
@@ -369,17 +369,17 @@ func (rn *run) systemPrompt(ctx context.Context) (string, error) {
 		return "", wop.Errorf(wop.CodeValidation, "agent %s: systemPromptRef: %v", rn.agent.InstanceID, err)
 	}
 	var p promptlibrary.Prompt
-	if err := rn.r.Host.Call(ctx, promptlibrary.Family, "get", &promptlibrary.GetRequest{PromptID: ref}, &p); err != nil {
-		return "", rn.cause("promptLibrary.get", err)
+	if err := rn.r.Host.Call(ctx, promptlibrary.Family, promptlibrary.MethodGet, &promptlibrary.GetRequest{PromptID: ref}, &p); err != nil {
+		return "", rn.cause(step(promptlibrary.Family, promptlibrary.MethodGet), err)
 	}
 	// The host checks the digest against the bytes; the loop checks that
 	// what came back is what the manifest pinned.
 	if (pin.Digest != "" && p.Digest != pin.Digest) || (pin.Version != "" && p.Version != pin.Version) {
 		return "", (&wop.Error{
-			Code: "prompt_digest_mismatch",
+			Code: promptlibrary.CodePromptDigestMismatch,
 			Message: fmt.Sprintf("agent %s: promptLibrary.get %s returned version %q digest %q",
 				rn.agent.InstanceID, ref, p.Version, p.Digest),
-		}).WithDetails(map[string]any{"agentInstanceId": rn.agent.InstanceID, "step": "promptLibrary.get"})
+		}).WithDetails(map[string]any{"agentInstanceId": rn.agent.InstanceID, "step": step(promptlibrary.Family, promptlibrary.MethodGet)})
 	}
 	return p.SystemPrompt, nil
 }
@@ -403,8 +403,8 @@ func (rn *run) prepareTools(ctx context.Context) error {
 		var cursor *string
 		for page := 0; page < maxToolPages; page++ {
 			var lt listToolsResult
-			if err := rn.r.Host.Call(ctx, mcp.Family, "listTools", &mcp.ListToolsRequest{ServerID: server, Cursor: cursor}, &lt); err != nil {
-				return rn.cause("mcp.listTools", err)
+			if err := rn.r.Host.Call(ctx, mcp.Family, mcp.MethodListTools, &mcp.ListToolsRequest{ServerID: server, Cursor: cursor}, &lt); err != nil {
+				return rn.cause(step(mcp.Family, mcp.MethodListTools), err)
 			}
 			for _, t := range lt.Tools {
 				if wanted[server][t.Name] {
@@ -488,7 +488,7 @@ func (rn *run) callTool(ctx context.Context, tc aienvelope.ToolCall) (string, er
 		return toolError(fmt.Sprintf("tool %s is not in this agent's toolAllowlist", target.ref)), nil
 	}
 	var result json.RawMessage
-	err := rn.r.Host.Call(ctx, mcp.Family, "callTool", &mcp.CallToolRequest{
+	err := rn.r.Host.Call(ctx, mcp.Family, mcp.MethodCallTool, &mcp.CallToolRequest{
 		ServerID: target.ref.ServerID, Name: target.ref.Tool, Arguments: args,
 	}, &result)
 	if err != nil {
@@ -496,11 +496,11 @@ func (rn *run) callTool(ctx context.Context, tc aienvelope.ToolCall) (string, er
 			// The server refused the call; the model may correct it.
 			return toolError(fmt.Sprintf("%s failed: %s %s", target.ref, we.Message, we.Details)), nil
 		}
-		return "", rn.cause("mcp.callTool "+target.ref.String(), err)
+		return "", rn.cause(step(mcp.Family, mcp.MethodCallTool)+" "+target.ref.String(), err)
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, result); err != nil {
-		return "", rn.cause("mcp.callTool "+target.ref.String(),
+		return "", rn.cause(step(mcp.Family, mcp.MethodCallTool)+" "+target.ref.String(),
 			wop.Errorf(wop.CodeUpstreamUnavailable, "callTool result is not JSON: %v", err))
 	}
 	return compact.String(), nil
@@ -566,3 +566,6 @@ func (rn *run) cause(step string, err error) error {
 		Retryable: we.Retryable,
 	}).WithDetails(map[string]any{"agentInstanceId": rn.agent.InstanceID, "step": step}).WithCause(we)
 }
+
+// step names a host-service call in an error's details: "family.method".
+func step(family, method string) string { return family + "." + method }
