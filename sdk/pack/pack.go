@@ -14,6 +14,7 @@ import (
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/internal/strictjson"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -38,7 +39,7 @@ type Node func(ctx *Ctx, input json.RawMessage) (any, error)
 func TypedNode[In, Out any](fn func(ctx *Ctx, in *In) (Out, error)) Node {
 	return func(ctx *Ctx, input json.RawMessage) (any, error) {
 		in := new(In)
-		if err := decodeStrict(input, in); err != nil {
+		if err := strictjson.Decode(input, in, "input"); err != nil {
 			return nil, err
 		}
 		return fn(ctx, in)

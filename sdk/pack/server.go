@@ -1,13 +1,11 @@
 package pack
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -107,21 +105,4 @@ func (s *server) run(c *Ctx, node Node, input []byte, logger hclog.Logger) (out 
 		}
 	}()
 	return node(c, input)
-}
-
-func decodeStrict(data []byte, v any) error {
-	if len(data) == 0 {
-		data = []byte("null")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		msg := err.Error()
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			msg = fmt.Sprintf("field %q: expected %s, got JSON %s", te.Field, te.Type, te.Value)
-		}
-		return wop.Errorf(wop.CodeValidation, "invalid input: %s", strings.TrimPrefix(msg, "json: "))
-	}
-	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/wophost/wophost/sdk/internal/strictjson"
 	"github.com/wophost/wophost/sdk/schema"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -98,7 +99,7 @@ type Request struct {
 // Decode unmarshals the payload into v, refusing unknown fields, and
 // returns a validation_error naming the offending field.
 func (r *Request) Decode(v any) error {
-	return decodeStrict(r.Payload, v, "request")
+	return strictjson.Decode(r.Payload, v, "request")
 }
 
 // Typed adapts a function over typed requests to a Handler.
@@ -140,7 +141,7 @@ func (r *ConfigureRequest) Decode(v any) error {
 	if len(r.Config) == 0 {
 		r.Config = json.RawMessage("{}")
 	}
-	return decodeStrict(r.Config, v, "config")
+	return strictjson.Decode(r.Config, v, "config")
 }
 
 // ConfigError is a configuration problem found by the plugin. Path names

@@ -1,4 +1,7 @@
-package plugin
+// Package strictjson is the one JSON decoder of the SDK's servers: a
+// plugin's request payloads and config and a pack node's input are read
+// by the same rules, with the same errors.
+package strictjson
 
 import (
 	"bytes"
@@ -10,13 +13,18 @@ import (
 	"github.com/wophost/wophost/sdk/wop"
 )
 
-// decodeStrict unmarshals data into v, refusing unknown fields and trailing
-// data, with an error that names the field.
-func decodeStrict(data []byte, v any, what string) error {
+// Decode unmarshals data into v, refusing unknown fields and anything after
+// the first JSON value. Empty data is JSON null: an absent payload leaves v
+// as it is. what names the document in the error ("request", "input"), a
+// validation_error that names the field.
+func Decode(data []byte, v any, what string) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("null")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return wop.Errorf(wop.CodeValidation, "invalid %s: %s", what, describeJSONError(err))
+		return wop.Errorf(wop.CodeValidation, "invalid %s: %s", what, describe(err))
 	}
 	if dec.More() {
 		return wop.Errorf(wop.CodeValidation, "invalid %s: data after the JSON value", what)
@@ -24,8 +32,8 @@ func decodeStrict(data []byte, v any, what string) error {
 	return nil
 }
 
-// DecodeJSONError explains a JSON decoding error with the field it concerns.
-func describeJSONError(err error) string {
+// describe explains a decoding error with the field it concerns.
+func describe(err error) string {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
@@ -40,5 +48,5 @@ func describeJSONError(err error) string {
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
 	}
-	return err.Error()
+	return strings.TrimPrefix(err.Error(), "json: ")
 }
