@@ -2,12 +2,22 @@ package dispatch
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/wop"
 )
+
+// Policy wraps the calls to one family with host-side checks: a family's
+// host rules live in one Policy (PromptPolicy, AgentPolicy), installed on
+// the router with SetPolicy, beside the facet rules below that every
+// family's calls obey. next sends a (possibly rewritten) payload on to the
+// plugin through the router's usual path and returns its answer.
+type Policy interface {
+	Call(ctx context.Context, call wop.CallContext, method string, payload []byte, next func([]byte) ([]byte, error)) ([]byte, error)
+}
 
 // requiredFacet names the facet a core family's call needs declared and
 // advertised, beyond the family itself (CONTRACT §4): ctx.aiEnvelope.await

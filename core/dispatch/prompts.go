@@ -11,13 +11,6 @@ import (
 	"github.com/wophost/wophost/sdk/wop"
 )
 
-// Policy wraps the calls to one family with host-side checks. next sends
-// a (possibly rewritten) payload on to the plugin through the router's
-// usual path and returns its answer.
-type Policy interface {
-	Call(ctx context.Context, call wop.CallContext, method string, payload []byte, next func([]byte) ([]byte, error)) ([]byte, error)
-}
-
 // ResolvedPrompt is one prompt a run resolved: what the node asked for,
 // what the host sent to the plugin, and what came back. Run records list
 // them, and a replay resolves by them.
