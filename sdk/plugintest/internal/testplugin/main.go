@@ -40,12 +40,12 @@ func newPlugin() *plugin.Plugin {
 		}},
 		Configure: configure,
 		Families: []*plugin.Family{{
-			Name:   "test.echo",
+			Name:    "test.echo",
 			Status:  wop.StatusExperimental,
 			Since:   "2.0",
 			Until:   "2099-12-31",
 			Witness: wop.WitnessClaimsCheck,
-			Uses:   []string{"test.host"},
+			Uses:    []string{"test.host"},
 			Methods: map[string]plugin.Handler{
 				"echo":     echo,
 				"sleep":    plugin.Typed(sleep),
