@@ -1,5 +1,5 @@
 // Package agents is the host's agent registry, the host side of
-// agents.manifestRuntime (CONTRACT §4.3): the agent manifests of the
+// agents.manifestRuntime (docs/contract.md §4.3): the agent manifests of the
 // installed packs, each validated, digested and checked against the host's
 // promptLibrary and mcp configuration at install, then kept read-only.
 //

@@ -13,7 +13,7 @@ import (
 	"github.com/wophost/wophost/sdk/wop"
 )
 
-// AgentPolicy is the host's side of agentRuntime.spawn (CONTRACT §4.3).
+// AgentPolicy is the host's side of agentRuntime.spawn (docs/contract.md §4.3).
 // The agent registry lives in the host, so the runtime plugin learns a
 // manifest only from the spawn request:
 //

@@ -20,7 +20,7 @@ type Policy interface {
 }
 
 // requiredFacet names the facet a core family's call needs declared and
-// advertised, beyond the family itself (CONTRACT §4): ctx.aiEnvelope.await
+// advertised, beyond the family itself (docs/contract.md §4): ctx.aiEnvelope.await
 // exists only with the await facet, and so does an async generate (a
 // pending envelope nobody may await would be lost work); every mcp method
 // needs the client facet.

@@ -25,7 +25,7 @@ type ResolvedPrompt struct {
 	Digest  string `json:"digest"`
 }
 
-// PromptPolicy is the host's side of promptLibrary.get (CONTRACT §4.2):
+// PromptPolicy is the host's side of promptLibrary.get (docs/contract.md §4.2):
 //
 //   - A bare name resolves only through the calling pack's prompts lock
 //     map; the plugin is asked for the locked pin. Any other unpinned form

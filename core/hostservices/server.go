@@ -67,7 +67,7 @@ func ForPlugin(router *dispatch.Router, runs *dispatch.Runs, logger hclog.Logger
 
 // ForAgents lets the plugin make calls on behalf of agents: a call whose
 // claimed Caller is "agent:<agentInstanceId>@<manifestDigest>" is checked
-// against the manifest manifest(digest) returns (CONTRACT §4.3). Only the
+// against the manifest manifest(digest) returns (docs/contract.md §5.3). Only the
 // plugin serving agentRuntime gets it. It returns s.
 func (s *Server) ForAgents(manifest func(digest string) (*agentruntime.Manifest, bool)) *Server {
 	s.runsAgents = true

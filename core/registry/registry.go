@@ -282,7 +282,7 @@ func has(adv map[string]served, family, facet string) bool {
 }
 
 // implied lists, for each family, what advertising it implies must also be
-// advertised (CONTRACT §2.3).
+// advertised (docs/contract.md §2.3).
 var implied = map[string][]string{
 	wop.FamilyAgentRuntime: {wop.FamilyAgents + ".manifestRuntime"},
 }

@@ -1,5 +1,5 @@
 // Command wophost-promptlib is the capability plugin serving the
-// promptLibrary family (CONTRACT §4.2) from a file store of pinned,
+// promptLibrary family (docs/contract.md §4.2) from a file store of pinned,
 // immutable prompt versions: get returns a pinned version verbatim, with
 // its digest, or fails. It never substitutes another version.
 package main

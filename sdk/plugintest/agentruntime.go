@@ -30,7 +30,7 @@ type AgentRuntimeConfig struct {
 }
 
 // AgentRuntime starts cfg.Binary, configures it and checks that it serves
-// agentRuntime as CONTRACT §4.3 requires. The checks answer the plugin's
+// agentRuntime as docs/contract.md §4.3 requires. The checks answer the plugin's
 // host-service callbacks themselves: promptLibrary.get with a fixed
 // prompt and aiEnvelope.generate with scripted answers, so no provider is
 // involved. One subtest per rule:

@@ -35,7 +35,7 @@ type AIEnvelopeConfig struct {
 }
 
 // AIEnvelope starts cfg.Binary, configures it and checks that it serves
-// aiEnvelope as CONTRACT §4.1 requires, one subtest per rule:
+// aiEnvelope as docs/contract.md §4.1 requires, one subtest per rule:
 //
 //   - Advertised: the family is described with generate; await is
 //     advertised as a facet only under AsyncConfig.

@@ -34,7 +34,7 @@ type MCPConfig struct {
 }
 
 // MCP starts cfg.Binary, configures it and checks that it serves the mcp
-// family as CONTRACT §4.4 requires, one subtest per rule:
+// family as docs/contract.md §4.4 requires, one subtest per rule:
 //
 //   - Advertised: the family carries the client facet listing ServerID,
 //     revisions including 2026-07-28, preferredVersion, minimumRevision,

@@ -33,7 +33,7 @@ type PromptLibraryConfig struct {
 }
 
 // PromptLibrary starts a fresh process of cfg.Binary, configures it and
-// checks that it serves promptLibrary.get as CONTRACT §4.2 requires, one
+// checks that it serves promptLibrary.get as docs/contract.md §4.2 requires, one
 // subtest per rule:
 //
 //   - Advertised: the family is described with the method get.

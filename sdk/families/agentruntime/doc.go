@@ -1,5 +1,5 @@
 // Package agentruntime holds the request and result types of the
-// agentRuntime host-services family (CONTRACT §4.3) and a Client that calls
+// agentRuntime host-services family (docs/contract.md §4.3) and a Client that calls
 // it through a wop.Caller. Both pack code and agent runtime plugins use
 // these types, so the JSON field names are the contract's.
 //

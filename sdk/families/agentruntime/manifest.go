@@ -14,7 +14,7 @@ import (
 )
 
 // Manifest is an agent manifest as a pack ships it in pack.json agents[]
-// (CONTRACT §4.3). Its identity is its digest (Digest), not its id: two
+// (docs/contract.md §4.3). Its identity is its digest (Digest), not its id: two
 // manifests with the same id and different content are different agents.
 type Manifest struct {
 	// ID names the agent in the registry and in spawn's manifestId.

@@ -1,5 +1,5 @@
 // Package mcp holds the request and result types of the mcp host-services
-// family (CONTRACT §4.4) and a Client that calls it through a wop.Caller.
+// family (docs/contract.md §4.4) and a Client that calls it through a wop.Caller.
 // Every method belongs to the client facet and works against a
 // host-configured server id.
 //

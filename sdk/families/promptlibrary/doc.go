@@ -1,5 +1,5 @@
 // Package promptlibrary holds the request and result types of the
-// promptLibrary host-services family (CONTRACT §4.2) and a Client that
+// promptLibrary host-services family (docs/contract.md §4.2) and a Client that
 // calls it through a wop.Caller. Both pack code and prompt store plugins
 // use these types, so the JSON field names are the contract's.
 //

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// The pin grammar (CONTRACT §4.2), shared by the host, which rewrites bare
+// The pin grammar (docs/contract.md §4.2), shared by the host, which rewrites bare
 // names through a pack's lock map, and by prompt store plugins:
 //
 //	ref     = name "@" pin
