@@ -366,9 +366,15 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// The route exists only while the capability is advertised.
-	writeError(w, wop.Errorf(wop.CodeNotFound, "GET /v1/agents is served while host.agents.manifestRuntime is advertised").
-		WithCapability("host.agents.manifestRuntime"))
+	writeError(w, ErrAgentsNotServed())
+}
+
+// ErrAgentsNotServed refuses a listing of the agent registry while
+// agents.manifestRuntime is not advertised: the listing exists only with
+// it, so it is not found, and details.capability names what is missing.
+func ErrAgentsNotServed() error {
+	return wop.Errorf(wop.CodeNotFound, "the agent registry is listed while host.agents.manifestRuntime is advertised, and it is not").
+		WithCapability("host.agents.manifestRuntime")
 }
 
 // decodeBody reads one JSON object of at most limit bytes into v,
