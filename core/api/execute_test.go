@@ -222,4 +222,3 @@ func TestReadyzReportsStorage(t *testing.T) {
 		t.Fatalf("readyz after recovery: %d %s", w.Code, w.Body)
 	}
 }
-

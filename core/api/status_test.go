@@ -2,7 +2,6 @@ package api
 
 import (
 	"testing"
-
 )
 
 func TestETagMatches(t *testing.T) {
@@ -28,4 +27,3 @@ func TestAuthorized(t *testing.T) {
 		}
 	}
 }
-
