@@ -500,7 +500,7 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 	for _, f := range c.families {
 		families = append(families, registry.Family{
 			Name: f.Name, Status: f.Status, Since: f.Since, Until: f.Until, Witness: f.Witness,
-			Methods: f.Methods, Needs: f.Needs, Uses: f.Uses, Facets: res.Facets[f.Name],
+			Methods: f.Methods, Needs: f.Needs, Uses: f.Uses, Facets: res.Facets[f.Name], Details: res.Details[f.Name],
 		})
 	}
 	srv, _ := hs.(*hostservices.Server)

@@ -57,6 +57,12 @@ type Family struct {
 	// current configuration. It is called after Configure; each value is
 	// marshalled to JSON ({} for a facet without settings).
 	Facets func() map[string]any
+	// Details, if set, returns what the operator may want to know about
+	// the family under the current configuration but is no facet (the
+	// servers an MCP client reaches, say). It is called after Configure;
+	// the host lists it with the capability (GET /v1/plugins, `host
+	// plugins --json`) and never advertises it.
+	Details func() map[string]any
 	// Needs lists families, or "family.facet", that must be advertised for
 	// this one to be advertised. Uses lists families the plugin may call
 	// back without needing them.

@@ -95,7 +95,7 @@ func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest)
 			return nil, wire.ToStatus(err)
 		}
 	}
-	resp := &wophostv1.ConfigureResponse{Facets: map[string][]byte{}, Warnings: toDiagnostics(warnings)}
+	resp := &wophostv1.ConfigureResponse{Facets: map[string][]byte{}, Details: map[string][]byte{}, Warnings: toDiagnostics(warnings)}
 	for _, f := range s.p.Families {
 		facets := map[string]any{}
 		if f.Facets != nil {
@@ -111,6 +111,15 @@ func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest)
 			return nil, wire.ToStatus(fmt.Errorf("marshal facets of %s: %w", f.Name, err))
 		}
 		resp.Facets[f.Name] = b
+		if f.Details != nil {
+			if d := f.Details(); d != nil {
+				b, err := json.Marshal(d)
+				if err != nil {
+					return nil, wire.ToStatus(fmt.Errorf("marshal details of %s: %w", f.Name, err))
+				}
+				resp.Details[f.Name] = b
+			}
+		}
 	}
 	s.configured = true
 	return resp, nil

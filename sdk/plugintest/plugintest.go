@@ -89,6 +89,9 @@ type FamilyDescription = wire.FamilyDescription
 type ConfigureResult struct {
 	// Facets maps each family to its facets under this configuration.
 	Facets map[string]map[string]json.RawMessage
+	// Details maps each family to the JSON object the plugin lists about
+	// it under this configuration (never advertised).
+	Details map[string]json.RawMessage
 	// Diagnostics, when not empty, mean the plugin refused the config.
 	Diagnostics []Diagnostic
 }
@@ -240,6 +243,12 @@ func (p *Plugin) ConfigSchema(t testing.TB) schema.Block {
 // family. It fails t if the call fails or the plugin reports diagnostics.
 func (p *Plugin) Configure(t testing.TB, config json.RawMessage) map[string]map[string]json.RawMessage {
 	t.Helper()
+	return p.configure(t, config).Facets
+}
+
+// configure is Configure returning the whole answer.
+func (p *Plugin) configure(t testing.TB, config json.RawMessage) *ConfigureResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
 	defer cancel()
 	res, err := p.ConfigureErr(ctx, config)
@@ -249,7 +258,7 @@ func (p *Plugin) Configure(t testing.TB, config json.RawMessage) map[string]map[
 	if len(res.Diagnostics) > 0 {
 		t.Fatalf("Configure refused the config %s: %s", orEmptyObject(config), joinDiagnostics(res.Diagnostics))
 	}
-	return res.Facets
+	return res
 }
 
 // ConfigureErr sends config (nil sends {}) with a HostServices connection
@@ -268,7 +277,7 @@ func (p *Plugin) ConfigureErr(ctx context.Context, config json.RawMessage) (*Con
 	if err != nil {
 		return nil, wire.FromStatus(err)
 	}
-	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}}
+	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}, Details: map[string]json.RawMessage{}}
 	for _, d := range resp.GetDiagnostics() {
 		out.Diagnostics = append(out.Diagnostics, Diagnostic{Summary: d.GetSummary(), Detail: d.GetDetail(), Path: d.GetPath()})
 	}
@@ -285,6 +294,12 @@ func (p *Plugin) ConfigureErr(ctx context.Context, config json.RawMessage) (*Con
 			}
 		}
 		out.Facets[fam] = facets
+	}
+	for fam, raw := range resp.GetDetails() {
+		if trimmed := bytes.TrimSpace(raw); len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
+			return nil, fmt.Errorf("details of %s are not a JSON object: %s", fam, raw)
+		}
+		out.Details[fam] = raw
 	}
 	return out, nil
 }

@@ -183,7 +183,7 @@ func (s *server) Configure(_ context.Context, req *wophostv1.ConfigureRequest) (
 		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{agentruntime.Family: []byte(`{}`)}}, nil
 	}
 	if s.family == familyMCP {
-		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{mcp.Family: s.mcpFacets()}}, nil
+		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{mcp.Family: s.mcpFacets()}, Details: map[string][]byte{mcp.Family: mcpDetails()}}, nil
 	}
 	if s.family == familyPromptLibrary {
 		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{promptlibrary.Family: []byte(`{}`)}}, nil
