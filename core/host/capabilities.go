@@ -394,6 +394,11 @@ func selectFamilies(cc *config.Capability, desc *loader.Description) ([]loader.F
 				return nil, fmt.Errorf("plugin %s describes family %q: %s", desc.Name, f.Name, why)
 			}
 		}
+		// The record is published as it is described: one OpenWOP
+		// refuses is never advertised.
+		if err := wop.CheckFamilyRecord(f.Status, f.Since, f.Until, f.Witness); err != nil {
+			return nil, fmt.Errorf("plugin %s describes family %q with an invalid record: %w", desc.Name, f.Name, err)
+		}
 		if len(cc.Families) == 0 || slices.Contains(cc.Families, f.Name) {
 			out = append(out, f)
 		}

@@ -16,9 +16,7 @@ package httpstatus
 import (
 	"encoding/json"
 	"net/http"
-	"regexp"
-	"strings"
-
+	
 	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -121,17 +119,6 @@ var fromCtx = map[string]string{
 	wop.CodeCancelled:                 CodeCancelled,
 	wop.CodeUpstreamUnavailable:       CodeUpstreamUnavailable,
 	wop.CodeMCPError:                  CodeUpstreamUnavailable,
-}
-
-// vendorCode is OpenWOP's grammar of a vendor error code: an org, one
-// dot, a name. Go's regexp has no lookahead; the reserved org openwop is
-// refused apart.
-var vendorCode = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*\.[a-z][a-z0-9_]*$`)
-
-// ValidVendorCode reports whether code is a vendor error code by
-// OpenWOP's grammar: org.name with exactly one dot, the org not openwop.
-func ValidVendorCode(code string) bool {
-	return vendorCode.MatchString(code) && !strings.HasPrefix(code, "openwop.")
 }
 
 // Envelope is OpenWOP's HTTP error envelope, the body of every non-2xx

@@ -40,11 +40,12 @@ func newPlugin() *plugin.Plugin {
 		}},
 		Configure: configure,
 		Families: []*plugin.Family{{
-			Name:   "test.echo",
-			Status: "experimental",
-			Since:  "1",
-			Until:  "2099-12-31",
-			Uses:   []string{"test.host"},
+			Name:    "test.echo",
+			Status:  "experimental",
+			Since:   "2.0",
+			Witness: "claims-check",
+			Until:   "2099-12-31",
+			Uses:    []string{"test.host"},
 			Methods: map[string]plugin.Handler{
 				"echo":     echo,
 				"sleep":    plugin.Typed(sleep),
