@@ -10,6 +10,7 @@ import (
 	"github.com/wophost/wophost/sdk/internal/procutil"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // Serve serves p to the host and returns when the host stops the plugin.
@@ -68,6 +69,12 @@ func (p *Plugin) validate() error {
 		seen[f.Name] = true
 		if len(f.Methods) == 0 {
 			return fmt.Errorf("family %q has no methods", f.Name)
+		}
+		if err := wop.CheckFamilyRecord(f.Status, f.Since, f.Until, f.Witness); err != nil {
+			return fmt.Errorf("family %q: %w", f.Name, err)
+		}
+		if err := f.checkCodes(); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -187,6 +187,12 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (resp
 		if ctx.Err() != nil && we.Code == wop.CodeInternal {
 			we = wire.FromContextError(ctx.Err())
 		}
+		if !f.allows(we.Code) {
+			r.Logger.Error("handler returned an error code its family does not declare; the host gets internal",
+				"code", we.Code, "error", we.Message)
+			we = wop.Errorf(wop.CodeInternal, "%s failed with the error code %q, which family %s does not declare: %s", capability, we.Code, f.Name, we.Message).
+				WithDetails(map[string]any{"code": we.Code})
+		}
 		if we.Capability == "" {
 			we = we.WithCapability(capability)
 		}
