@@ -150,7 +150,7 @@ func TestPluginHandle(t *testing.T) {
 func TestCatchesBadPlugin(t *testing.T) {
 	p := Start(t, Config{Binary: testPlugin, Env: []string{"PLUGINTEST_MODE=bad"}})
 	assertProblems(t, descriptionProblems(p.Describe(t)),
-		"version is empty", `family "Test_Echo" is not a core family`, `status "beta"`)
+		"version is empty", `family "Test_Echo" is not a core family`)
 	assertProblems(t, schemaProblems(p.ConfigSchema(t), ""),
 		`name "a" is used more than once`, `attribute "a" has no type`, `nesting "set"`)
 }
@@ -158,8 +158,8 @@ func TestCatchesBadPlugin(t *testing.T) {
 func TestDescriptionProblems(t *testing.T) {
 	good := func() *Description {
 		return &Description{Name: "p", Version: "1", Families: []FamilyDescription{
-			{Name: wop.FamilyMCP, Status: "stable", Methods: []string{"callTool"}},
-			{Name: "acme.kv", Status: "experimental", Until: "2030-01-01", Methods: []string{"get", "put"}},
+			{Name: wop.FamilyMCP, Status: "stable", Since: "2.0", Witness: "seam-gated", Methods: []string{"callTool"}},
+			{Name: "acme.kv", Status: "experimental", Since: "2.0", Until: "2030-01-01", Witness: "claims-check", Methods: []string{"get", "put"}},
 		}}
 	}
 	if pr := descriptionProblems(good()); len(pr) != 0 {
@@ -174,7 +174,11 @@ func TestDescriptionProblems(t *testing.T) {
 		{"no families", func(d *Description) { d.Families = nil }, "no families"},
 		{"reserved org", func(d *Description) { d.Families[1].Name = "openwop.kv" }, "reserved"},
 		{"twice", func(d *Description) { d.Families[1].Name = wop.FamilyMCP }, "listed more than once"},
-		{"no until", func(d *Description) { d.Families[0].Status = "deprecated" }, "needs until"},
+		{"no until", func(d *Description) { d.Families[0].Status = "deprecated" }, "until: required"},
+		{"status", func(d *Description) { d.Families[0].Status = "beta" }, `status "beta"`},
+		{"stable with until", func(d *Description) { d.Families[0].Until = "3.0" }, "a stable family has no until"},
+		{"no witness", func(d *Description) { d.Families[1].Witness = "" }, `witness ""`},
+		{"since", func(d *Description) { d.Families[1].Since = "2" }, `since "2"`},
 		{"no methods", func(d *Description) { d.Families[1].Methods = nil }, "lists no methods"},
 		{"duplicate method", func(d *Description) { d.Families[1].Methods = []string{"get", "get"} }, "method get more than once"},
 		{"empty method", func(d *Description) { d.Families[1].Methods = []string{""} }, "empty method name"},

@@ -276,14 +276,10 @@ func descriptionProblems(d *Description) []string {
 			}
 		}
 		seen[name] = true
-		switch f.Status {
-		case "stable":
-		case "experimental", "deprecated":
-			if f.Until == "" {
-				out = append(out, fmt.Sprintf("family %s: status %s needs until", name, f.Status))
-			}
-		default:
-			out = append(out, fmt.Sprintf("family %s: status %q; want stable, experimental or deprecated", name, f.Status))
+		// The host publishes the record as described, so it must be one
+		// OpenWOP's discovery document admits.
+		if err := wop.CheckFamilyRecord(f.Status, f.Since, f.Until, f.Witness); err != nil {
+			out = append(out, fmt.Sprintf("family %s: %v", name, err))
 		}
 		if len(f.Methods) == 0 {
 			out = append(out, fmt.Sprintf("family %s lists no methods", name))

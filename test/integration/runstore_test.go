@@ -139,7 +139,7 @@ func recallVersion(t *testing.T, base, kvKey string) int {
 	switch {
 	case r.status == 200:
 		return r.Output.Version
-	case r.Code == "acme.kv.key_not_found":
+	case r.Code == "acme.key_not_found":
 		return 0
 	}
 	t.Fatalf("recall %s: %d %s %s", kvKey, r.status, r.Code, r.Message)

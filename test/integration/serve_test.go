@@ -275,7 +275,7 @@ func TestServeAPI(t *testing.T) {
 		`wophost_plugin_state{capability="echo",state="ready"} 1`,
 		"wophost_node_run_duration_seconds_bucket",
 		`wophost_ctx_calls_total{code="ok",family="test.echo",method="echo"} 1`,
-		`wophost_ctx_calls_total{code="test.echo.boom",family="test.echo",method="fail"} 1`,
+		`wophost_ctx_calls_total{code="test.boom",family="test.echo",method="fail"} 1`,
 		`wophost_ctx_calls_in_flight{family="test.echo"} 0`,
 		`wophost_ctx_call_duration_seconds_count{family="test.echo",method="echo"} 1`,
 	} {

@@ -110,7 +110,7 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 		return &wophostv1.DescribeResponse{
 			Name: "badplugin", Version: version,
 			Families: []*wophostv1.FamilyDescription{{
-				Name: agentruntime.Family, Status: "experimental", Since: "1", Until: "2099-12-31",
+				Name: agentruntime.Family, Status: "experimental", Since: "2.0", Until: "2099-12-31", Witness: "claims-check",
 				Methods: []string{agentruntime.MethodSpawn, agentruntime.MethodDelegate, agentruntime.MethodConsensus, agentruntime.MethodMessageSend},
 				Needs:   s.arNeeds(),
 			}},
@@ -120,7 +120,7 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 		return &wophostv1.DescribeResponse{
 			Name: "badplugin", Version: version,
 			Families: []*wophostv1.FamilyDescription{{
-				Name: mcp.Family, Status: "experimental", Since: "1", Until: "2099-12-31",
+				Name: mcp.Family, Status: "experimental", Since: "2.0", Until: "2099-12-31", Witness: "claims-check",
 				Methods: []string{mcp.MethodCallTool, mcp.MethodListTools, mcp.MethodReadResource, mcp.MethodServerHealth},
 			}},
 		}, nil
@@ -129,7 +129,7 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 		return &wophostv1.DescribeResponse{
 			Name: "badplugin", Version: version,
 			Families: []*wophostv1.FamilyDescription{{
-				Name: promptlibrary.Family, Status: "experimental", Since: "1", Until: "2099-12-31",
+				Name: promptlibrary.Family, Status: "experimental", Since: "2.0", Until: "2099-12-31", Witness: "claims-check",
 				Methods: s.plDescribeMethods(),
 			}},
 		}, nil
@@ -138,7 +138,7 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 		return &wophostv1.DescribeResponse{
 			Name: "badplugin", Version: version,
 			Families: []*wophostv1.FamilyDescription{{
-				Name: aienvelope.Family, Status: "experimental", Since: "1", Until: "2099-12-31",
+				Name: aienvelope.Family, Status: "experimental", Since: "2.0", Until: "2099-12-31", Witness: "claims-check",
 				Methods: s.aiDescribeMethods(),
 			}},
 		}, nil
@@ -147,7 +147,7 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 		Name:    "badplugin",
 		Version: version,
 		Families: []*wophostv1.FamilyDescription{{
-			Name: family, Status: "experimental", Since: "1", Until: "2099-12-31",
+			Name: family, Status: "experimental", Since: "2.0", Until: "2099-12-31", Witness: "claims-check",
 			Methods: []string{"echo", "other"},
 		}},
 	}, nil
