@@ -42,6 +42,22 @@ func decodeEnvelope(t *testing.T, res result) envelope {
 	return *o.Error
 }
 
+// decodeCallError returns the ctx-level envelope a failed `host call`
+// printed: a ctx call's error, as a node would get it.
+func decodeCallError(t *testing.T, res result) envelope {
+	t.Helper()
+	if res.code != 1 {
+		t.Fatalf("exit %d, want 1 (failure)\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	var e envelope
+	dec := json.NewDecoder(strings.NewReader(res.stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil || e.Code == "" || e.Message == "" {
+		t.Fatalf("stdout is not a ctx-level error envelope (%v):\n%s", err, res.stdout)
+	}
+	return e
+}
+
 // refusal is OpenWOP's HTTP error envelope, as `host serve` answers a
 // refused request and `host run` prints one.
 type refusal struct {

@@ -299,7 +299,7 @@ func TestServeAuth(t *testing.T) {
 	for _, path := range []string{"/.well-known/openwop", "/v1/plugins", "/v1/packs", "/metrics"} {
 		for name, header := range map[string]string{"none": "", "wrong": "Bearer nope", "basic": "Basic " + token} {
 			r := request(t, "GET", d.base+path, "", map[string]string{"Authorization": header})
-			if r.status != 401 || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") || !strings.Contains(r.body, `"unauthorized"`) {
+			if r.status != 401 || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") || parseRefusal(t, []byte(r.body)).Error != "unauthenticated" {
 				t.Errorf("%s with %s token: %d %v %s", path, name, r.status, r.header, r.body)
 			}
 		}
