@@ -16,7 +16,7 @@ package httpstatus
 import (
 	"encoding/json"
 	"net/http"
-	
+
 	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/sdk/wop"
 )

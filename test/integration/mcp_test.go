@@ -113,11 +113,11 @@ func TestMCPThroughTheHost(t *testing.T) {
 		}
 		var rec struct {
 			Client           json.RawMessage `json:"client"`
-			Revisions        []string       `json:"revisions"`
-			PreferredVersion string         `json:"preferredVersion"`
-			MinimumRevision  string         `json:"minimumRevision"`
-			RefreshedAt      string         `json:"refreshedAt"`
-			MRTR             map[string]int `json:"mrtr"`
+			Revisions        []string        `json:"revisions"`
+			PreferredVersion string          `json:"preferredVersion"`
+			MinimumRevision  string          `json:"minimumRevision"`
+			RefreshedAt      string          `json:"refreshedAt"`
+			MRTR             map[string]int  `json:"mrtr"`
 		}
 		if err := json.Unmarshal(doc["mcp"], &rec); err != nil {
 			t.Fatalf("mcp record %s: %v", doc["mcp"], err)
