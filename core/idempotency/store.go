@@ -46,7 +46,8 @@ type Record struct {
 	// RunID is the run that produced the outcome.
 	RunID string `json:"runId,omitempty"`
 	// Output is the node's output when it succeeded; Error its error
-	// envelope when it failed with an outcome that is kept (see Final).
+	// envelope when it failed with an outcome that is kept: a run that
+	// failed for good (RunID set) or a refusal Final keeps (no RunID).
 	Output json.RawMessage `json:"output,omitempty"`
 	Error  *wop.Error      `json:"error,omitempty"`
 	// RunRecord is the path of the run's record, when it was written.
