@@ -6,12 +6,15 @@ import (
 	"strings"
 )
 
-// The values a family record's status and witness may take in OpenWOP's
-// discovery document.
-var (
-	recordStatuses  = []string{"stable", "experimental", "deprecated"}
-	recordWitnesses = []string{"witnessable-unaided", "witnessable-gated", "seam-gated", "claims-check", "negative-existence"}
-)
+// RecordStatuses lists the values a family record's status may take in
+// OpenWOP's discovery document.
+func RecordStatuses() []string { return []string{"stable", "experimental", "deprecated"} }
+
+// RecordWitnesses lists OpenWOP's witness classes, the values a family
+// record's witness may take.
+func RecordWitnesses() []string {
+	return []string{"witnessable-unaided", "witnessable-gated", "seam-gated", "claims-check", "negative-existence"}
+}
 
 var (
 	// protocolVersion is since's shape, and one of until's: "N.N".
@@ -30,14 +33,14 @@ var (
 // OpenWOP's witness classes; until ("N.N" or a date YYYY-MM-DD) is
 // required unless the family is stable, and forbidden when it is.
 func CheckFamilyRecord(status, since, until, witness string) error {
-	if !contains(recordStatuses, status) {
-		return fmt.Errorf("status %q: must be one of %s", status, strings.Join(recordStatuses, ", "))
+	if !contains(RecordStatuses(), status) {
+		return fmt.Errorf("status %q: must be one of %s", status, strings.Join(RecordStatuses(), ", "))
 	}
 	if !protocolVersion.MatchString(since) {
 		return fmt.Errorf(`since %q: must be a protocol version "N.N", e.g. "2.0"`, since)
 	}
-	if !contains(recordWitnesses, witness) {
-		return fmt.Errorf("witness %q: must be one of %s", witness, strings.Join(recordWitnesses, ", "))
+	if !contains(RecordWitnesses(), witness) {
+		return fmt.Errorf("witness %q: must be one of %s", witness, strings.Join(RecordWitnesses(), ", "))
 	}
 	switch {
 	case status == "stable" && until != "":
