@@ -57,68 +57,66 @@ const (
 	CodeUpstreamUnavailable = "wophost.upstream_unavailable"
 )
 
-// statuses is the HTTP status of every code the host answers with: for
-// registered codes the status OpenWOP assigns them.
-var statuses = map[string]int{
-	CodeValidation:            http.StatusBadRequest,
-	CodeIdempotencyKeyInvalid: http.StatusBadRequest,
-	CodePackValidationFailed:  http.StatusBadRequest,
-	CodePackPeerDependency:    http.StatusBadRequest,
-	CodeUnauthenticated:       http.StatusUnauthorized,
-	CodeForbidden:             http.StatusForbidden,
-	CodeNotFound:              http.StatusNotFound,
-	CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
-	CodeIdempotencyMismatch:   http.StatusConflict,
-	CodeIdempotencyInFlight:   http.StatusConflict,
-	CodePayloadTooLarge:       http.StatusRequestEntityTooLarge,
-	CodeCapabilityNotProvided: http.StatusUnprocessableEntity,
-	CodeRecursionLimit:        http.StatusUnprocessableEntity,
-	CodeInternalError:         http.StatusInternalServerError,
-	CodeUpstreamUnavailable:   http.StatusBadGateway,
-	CodeRunnerUnavailable:     http.StatusServiceUnavailable,
-	CodeStorageUnavailable:    http.StatusServiceUnavailable,
-	CodeCancelled:             http.StatusServiceUnavailable,
-	CodeDeadlineExceeded:      http.StatusGatewayTimeout,
+// statusTable is the HTTP status of every code the host answers with:
+// for registered codes the status OpenWOP assigns them.
+func statusTable() map[string]int {
+	return map[string]int{
+		CodeValidation:            http.StatusBadRequest,
+		CodeIdempotencyKeyInvalid: http.StatusBadRequest,
+		CodePackValidationFailed:  http.StatusBadRequest,
+		CodePackPeerDependency:    http.StatusBadRequest,
+		CodeUnauthenticated:       http.StatusUnauthorized,
+		CodeForbidden:             http.StatusForbidden,
+		CodeNotFound:              http.StatusNotFound,
+		CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
+		CodeIdempotencyMismatch:   http.StatusConflict,
+		CodeIdempotencyInFlight:   http.StatusConflict,
+		CodePayloadTooLarge:       http.StatusRequestEntityTooLarge,
+		CodeCapabilityNotProvided: http.StatusUnprocessableEntity,
+		CodeRecursionLimit:        http.StatusUnprocessableEntity,
+		CodeInternalError:         http.StatusInternalServerError,
+		CodeUpstreamUnavailable:   http.StatusBadGateway,
+		CodeRunnerUnavailable:     http.StatusServiceUnavailable,
+		CodeStorageUnavailable:    http.StatusServiceUnavailable,
+		CodeCancelled:             http.StatusServiceUnavailable,
+		CodeDeadlineExceeded:      http.StatusGatewayTimeout,
+	}
 }
 
 // Codes lists every code Refusal can answer with and its status.
-func Codes() map[string]int {
-	out := make(map[string]int, len(statuses))
-	for c, s := range statuses {
-		out[c] = s
-	}
-	return out
-}
+func Codes() map[string]int { return statusTable() }
 
 // StatusOf is the HTTP status of an OpenWOP code this package answers
 // with; 500 for any other.
 func StatusOf(code string) int {
-	if s, ok := statuses[code]; ok {
+	if s, ok := statusTable()[code]; ok {
 		return s
 	}
 	return http.StatusInternalServerError
 }
 
-// fromCtx maps the ctx-level codes the host refuses with to the code of
+// ctxTable maps the ctx-level codes the host refuses with to the code of
 // the HTTP answer; a code missing here is answered as internal_error.
-var fromCtx = map[string]string{
-	wop.CodeValidation:                CodeValidation,
-	idempotency.CodeKeyInvalid:        CodeIdempotencyKeyInvalid,
-	wop.CodePackValidationFailed:      CodePackValidationFailed,
-	wop.CodePackPeerDependencyMissing: CodePackPeerDependency,
-	wop.CodeNotFound:                  CodeNotFound,
-	wop.CodeIdempotencyKeyMismatch:    CodeIdempotencyMismatch,
-	idempotency.CodeInFlight:          CodeIdempotencyInFlight,
-	wop.CodeCapabilityNotProvided:     CodeCapabilityNotProvided,
-	wop.CodeHostCapabilityMissing:     CodeCapabilityNotProvided,
-	wop.CodeCapabilityNotDeclared:     CodeForbidden,
-	wop.CodeCallDepthExceeded:         CodeRecursionLimit,
-	wop.CodeUnavailable:               CodeRunnerUnavailable,
-	wop.CodeInternal:                  CodeInternalError,
-	wop.CodeDeadlineExceeded:          CodeDeadlineExceeded,
-	wop.CodeCancelled:                 CodeCancelled,
-	wop.CodeUpstreamUnavailable:       CodeUpstreamUnavailable,
-	wop.CodeMCPError:                  CodeUpstreamUnavailable,
+func ctxTable() map[string]string {
+	return map[string]string{
+		wop.CodeValidation:                CodeValidation,
+		idempotency.CodeKeyInvalid:        CodeIdempotencyKeyInvalid,
+		wop.CodePackValidationFailed:      CodePackValidationFailed,
+		wop.CodePackPeerDependencyMissing: CodePackPeerDependency,
+		wop.CodeNotFound:                  CodeNotFound,
+		wop.CodeIdempotencyKeyMismatch:    CodeIdempotencyMismatch,
+		idempotency.CodeInFlight:          CodeIdempotencyInFlight,
+		wop.CodeCapabilityNotProvided:     CodeCapabilityNotProvided,
+		wop.CodeHostCapabilityMissing:     CodeCapabilityNotProvided,
+		wop.CodeCapabilityNotDeclared:     CodeForbidden,
+		wop.CodeCallDepthExceeded:         CodeRecursionLimit,
+		wop.CodeUnavailable:               CodeRunnerUnavailable,
+		wop.CodeInternal:                  CodeInternalError,
+		wop.CodeDeadlineExceeded:          CodeDeadlineExceeded,
+		wop.CodeCancelled:                 CodeCancelled,
+		wop.CodeUpstreamUnavailable:       CodeUpstreamUnavailable,
+		wop.CodeMCPError:                  CodeUpstreamUnavailable,
+	}
 }
 
 // Envelope is OpenWOP's HTTP error envelope, the body of every non-2xx
@@ -152,12 +150,12 @@ func Refusal(err error) (int, Envelope) {
 			details["data"] = e.Details
 		}
 	}
-	code, ok := fromCtx[e.Code]
+	code, ok := ctxTable()[e.Code]
 	switch {
 	case ok && code == CodeRunnerUnavailable && details["storage"] != nil:
 		code = CodeStorageUnavailable
 	case ok:
-	case statuses[e.Code] != 0:
+	case statusTable()[e.Code] != 0:
 		code = e.Code
 	default:
 		// No answer code fits: the caller still learns the host's own.

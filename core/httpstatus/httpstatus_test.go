@@ -19,8 +19,8 @@ func TestCodesAreAnswerable(t *testing.T) {
 			t.Errorf("%s: not a wophost vendor code", code)
 		}
 	}
-	for ctx, code := range fromCtx {
-		if _, ok := statuses[code]; !ok {
+	for ctx, code := range ctxTable() {
+		if _, ok := statusTable()[code]; !ok {
 			t.Errorf("%s maps to %s, which has no status", ctx, code)
 		}
 	}
