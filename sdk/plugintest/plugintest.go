@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -77,6 +78,37 @@ type Call struct {
 	Payload json.RawMessage
 	// Check, if set, examines the result of the call.
 	Check func(t testing.TB, result json.RawMessage)
+	// WantCode, when set, says the call must fail with this error code.
+	// It must be a code a host accepts from the family: one of
+	// wop.CoreCodes, a vendor code by OpenWOP's grammar ("org.name", one
+	// dot) of the family's org, or for a core family a contract family
+	// code (snake_case, no dot); the kit refuses any other.
+	WantCode string
+}
+
+// checkWantCode returns why code is no code a host accepts from family,
+// or "" when it is one.
+func checkWantCode(family, code string) string {
+	if slices.Contains(wop.CoreCodes(), code) {
+		return ""
+	}
+	if wop.IsCoreFamily(family) {
+		if !strings.Contains(code, ".") && code != "" && strings.ToLower(code) == code {
+			return ""
+		}
+		if wop.ValidVendorCode(code) {
+			return ""
+		}
+		return "neither a core code, a family code nor a vendor code \"org.name\""
+	}
+	if !wop.ValidVendorCode(code) {
+		return "not a vendor code by OpenWOP's grammar: \"org.name\", exactly one dot, e.g. \"acme.key_not_found\""
+	}
+	org, _, _ := strings.Cut(family, ".")
+	if codeOrg, _, _ := strings.Cut(code, "."); codeOrg != org {
+		return "a vendor code of another org than the family's, " + org
+	}
+	return ""
 }
 
 // Description is what a plugin says about itself in Describe.

@@ -257,3 +257,23 @@ func TestCallbacksMustCarryTheRunToken(t *testing.T) {
 		t.Errorf("the test's host services saw tokens %v; want the kit's, the test's, then none", seen)
 	}
 }
+
+func TestCheckWantCode(t *testing.T) {
+	for _, tc := range []struct {
+		family, code string
+		ok           bool
+	}{
+		{"acme.kv", "acme.key_not_found", true},
+		{"acme.kv", wop.CodeNotFound, true},
+		{"acme.kv", "acme.kv.key_not_found", false},
+		{"acme.kv", "other.key_not_found", false},
+		{"acme.kv", "key_not_found", false},
+		{wop.FamilyAIEnvelope, "provider_rate_limited", true},
+		{wop.FamilyAIEnvelope, "wophost.thing", true},
+		{wop.FamilyAIEnvelope, "a.b.c", false},
+	} {
+		if why := checkWantCode(tc.family, tc.code); (why == "") != tc.ok {
+			t.Errorf("checkWantCode(%s, %s) = %q, want ok %v", tc.family, tc.code, why, tc.ok)
+		}
+	}
+}
