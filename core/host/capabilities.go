@@ -393,6 +393,11 @@ func selectFamilies(cc *config.Capability, desc *loader.Description) ([]loader.F
 			if ok, why := wop.ValidVendorFamily(f.Name); !ok {
 				return nil, fmt.Errorf("plugin %s describes family %q: %s", desc.Name, f.Name, why)
 			}
+			// It is published under extensions, whose keys OpenWOP
+			// spells org.name with exactly one dot.
+			if strings.Count(f.Name, ".") != 1 {
+				return nil, fmt.Errorf(`plugin %s describes family %q: a vendor family is "org.name" with exactly one dot`, desc.Name, f.Name)
+			}
 		}
 		// The record is published as it is described: one OpenWOP
 		// refuses is never advertised.

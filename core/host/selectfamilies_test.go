@@ -23,6 +23,11 @@ func TestSelectFamiliesChecksTheRecord(t *testing.T) {
 		t.Fatalf("experimental without until: %v", err)
 	}
 	bad = good
+	bad.Name = "acme.kv.extra"
+	if _, err := selectFamilies(cc, &loader.Description{Name: "p", Families: []loader.FamilyDescription{bad}}); err == nil || !strings.Contains(err.Error(), "exactly one dot") {
+		t.Fatalf("two dots: %v", err)
+	}
+	bad = good
 	bad.Witness = ""
 	if _, err := selectFamilies(cc, &loader.Description{Name: "p", Families: []loader.FamilyDescription{bad}}); err == nil || !strings.Contains(err.Error(), "witness") {
 		t.Fatalf("no witness: %v", err)
