@@ -166,11 +166,11 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	b, release := s.current.Acquire()
 	defer release()
 	if b == nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "no host is running"})
+		writeError(w, notReady("no host is running"))
 		return
 	}
 	if err := b.Ready(); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+		writeError(w, notReady(err.Error()))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -396,6 +396,14 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 		return wop.Errorf(wop.CodeValidation, "request body: more than one JSON value")
 	}
 	return nil
+}
+
+// notReady is /readyz's 503: runner_unavailable, its reason as the
+// message and in details with status "not ready", retryable since the
+// host becomes ready again on its own or at a reload.
+func notReady(reason string) error {
+	return wop.Errorf(wop.CodeUnavailable, "%s", reason).WithRetryable(true).
+		WithDetails(map[string]string{"status": "not ready", "reason": reason})
 }
 
 // errNoHost refuses a request while no host runs (between a failed

@@ -151,6 +151,8 @@ func TestEveryErrorPathIsAnOpenWOPEnvelope(t *testing.T) {
 			details: map[string]any{"retryable": true}},
 		{name: "no host: discovery", server: noHost, method: "GET", path: "/.well-known/openwop", status: 503, code: "runner_unavailable", retryAfter: true},
 		{name: "no host: plugins", server: noHost, method: "GET", path: "/v1/plugins", status: 503, code: "runner_unavailable", retryAfter: true},
+		{name: "no host: readyz", server: noHost, method: "GET", path: "/readyz", status: 503, code: "runner_unavailable", retryAfter: true,
+			details: map[string]any{"status": "not ready", "reason": "no host is running", "retryable": true}},
 		{name: "no host: packs", server: noHost, method: "GET", path: "/v1/packs", status: 503, code: "runner_unavailable", retryAfter: true},
 		{name: "no agents", server: plain, method: "GET", path: "/v1/agents", status: 404, code: "not_found",
 			details: map[string]any{"capability": "host.agents.manifestRuntime", "retryable": false}},

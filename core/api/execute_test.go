@@ -212,7 +212,8 @@ func TestReadyzReportsStorage(t *testing.T) {
 	s := New(NewCurrent(f), Options{})
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
-	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "state directory cannot take writes: 12 KiB free") {
+	if e := envelope(t, w); w.Code != http.StatusServiceUnavailable || e.Error != "runner_unavailable" || e.Details["status"] != "not ready" ||
+		!strings.Contains(e.Message, "state directory cannot take writes: 12 KiB free") || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("readyz: %d %s", w.Code, w.Body)
 	}
 	f.ready = nil

@@ -99,9 +99,8 @@ func TestReadyzIs503WhileARequiredCapabilityIsDown(t *testing.T) {
 		last = request(t, "GET", d.base+"/readyz", "", nil)
 		return last.status == 503 && strings.Contains(last.body, "req")
 	})
-	var body struct{ Status, Reason string }
-	if err := json.Unmarshal([]byte(last.body), &body); err != nil || body.Status != "not ready" || body.Reason == "" {
-		t.Errorf("/readyz body %s, want status \"not ready\" and a reason", last.body)
+	if e := parseRefusal(t, []byte(last.body)); e.Error != "runner_unavailable" || e.Details["status"] != "not ready" || e.Details["reason"] == "" {
+		t.Errorf("/readyz body %s, want runner_unavailable, status \"not ready\" and a reason", last.body)
 	}
 	// It stays 503 for as long as the capability is down, through every
 	// attempt and after the last.
