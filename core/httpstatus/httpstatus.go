@@ -129,7 +129,7 @@ type Envelope struct {
 
 // Refusal is the HTTP answer to a request refused with err: its status
 // and OpenWOP envelope. The ctx-level code maps to a registered code
-// where one fits (fromCtx), to a host vendor code otherwise; a storage
+// where one fits (ctxTable), to a host vendor code otherwise; a storage
 // refusal (details.storage set) is wophost.storage_unavailable. The
 // envelope's capability and retryable move into details, beside the
 // fields of its details object (a details value that is not an object
@@ -171,9 +171,10 @@ func Refusal(err error) (int, Envelope) {
 	if merr != nil {
 		raw = json.RawMessage(`{"retryable":false}`)
 	}
+	// OpenWOP's message is never empty.
 	message := e.Message
 	if message == "" {
-		message = e.Code
+		message = "the request was refused (" + code + ")"
 	}
 	return StatusOf(code), Envelope{Error: code, Message: message, Details: raw}
 }
