@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -241,4 +242,58 @@ func validDiscovery(t *testing.T, doc []byte) {
 	if err := schema.Validate(v); err != nil {
 		t.Errorf("the discovery document breaks OpenWOP's rules: %v\n%s", err, doc)
 	}
+}
+
+// ok reports whether the node ran and succeeded.
+func (r executeReply) ok() bool { return r.status == 200 && r.Outcome == "succeeded" }
+
+// decodeExecuteReply reads an answer of POST :execute by its shape: a
+// 200 is a run outcome, anything else OpenWOP's error envelope.
+func decodeExecuteReply(status int, data []byte) (executeReply, error) {
+	out := executeReply{status: status, body: string(data)}
+	if status == 200 {
+		var o struct {
+			RunID  string          `json:"runId"`
+			Status string          `json:"status"`
+			Output json.RawMessage `json:"output"`
+			Error  *struct {
+				Code      string          `json:"code"`
+				Message   string          `json:"message"`
+				Retryable bool            `json:"retryable"`
+				Details   json.RawMessage `json:"details"`
+			} `json:"error"`
+		}
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&o); err != nil || o.RunID == "" || (o.Status == "succeeded") == (o.Error != nil) {
+			return out, fmt.Errorf("not a run outcome: %s (%v)", data, err)
+		}
+		out.RunID, out.Outcome = o.RunID, o.Status
+		if o.Status == "succeeded" {
+			_ = json.Unmarshal(o.Output, &out.Output)
+			return out, nil
+		}
+		out.Code, out.Message, out.Retryable = o.Error.Code, o.Error.Message, o.Error.Retryable
+		_ = json.Unmarshal(o.Error.Details, &out.Details)
+		return out, nil
+	}
+	var e struct {
+		Error   string          `json:"error"`
+		Message string          `json:"message"`
+		Details json.RawMessage `json:"details"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil || e.Error == "" || e.Message == "" {
+		return out, fmt.Errorf("not an OpenWOP error envelope: %s (%v)", data, err)
+	}
+	var d struct {
+		Retryable *bool `json:"retryable"`
+	}
+	if json.Unmarshal(e.Details, &d) != nil || d.Retryable == nil {
+		return out, fmt.Errorf("error envelope without details.retryable: %s", data)
+	}
+	out.Code, out.Message, out.Retryable = e.Error, e.Message, *d.Retryable
+	_ = json.Unmarshal(e.Details, &out.Details)
+	return out, nil
 }
