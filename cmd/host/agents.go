@@ -28,7 +28,7 @@ func agentsCommand(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withHost(func(_ context.Context, h *host.Host) error {
 				if !h.Registry().Has(wop.FamilyAgents, agentruntime.FacetManifestRuntime) {
-					return g.printError(wop.NotProvided("host.agents.manifestRuntime"))
+					return g.printRefusal(api.ErrAgentsNotServed())
 				}
 				return g.printAgents(h.Agents())
 			})

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/httpstatus"
 	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/wop"
@@ -55,10 +56,29 @@ func (f *callFlags) options() host.RunOptions {
 	return host.RunOptions{Timeout: f.timeout, IdempotencyKey: f.idempotencyKey}
 }
 
-// printError writes the error envelope to stdout and returns exit code 1.
+// printError writes the ctx-level error envelope {code, message,
+// capability, retryable, details} to stdout and returns exit code 1: the
+// answer of a failed ctx call (host call).
 func (g *globals) printError(err error) error {
-	we := wop.AsError(err)
-	b, merr := json.MarshalIndent(we, "", "  ")
+	return g.printFailure(wop.AsError(err))
+}
+
+// printRefusal writes the OpenWOP error envelope {error, message, details}
+// the HTTP API answers a refused request with to stdout and returns exit
+// code 1.
+func (g *globals) printRefusal(err error) error {
+	_, env := httpstatus.Refusal(err)
+	return g.printFailure(env)
+}
+
+// printOutcome writes the outcome of a node that ran and failed, as the
+// HTTP API answers it, to stdout and returns exit code 1.
+func (g *globals) printOutcome(runID string, err error) error {
+	return g.printFailure(httpstatus.NewOutcome(runID, nil, err))
+}
+
+func (g *globals) printFailure(v any) error {
+	b, merr := json.MarshalIndent(v, "", "  ")
 	if merr != nil {
 		return merr
 	}
@@ -98,8 +118,10 @@ func runCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run TYPEID",
 		Short: "Run one node and print its output JSON",
-		Long: "Run one node of a loaded pack and print its output JSON. On failure the error\n" +
-			"envelope {code, message, capability, retryable, details} is printed and the exit status is 1.\n" +
+		Long: "Run one node of a loaded pack and print its output JSON. A node that ran and failed\n" +
+			"prints its outcome {runId, status: \"failed\", error: {code, message, capability, retryable,\n" +
+			"details}}; a run refused before the node ran prints OpenWOP's error envelope {error, message,\n" +
+			"details}; both are what `host serve` answers, and the exit status is 1.\n" +
 			"Each run that reaches pack code leaves a run record in state_dir/runs, named on stderr;\n" +
 			"--replay RECORD runs its node again with its input and its prompts' recorded digests.",
 		Args: cobra.RangeArgs(0, 1),
@@ -111,14 +133,17 @@ func runCommand(g *globals) *cobra.Command {
 			if opts.IdempotencyKey != "" {
 				// Refused before any plugin starts; the host would refuse it too.
 				if err := idempotency.CheckKey(opts.IdempotencyKey); err != nil {
-					return g.printError(err)
+					return g.printRefusal(err)
 				}
 			}
 			return g.withHost(func(ctx context.Context, h *host.Host) error {
 				res, err := h.Run(ctx, typeID, input, opts)
 				g.printRunRecord(res)
-				if err != nil {
-					return g.printError(err)
+				switch {
+				case err != nil && (res == nil || res.RunID == ""):
+					return g.printRefusal(err)
+				case err != nil:
+					return g.printOutcome(res.RunID, err)
 				}
 				g.printJSON(res.Output)
 				return nil
@@ -138,7 +163,9 @@ func callCommand(g *globals) *cobra.Command {
 		Use:   "call FAMILY.METHOD",
 		Short: "Invoke one host service as a node would and print the raw result",
 		Long: "Invoke one host service through the same routing and checks a pack node's ctx call\n" +
-			"takes, and print the raw result. FAMILY may be a vendor family: acme.kv.get.",
+			"takes, and print the raw result. FAMILY may be a vendor family: acme.kv.get. A failed\n" +
+			"call prints the ctx-level error envelope a node would get, {code, message, capability,\n" +
+			"retryable, details}, and the exit status is 1.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			i := strings.LastIndexByte(args[0], '.')

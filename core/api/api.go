@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/httpstatus"
 	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/core/manifest"
 	"github.com/wophost/wophost/core/registry"
@@ -102,12 +103,12 @@ func New(current *Current, opts Options) *Server {
 		}
 		s.mux.HandleFunc(r.path, func(w http.ResponseWriter, req *http.Request) {
 			w.Header().Set("Allow", allow)
-			writeError(w, http.StatusMethodNotAllowed, &wop.Error{Code: "method_not_allowed",
+			writeError(w, &wop.Error{Code: httpstatus.CodeMethodNotAllowed,
 				Message: fmt.Sprintf("%s is not allowed here; the allowed methods are %s", clip(req.Method, 32), allow)})
 		})
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
-		writeError(w, http.StatusNotFound, wop.Errorf(wop.CodeNotFound, "no route %s %s", clip(req.Method, 32), clip(req.URL.Path, maxEchoBytes)))
+		writeError(w, wop.Errorf(wop.CodeNotFound, "no route %s %s", clip(req.Method, 32), clip(req.URL.Path, maxEchoBytes)))
 	})
 	return s
 }
@@ -137,7 +138,7 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(r.Header.Get("Authorization")) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="wophost"`)
-			writeError(w, http.StatusUnauthorized, &wop.Error{Code: "unauthorized", Message: "a valid bearer token is required"})
+			writeError(w, &wop.Error{Code: httpstatus.CodeUnauthenticated, Message: "a valid bearer token is required"})
 			return
 		}
 		h(w, r)
@@ -165,11 +166,11 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	b, release := s.current.Acquire()
 	defer release()
 	if b == nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "no host is running"})
+		writeError(w, notReady("no host is running"))
 		return
 	}
 	if err := b.Ready(); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+		writeError(w, notReady(err.Error()))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -181,7 +182,7 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 	b, release := s.current.Acquire()
 	defer release()
 	if b == nil {
-		writeError(w, http.StatusServiceUnavailable, wop.Errorf(wop.CodeUnavailable, "no host is running"))
+		writeError(w, errNoHost())
 		return
 	}
 	doc := b.Registry().Document()
@@ -216,15 +217,6 @@ type executeRequest struct {
 	// header; either may be given, both only with the same value.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	TimeoutMs      int64  `json:"timeoutMs,omitempty"`
-}
-
-// executeResponse is its answer on success.
-type executeResponse struct {
-	Output json.RawMessage `json:"output"`
-	RunID  string          `json:"runId"`
-	// IdempotentReplay is set when the answer is the recorded outcome of
-	// the request's idempotency key and the node did not run again.
-	IdempotentReplay bool `json:"idempotentReplay,omitempty"`
 }
 
 const executeSuffix = ":execute"
@@ -270,36 +262,36 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
 	typeID, ok := strings.CutSuffix(node, executeSuffix)
 	if !ok || typeID == "" {
-		writeError(w, http.StatusNotFound, wop.Errorf(wop.CodeNotFound, "no route POST %s; nodes run at POST /v1/nodes/{typeId}:execute", clip(r.URL.Path, maxEchoBytes)))
+		writeError(w, wop.Errorf(wop.CodeNotFound, "no route POST %s; nodes run at POST /v1/nodes/{typeId}:execute", clip(r.URL.Path, maxEchoBytes)))
 		return
 	}
 	if len(typeID) > manifest.MaxTypeIDBytes {
 		// No pack can declare it; neither the answer nor a metric label
 		// carries it.
-		writeError(w, http.StatusNotFound, wop.Errorf(wop.CodeNotFound, "no node has a typeId of %d bytes; a typeId is at most %d", len(typeID), manifest.MaxTypeIDBytes))
+		writeError(w, wop.Errorf(wop.CodeNotFound, "no node has a typeId of %d bytes; a typeId is at most %d", len(typeID), manifest.MaxTypeIDBytes))
 		return
 	}
 	var req executeRequest
 	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
-		writeError(w, http.StatusBadRequest, err)
+		writeError(w, err)
 		return
 	}
 	if len(req.Input) == 0 {
 		req.Input = json.RawMessage("{}")
 	}
 	if req.TimeoutMs < 0 {
-		writeError(w, http.StatusBadRequest, wop.Errorf(wop.CodeValidation, `field "timeoutMs": must not be negative`))
+		writeError(w, wop.Errorf(wop.CodeValidation, `field "timeoutMs": must not be negative`))
 		return
 	}
 	key, err := idempotencyKey(r, req.IdempotencyKey)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
+		writeError(w, err)
 		return
 	}
 	b, release := s.current.Acquire()
 	defer release()
 	if b == nil {
-		writeError(w, http.StatusServiceUnavailable, wop.Errorf(wop.CodeUnavailable, "no host is running").WithRetryable(true))
+		writeError(w, errNoHost())
 		return
 	}
 	ctx := r.Context()
@@ -333,23 +325,23 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		w.Header()[HeaderIdempotentReplay] = []string{"true"}
 	}
 	if err != nil {
-		e := asEnvelope(err)
+		e := wop.AsError(err)
 		s.opts.Logger.Debug("node execution failed", "type_id", typeID, "code", e.Code, "error", e.Message, "replayed", replayed)
-		status := StatusOf(e)
-		if e.Retryable && (status == http.StatusServiceUnavailable || status == http.StatusConflict) {
-			w.Header().Set("Retry-After", "1")
-		}
-		writeError(w, status, e)
+	}
+	if res == nil || res.RunID == "" {
+		// Refused before any pack code ran.
+		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, executeResponse{Output: res.Output, RunID: res.RunID, IdempotentReplay: replayed})
+	// The node ran: its outcome, success or failure, is the answer.
+	writeJSON(w, http.StatusOK, httpstatus.NewOutcome(res.RunID, res.Output, err))
 }
 
 func (s *Server) plugins(w http.ResponseWriter, _ *http.Request) {
 	b, release := s.current.Acquire()
 	defer release()
 	if b == nil {
-		writeError(w, http.StatusServiceUnavailable, wop.Errorf(wop.CodeUnavailable, "no host is running"))
+		writeError(w, errNoHost())
 		return
 	}
 	writeJSON(w, http.StatusOK, b.Registry().Records())
@@ -359,7 +351,7 @@ func (s *Server) packs(w http.ResponseWriter, _ *http.Request) {
 	b, release := s.current.Acquire()
 	defer release()
 	if b == nil {
-		writeError(w, http.StatusServiceUnavailable, wop.Errorf(wop.CodeUnavailable, "no host is running"))
+		writeError(w, errNoHost())
 		return
 	}
 	writeJSON(w, http.StatusOK, b.Packs())
@@ -374,7 +366,15 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeError(w, http.StatusNotFound, wop.NotProvided("host.agents.manifestRuntime"))
+	writeError(w, ErrAgentsNotServed())
+}
+
+// ErrAgentsNotServed refuses a listing of the agent registry while
+// agents.manifestRuntime is not advertised: the listing exists only with
+// it, so it is not found, and details.capability names what is missing.
+func ErrAgentsNotServed() error {
+	return wop.Errorf(wop.CodeNotFound, "the agent registry is listed while host.agents.manifestRuntime is advertised, and it is not").
+		WithCapability("host.agents.manifestRuntime")
 }
 
 // decodeBody reads one JSON object of at most limit bytes into v,
@@ -388,7 +388,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return wop.Errorf(wop.CodeValidation, "request body is larger than %d bytes", tooBig.Limit)
+			return wop.Errorf(httpstatus.CodePayloadTooLarge, "request body is larger than %d bytes", tooBig.Limit)
 		}
 		return wop.Errorf(wop.CodeValidation, "request body: %v", err)
 	}
@@ -398,18 +398,36 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	return nil
 }
 
-// asEnvelope turns any error into the contract's error envelope.
-func asEnvelope(err error) *wop.Error { return wop.AsError(err) }
+// notReady is /readyz's 503: runner_unavailable, its reason as the
+// message and in details with status "not ready", retryable since the
+// host becomes ready again on its own or at a reload.
+func notReady(reason string) error {
+	return wop.Errorf(wop.CodeUnavailable, "%s", reason).WithRetryable(true).
+		WithDetails(map[string]string{"status": "not ready", "reason": reason})
+}
 
-func writeError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, asEnvelope(err))
+// errNoHost refuses a request while no host runs (between a failed
+// start and the next reload): retryable, since a reload may bring one.
+func errNoHost() error {
+	return wop.Errorf(wop.CodeUnavailable, "no host is running").WithRetryable(true)
+}
+
+// writeError answers a refused request in OpenWOP's error envelope with
+// the status of its code (httpstatus.Refusal), and Retry-After when a
+// retry may succeed.
+func writeError(w http.ResponseWriter, err error) {
+	status, env := httpstatus.Refusal(err)
+	if httpstatus.RetryAfter(status, err) {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, env)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
-		body = []byte(fmt.Sprintf(`{"code":"internal","message":%q,"retryable":false}`, err.Error()))
+		body = []byte(fmt.Sprintf(`{"error":"internal_error","message":%q,"details":{"retryable":false}}`, err.Error()))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -65,15 +65,6 @@ func execute(t *testing.T, s *Server, body string, header map[string]string) *ht
 	return w
 }
 
-func envelope(t *testing.T, w *httptest.ResponseRecorder) *wop.Error {
-	t.Helper()
-	var e wop.Error
-	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Code == "" {
-		t.Fatalf("%d %s: not an error envelope", w.Code, w.Body)
-	}
-	return &e
-}
-
 func TestExecuteIdempotencyKeySources(t *testing.T) {
 	f := newFake()
 	f.res = &host.RunResult{RunID: "run_1", Output: json.RawMessage(`{}`)}
@@ -107,7 +98,7 @@ func TestExecuteIdempotencyKeyConflicts(t *testing.T) {
 	s := New(NewCurrent(f), Options{})
 	calls := f.calls
 	w := execute(t, s, `{"input":{},"idempotencyKey":"`+key22+`"}`, map[string]string{HeaderIdempotencyKey: "other-key-0123456789abcdef"})
-	if e := envelope(t, w); w.Code != 400 || e.Code != idempotency.CodeKeyInvalid || !strings.Contains(e.Message, "differ") {
+	if e := envelope(t, w); w.Code != 400 || e.Error != idempotency.CodeKeyInvalid || !strings.Contains(e.Message, "differ") {
 		t.Fatalf("header and body differ: %d %+v", w.Code, e)
 	}
 	req := httptest.NewRequest("POST", "/v1/nodes/kvdemo.remember:execute", strings.NewReader(`{"input":{}}`))
@@ -115,14 +106,14 @@ func TestExecuteIdempotencyKeyConflicts(t *testing.T) {
 	req.Header.Add(HeaderIdempotencyKey, key22)
 	w = httptest.NewRecorder()
 	s.ServeHTTP(w, req)
-	if e := envelope(t, w); w.Code != 400 || e.Code != idempotency.CodeKeyInvalid {
+	if e := envelope(t, w); w.Code != 400 || e.Error != idempotency.CodeKeyInvalid {
 		t.Fatalf("two headers: %d %+v", w.Code, e)
 	}
 	req = httptest.NewRequest("POST", "/v1/nodes/kvdemo.remember:execute", strings.NewReader(`{"input":{}}`))
 	req.Header[HeaderIdempotencyKey] = []string{""}
 	w = httptest.NewRecorder()
 	s.ServeHTTP(w, req)
-	if e := envelope(t, w); w.Code != 400 || e.Code != idempotency.CodeKeyInvalid {
+	if e := envelope(t, w); w.Code != 400 || e.Error != idempotency.CodeKeyInvalid {
 		t.Fatalf("empty header: %d %+v", w.Code, e)
 	}
 	if f.calls != calls {
@@ -153,30 +144,41 @@ func TestExecuteIdempotencyScope(t *testing.T) {
 	}
 }
 
+// A replay repeats the first answer byte for byte; only the header says
+// it is one.
 func TestExecuteMarksReplays(t *testing.T) {
 	f := newFake()
 	s := New(NewCurrent(f), Options{})
 
+	f.res = &host.RunResult{RunID: "run_1", Output: json.RawMessage(`{"version":1}`)}
+	first := execute(t, s, `{"input":{}}`, map[string]string{HeaderIdempotencyKey: key22})
+	if first.Header().Get(HeaderIdempotentReplay) != "" {
+		t.Fatalf("a first run marked as a replay: %v %s", first.Header(), first.Body)
+	}
 	f.res = &host.RunResult{RunID: "run_1", Output: json.RawMessage(`{"version":1}`), Replayed: true}
 	w := execute(t, s, `{"input":{}}`, map[string]string{HeaderIdempotencyKey: key22})
-	var body map[string]any
-	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != 200 || body["idempotentReplay"] != true || body["runId"] != "run_1" {
-		t.Fatalf("replayed success: %d %s", w.Code, w.Body)
+	if w.Code != 200 || w.Body.String() != first.Body.String() || w.Body.String() != `{"runId":"run_1","status":"succeeded","output":{"version":1}}`+"\n" {
+		t.Fatalf("replayed success: %d %s, first %s", w.Code, w.Body, first.Body)
 	}
 	if got := w.Header()[HeaderIdempotentReplay]; len(got) != 1 || got[0] != "true" {
 		t.Fatalf("replay header = %v (headers %v)", got, w.Header())
 	}
 
-	f.res = &host.RunResult{RunID: "run_1", Output: json.RawMessage(`{"version":1}`)}
+	// A failed run is an outcome, replayed as it was first answered.
+	f.res, f.err = &host.RunResult{RunID: "run_2"}, wop.Errorf("acme.key_not_found", "gone")
+	first = execute(t, s, `{"input":{}}`, map[string]string{HeaderIdempotencyKey: key22})
+	f.res.Replayed = true
 	w = execute(t, s, `{"input":{}}`, map[string]string{HeaderIdempotencyKey: key22})
-	if strings.Contains(w.Body.String(), "idempotentReplay") || w.Header().Get(HeaderIdempotentReplay) != "" {
-		t.Fatalf("a first run marked as a replay: %v %s", w.Header(), w.Body)
+	if w.Code != 200 || w.Body.String() != first.Body.String() || w.Header()[HeaderIdempotentReplay] == nil ||
+		w.Body.String() != `{"runId":"run_2","status":"failed","error":{"code":"acme.key_not_found","message":"gone","retryable":false}}`+"\n" {
+		t.Fatalf("replayed failure: %d %v %s", w.Code, w.Header(), w.Body)
 	}
 
-	f.res, f.err = &host.RunResult{RunID: "run_2", Replayed: true}, wop.Errorf("acme.kv.key_not_found", "gone")
+	// A kept refusal (no run id) is replayed as the refusal it was.
+	f.res, f.err = &host.RunResult{Replayed: true}, wop.Errorf(wop.CodeNotFound, "no loaded pack serves node")
 	w = execute(t, s, `{"input":{}}`, map[string]string{HeaderIdempotencyKey: key22})
-	if e := envelope(t, w); w.Code != 404 || e.Code != "acme.kv.key_not_found" || w.Header()[HeaderIdempotentReplay] == nil {
-		t.Fatalf("replayed failure: %d %v %s", w.Code, w.Header(), w.Body)
+	if e := envelope(t, w); w.Code != 404 || e.Error != "not_found" || w.Header()[HeaderIdempotentReplay] == nil {
+		t.Fatalf("replayed refusal: %d %v %s", w.Code, w.Header(), w.Body)
 	}
 }
 
@@ -186,18 +188,20 @@ func TestExecuteIdempotencyStatuses(t *testing.T) {
 	for _, tc := range []struct {
 		err        *wop.Error
 		status     int
+		code       string
 		retryAfter bool
 	}{
-		{wop.Errorf(idempotency.CodeKeyMismatch, "x"), 409, false},
-		{wop.Errorf(idempotency.CodeInFlight, "x").WithRetryable(true), 409, true},
-		{wop.Errorf(idempotency.CodeKeyInvalid, "x"), 400, false},
-		{wop.Errorf(wop.CodeUnavailable, "state directory full").WithRetryable(true), 503, true},
-		{wop.Errorf(wop.CodeInternal, "x"), 500, false},
+		{wop.Errorf(idempotency.CodeKeyMismatch, "x"), 409, "idempotency_key_mismatch", false},
+		{wop.Errorf(idempotency.CodeInFlight, "x").WithRetryable(true), 409, "idempotency_in_flight", true},
+		{wop.Errorf(idempotency.CodeKeyInvalid, "x"), 400, "idempotency_key_invalid", false},
+		{wop.Errorf(wop.CodeUnavailable, "the outcome of this idempotency key cannot be read").WithRetryable(true), 503, "runner_unavailable", true},
+		{wop.Errorf(wop.CodeUnavailable, "state directory full").WithRetryable(true).WithDetails(map[string]string{"storage": "state_dir"}), 503, "wophost.storage_unavailable", true},
+		{wop.Errorf(wop.CodeInternal, "x"), 500, "internal_error", false},
 	} {
 		f.res, f.err = nil, tc.err
 		w := execute(t, s, `{"input":{}}`, map[string]string{HeaderIdempotencyKey: key22})
-		if e := envelope(t, w); w.Code != tc.status || e.Code != tc.err.Code || (w.Header().Get("Retry-After") != "") != tc.retryAfter {
-			t.Errorf("%s: %d Retry-After %q; want %d, Retry-After %v", tc.err.Code, w.Code, w.Header().Get("Retry-After"), tc.status, tc.retryAfter)
+		if e := envelope(t, w); w.Code != tc.status || e.Error != tc.code || (w.Header().Get("Retry-After") != "") != tc.retryAfter {
+			t.Errorf("%s: %d %s Retry-After %q; want %d %s, Retry-After %v", tc.err.Code, w.Code, e.Error, w.Header().Get("Retry-After"), tc.status, tc.code, tc.retryAfter)
 		}
 	}
 }
@@ -208,7 +212,8 @@ func TestReadyzReportsStorage(t *testing.T) {
 	s := New(NewCurrent(f), Options{})
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
-	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "state directory cannot take writes: 12 KiB free") {
+	if e := envelope(t, w); w.Code != http.StatusServiceUnavailable || e.Error != "runner_unavailable" || e.Details["status"] != "not ready" ||
+		!strings.Contains(e.Message, "state directory cannot take writes: 12 KiB free") || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("readyz: %d %s", w.Code, w.Body)
 	}
 	f.ready = nil
@@ -216,17 +221,5 @@ func TestReadyzReportsStorage(t *testing.T) {
 	s.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
 	if w.Code != 200 {
 		t.Fatalf("readyz after recovery: %d %s", w.Code, w.Body)
-	}
-}
-
-func TestStatusForIdempotencyCodes(t *testing.T) {
-	for code, want := range map[string]int{
-		idempotency.CodeKeyInvalid:  400,
-		idempotency.CodeKeyMismatch: 409,
-		idempotency.CodeInFlight:    409,
-	} {
-		if got := StatusFor(code); got != want {
-			t.Errorf("StatusFor(%s) = %d, want %d", code, got, want)
-		}
 	}
 }

@@ -20,9 +20,9 @@ func TestEveryRefusalIsAnEnvelope(t *testing.T) {
 		status       int
 		code, allow  string
 	}{
-		{"DELETE", "/v1/plugins", http.StatusMethodNotAllowed, "method_not_allowed", "GET, HEAD"},
-		{"GET", "/v1/nodes/kvdemo.remember:execute", http.StatusMethodNotAllowed, "method_not_allowed", "POST"},
-		{"PUT", "/readyz", http.StatusMethodNotAllowed, "method_not_allowed", "GET, HEAD"},
+		{"DELETE", "/v1/plugins", http.StatusMethodNotAllowed, "wophost.method_not_allowed", "GET, HEAD"},
+		{"GET", "/v1/nodes/kvdemo.remember:execute", http.StatusMethodNotAllowed, "wophost.method_not_allowed", "POST"},
+		{"PUT", "/readyz", http.StatusMethodNotAllowed, "wophost.method_not_allowed", "GET, HEAD"},
 		{"GET", "/nowhere", http.StatusNotFound, wop.CodeNotFound, ""},
 		{"GET", "/" + long, http.StatusNotFound, wop.CodeNotFound, ""},
 		{"POST", "/v1/nodes/a." + long + ":execute", http.StatusNotFound, wop.CodeNotFound, ""},
@@ -30,7 +30,7 @@ func TestEveryRefusalIsAnEnvelope(t *testing.T) {
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, httptest.NewRequest(tc.method, tc.path, strings.NewReader(`{}`)))
 		e := envelope(t, w)
-		if w.Code != tc.status || e.Code != tc.code || w.Header().Get("Allow") != tc.allow {
+		if w.Code != tc.status || e.Error != tc.code || w.Header().Get("Allow") != tc.allow {
 			t.Errorf("%s %.40s: %d %s Allow %q", tc.method, tc.path, w.Code, w.Body, w.Header().Get("Allow"))
 		}
 		if w.Body.Len() > 1024 {

@@ -320,7 +320,7 @@ func TestRouterCancelledByPluginExitIsUnavailable(t *testing.T) {
 
 func TestRouterErrorPassesThrough(t *testing.T) {
 	want := &wop.Error{
-		Code: "acme.kv.conflict", Message: "version mismatch", Capability: "host.acme.kv.put",
+		Code: "acme.conflict", Message: "version mismatch", Capability: "host.acme.kv.put",
 		Retryable: true, Details: json.RawMessage(`{"version":3}`),
 	}
 	inv := &fakeInvoker{err: want}
@@ -332,7 +332,7 @@ func TestRouterErrorPassesThrough(t *testing.T) {
 	if err != want {
 		t.Fatalf("error = %#v, want the invoker's error unchanged", err)
 	}
-	if want.Code != "acme.kv.conflict" || want.Capability != "host.acme.kv.put" || !want.Retryable || string(want.Details) != `{"version":3}` {
+	if want.Code != "acme.conflict" || want.Capability != "host.acme.kv.put" || !want.Retryable || string(want.Details) != `{"version":3}` {
 		t.Fatalf("invoker's error was modified: %#v", want)
 	}
 

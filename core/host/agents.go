@@ -9,6 +9,7 @@ import (
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -59,21 +60,18 @@ func (h *Host) resolvePrompt(ctx context.Context, ref string) (agents.ResolvedPr
 	return agents.ResolvedPrompt{Ref: ref, Name: p.Name, Version: p.Version, Digest: p.Digest}, nil
 }
 
-// mcpServers returns the servers of the advertised mcp.client facet.
+// mcpServers returns the servers the mcp family reaches while its client
+// facet is advertised: the plugin lists them in the family's details.
 func (h *Host) mcpServers() ([]string, bool) {
-	facets, ok := h.reg.Advertised()[wop.FamilyMCP]
-	if !ok {
+	if !h.reg.Has(wop.FamilyMCP, mcp.FacetClient) {
 		return nil, false
 	}
-	raw, ok := facets["client"]
-	if !ok {
-		return nil, false
-	}
-	var client struct {
+	_, fam, _ := h.reg.Lookup(wop.FamilyMCP)
+	var details struct {
 		Servers []string `json:"servers"`
 	}
-	if err := json.Unmarshal(raw, &client); err != nil {
+	if len(fam.Details) == 0 || json.Unmarshal(fam.Details, &details) != nil {
 		return nil, true
 	}
-	return client.Servers, true
+	return details.Servers, true
 }

@@ -393,13 +393,18 @@ func selectFamilies(cc *config.Capability, desc *loader.Description) ([]loader.F
 			if ok, why := wop.ValidVendorFamily(f.Name); !ok {
 				return nil, fmt.Errorf("plugin %s describes family %q: %s", desc.Name, f.Name, why)
 			}
+			// It is published under extensions, whose keys OpenWOP
+			// spells org.name with exactly one dot.
+			if strings.Count(f.Name, ".") != 1 {
+				return nil, fmt.Errorf(`plugin %s describes family %q: a vendor family is "org.name" with exactly one dot`, desc.Name, f.Name)
+			}
+		}
+		// The record is published as it is described: one OpenWOP
+		// refuses is never advertised.
+		if err := wop.CheckFamilyRecord(f.Status, f.Since, f.Until, f.Witness); err != nil {
+			return nil, fmt.Errorf("plugin %s describes family %q with an invalid record: %w", desc.Name, f.Name, err)
 		}
 		if len(cc.Families) == 0 || slices.Contains(cc.Families, f.Name) {
-			// A record a client would reject is never advertised: the
-			// plugin is refused, naming what is wrong with it.
-			if err := wop.CheckRecord(f.Status, f.Since, f.Until, f.Witness); err != nil {
-				return nil, fmt.Errorf("plugin %s describes family %s with an invalid record: %w", desc.Name, f.Name, err)
-			}
 			out = append(out, f)
 		}
 	}
@@ -505,7 +510,7 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 	for _, f := range c.families {
 		families = append(families, registry.Family{
 			Name: f.Name, Status: f.Status, Since: f.Since, Until: f.Until, Witness: f.Witness,
-			Methods: f.Methods, Needs: f.Needs, Uses: f.Uses, Facets: res.Facets[f.Name],
+			Methods: f.Methods, Needs: f.Needs, Uses: f.Uses, Facets: res.Facets[f.Name], Details: res.Details[f.Name],
 		})
 	}
 	srv, _ := hs.(*hostservices.Server)

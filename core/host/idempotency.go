@@ -29,8 +29,10 @@ func (h *Host) runKeyed(ctx context.Context, typeID string, input json.RawMessag
 // without running the node, a different request under the key is
 // idempotency_key_mismatch, a repeat while the first still runs is
 // idempotency_in_flight (retryable), and of two concurrent requests
-// exactly one runs. Only final outcomes are kept (idempotency.Final); a
-// retryable outcome releases the key, so that its repeat runs. bound is
+// exactly one runs. Only final outcomes are kept (httpstatus.Kept): a
+// success, a failed run whose error is not retryable, a refusal OpenWOP's
+// HTTP rules keep; any other outcome releases the key, so that its repeat
+// runs. bound is
 // how long the run may take, for the lease of its claim.
 func (s *state) runKeyed(ctx context.Context, typeID string, input json.RawMessage, opts RunOptions, bound time.Duration, run func() (*RunResult, error)) (*RunResult, error) {
 	if err := idempotency.CheckKey(opts.IdempotencyKey); err != nil {
@@ -132,11 +134,7 @@ func (s *state) answer(rec *idempotency.Record, digest, typeID string) (*RunResu
 func (s *state) settle(store idempotency.Store, claim *idempotency.Record, res *RunResult, runErr error) {
 	ctx := context.Background()
 	we := wop.AsError(runErr)
-	status := 0
-	if we != nil {
-		status = httpstatus.Of(we)
-	}
-	if !idempotency.Final(status, we) {
+	if !httpstatus.Kept(res != nil && res.RunID != "", runErr) {
 		switch err := store.Release(ctx, claim.ID, claim.Owner); {
 		case err == nil:
 			s.released()

@@ -118,6 +118,11 @@ func fail(err *wop.Error) func(int64) (*RunResult, error) {
 	return func(n int64) (*RunResult, error) { return &RunResult{RunID: fmt.Sprintf("run_%d", n)}, err }
 }
 
+// refuse is a node refused before it ran: no run result.
+func refuse(err *wop.Error) func(int64) (*RunResult, error) {
+	return func(int64) (*RunResult, error) { return nil, err }
+}
+
 func TestKeyedSameRequestRunsOnce(t *testing.T) {
 	f := newKeyedFixture(t)
 	first, err := f.run(testKey, "kvdemo.remember", `{"key":"k","value":"v"}`, succeed)
@@ -209,47 +214,74 @@ func TestKeyedConcurrentRequestsRunOnce(t *testing.T) {
 	}
 }
 
-// A retryable or 5xx outcome is not kept: the repeat runs again, and its
-// final outcome is kept from then on.
+// A run that failed retryably is not kept, nor is a refusal OpenWOP's
+// HTTP rules do not keep (400, 5xx, retryable): the repeat runs again, and
+// its final outcome is kept from then on.
 func TestKeyedRetryableOutcomesAreNotKept(t *testing.T) {
 	f := newKeyedFixture(t)
-	for _, e := range []*wop.Error{
-		wop.Errorf(wop.CodeUnavailable, "plugin restarting").WithRetryable(true),
-		wop.Errorf(wop.CodeInternal, "panic"),
-		wop.Errorf(wop.CodeDeadlineExceeded, "slow"),
-		wop.Errorf("acme.kv.store_unavailable", "disk").WithRetryable(true),
-		wop.Errorf(wop.CodeValidation, "bad input"),
+	for _, o := range []struct {
+		name    string
+		outcome func(int64) (*RunResult, error)
+		code    string
+	}{
+		{"run failed, retryable", fail(wop.Errorf(wop.CodeUnavailable, "plugin restarting").WithRetryable(true)), wop.CodeUnavailable},
+		{"run failed, retryable vendor code", fail(wop.Errorf("acme.store_unavailable", "disk").WithRetryable(true)), "acme.store_unavailable"},
+		{"run failed, a hop's deadline", fail(wop.Errorf(wop.CodeDeadlineExceeded, "slow").WithRetryable(true)), wop.CodeDeadlineExceeded},
+		{"refused: validation_error (400)", refuse(wop.Errorf(wop.CodeValidation, "bad input")), wop.CodeValidation},
+		{"refused: internal (500)", refuse(wop.Errorf(wop.CodeInternal, "encode")), wop.CodeInternal},
+		{"refused: pack restarting (503)", refuse(wop.Errorf(wop.CodeUnavailable, "pack p is restarting").WithRetryable(true)), wop.CodeUnavailable},
 	} {
-		if _, err := f.run(testKey, "a.b", `{}`, fail(e)); wop.CodeOf(err) != e.Code {
-			t.Fatalf("run failing with %s answered %v", e.Code, err)
+		if _, err := f.run(testKey, "a.b", `{}`, o.outcome); wop.CodeOf(err) != o.code {
+			t.Fatalf("%s: answered %v", o.name, err)
 		}
 	}
 	res, err := f.run(testKey, "a.b", `{}`, succeed)
 	if err != nil || res.Replayed {
-		t.Fatalf("after retryable failures: %+v, %v; want a run", res, err)
+		t.Fatalf("after outcomes not kept: %+v, %v; want a run", res, err)
 	}
-	if n := f.runs.Load(); n != 6 {
-		t.Fatalf("the node ran %d times, want 6 (5 failures not kept, then a success)", n)
+	if n := f.runs.Load(); n != 7 {
+		t.Fatalf("the node ran %d times, want 7 (6 outcomes not kept, then a success)", n)
 	}
 	if res, err := f.run(testKey, "a.b", `{}`, succeed); err != nil || !res.Replayed {
 		t.Fatalf("after the success: %+v, %v; want it replayed", res, err)
 	}
 }
 
-// A final failure (a non-retryable 4xx) is kept and answered again, as
-// the same error, marked replayed.
+// A run that failed with an error that is not retryable is kept and
+// answered again as the same outcome, whatever its code: the node ran,
+// and running it again is the caller's decision, under a new key.
 func TestKeyedFinalFailureIsKept(t *testing.T) {
+	for _, e := range []*wop.Error{
+		wop.Errorf("acme.key_not_found", "no value under key %q", "k"),
+		wop.Errorf(wop.CodeInternal, "panic"),
+		wop.Errorf(wop.CodeDeadlineExceeded, "node a.b did not finish before its deadline"),
+		wop.Errorf(wop.CodeValidation, "the node refused its own input"),
+	} {
+		f := newKeyedFixture(t)
+		if _, err := f.run(testKey, "a.b", `{}`, fail(e)); wop.CodeOf(err) != e.Code {
+			t.Fatal(err)
+		}
+		res, err := f.run(testKey, "a.b", `{}`, succeed)
+		if wop.CodeOf(err) != e.Code || res == nil || !res.Replayed || res.RunID != "run_1" {
+			t.Fatalf("%s: repeat = %+v, %v; want the recorded outcome", e.Code, res, err)
+		}
+		if n := f.runs.Load(); n != 1 {
+			t.Fatalf("%s: the node ran %d times, want 1", e.Code, n)
+		}
+	}
+}
+
+// A refusal OpenWOP keeps (a non-retryable 4xx other than 400, 401, 403,
+// 429) is answered again as the same refusal, with no run id.
+func TestKeyedFinalRefusalIsKept(t *testing.T) {
 	f := newKeyedFixture(t)
-	notFound := wop.Errorf("acme.kv.key_not_found", "no value under key %q", "k")
-	if _, err := f.run(testKey, "a.b", `{}`, fail(notFound)); wop.CodeOf(err) != notFound.Code {
+	notFound := wop.Errorf(wop.CodeNotFound, "no loaded pack serves node %q", "a.b")
+	if _, err := f.run(testKey, "a.b", `{}`, refuse(notFound)); wop.CodeOf(err) != notFound.Code {
 		t.Fatal(err)
 	}
 	res, err := f.run(testKey, "a.b", `{}`, succeed)
-	if wop.CodeOf(err) != notFound.Code || res == nil || !res.Replayed || res.RunID != "run_1" {
-		t.Fatalf("repeat = %+v, %v; want the recorded %s", res, err, notFound.Code)
-	}
-	if n := f.runs.Load(); n != 1 {
-		t.Fatalf("the node ran %d times, want 1", n)
+	if wop.CodeOf(err) != notFound.Code || res == nil || !res.Replayed || res.RunID != "" {
+		t.Fatalf("repeat = %+v, %v; want the recorded refusal", res, err)
 	}
 }
 

@@ -38,7 +38,11 @@ type RunOptions struct {
 	Replay *RunRecord
 }
 
-// RunResult is the outcome of a successful node run.
+// RunResult is the outcome of a node run. Run returns one with a RunID
+// whenever the node ran, beside the error when it failed; a run refused
+// before any pack code ran has none (or, replayed from an idempotency
+// key, one without a RunID). Callers answer the two differently: a run
+// outcome, or a refusal.
 type RunResult struct {
 	RunID  string
 	Output json.RawMessage

@@ -52,7 +52,7 @@ func newAgentFixture(t *testing.T) *agentFixture {
 	f := &agentFixture{inv: &recorder{}, runs: dispatch.NewRuns()}
 	reg.Declare("mcp", "mcp")
 	reg.Ready("mcp", []registry.Family{
-		{Name: wop.FamilyMCP, Methods: []string{"callTool", "listTools"}, Facets: map[string]json.RawMessage{"client": json.RawMessage(`{"servers":["tools","other"]}`)}},
+		{Name: wop.FamilyMCP, Methods: []string{"callTool", "listTools"}, Facets: map[string]json.RawMessage{"client": json.RawMessage(`true`)}, Details: json.RawMessage(`{"servers":["tools","other"]}`)},
 		{Name: wop.FamilyAIEnvelope, Methods: []string{"generate"}},
 	}, f.inv)
 	f.router = dispatch.NewRouter(reg, 8, 1<<20)

@@ -84,12 +84,12 @@ func TestFileStoreKeepsAnErrorOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := done(claim, now, "")
-	d.Output, d.Error = nil, wop.Errorf("acme.kv.key_not_found", "no value under key %q", "k").WithDetails(map[string]int{"n": 1})
+	d.Output, d.Error = nil, wop.Errorf("acme.key_not_found", "no value under key %q", "k").WithDetails(map[string]int{"n": 1})
 	if err := s.Complete(ctx, d); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, claim.ID)
-	if err != nil || got.Error == nil || got.Error.Code != "acme.kv.key_not_found" || string(got.Error.Details) != `{"n":1}` || got.Output != nil {
+	if err != nil || got.Error == nil || got.Error.Code != "acme.key_not_found" || string(got.Error.Details) != `{"n":1}` || got.Output != nil {
 		t.Fatalf("Get = %+v, %v", got, err)
 	}
 }

@@ -61,29 +61,29 @@ func TestIDSeparatesScopesAndHidesTheKey(t *testing.T) {
 
 func TestFinal(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		status int
-		err    *wop.Error
-		want   bool
+		name      string
+		status    int
+		code      string
+		retryable bool
+		want      bool
 	}{
-		{"success", 0, nil, true},
-		{"not found", 404, wop.Errorf("not_found", "x"), true},
-		{"a node's *_not_found", 404, wop.Errorf("acme.kv.key_not_found", "x"), true},
-		{"unprocessable", 422, wop.Errorf("envelope_validation_failed", "x"), true},
-		{"validation_error", 400, wop.Errorf(wop.CodeValidation, "x"), false},
-		{"key invalid", 400, wop.Errorf(CodeKeyInvalid, "x"), false},
-		{"forbidden", 403, wop.Errorf(wop.CodeCapabilityNotDeclared, "x"), false},
-		{"unauthorized", 401, wop.Errorf("unauthorized", "x"), false},
-		{"rate limited", 429, wop.Errorf("provider_rate_limited", "x"), false},
-		{"in flight", 409, wop.Errorf(CodeInFlight, "x").WithRetryable(true), false},
-		{"a retryable 4xx", 404, wop.Errorf("not_found", "x").WithRetryable(true), false},
-		{"internal", 500, wop.Errorf(wop.CodeInternal, "x"), false},
-		{"unavailable", 503, wop.Errorf(wop.CodeUnavailable, "x").WithRetryable(true), false},
-		{"deadline", 504, wop.Errorf(wop.CodeDeadlineExceeded, "x"), false},
-		{"not provided", 501, wop.NotProvided("host.aiEnvelope"), false},
+		{"not found", 404, "not_found", false, true},
+		{"capability not provided", 422, "capability_not_provided", false, true},
+		{"mismatch", 409, CodeKeyMismatch, false, false},
+		{"validation_error", 400, wop.CodeValidation, false, false},
+		{"key invalid", 400, CodeKeyInvalid, false, false},
+		{"another 400", 400, "pack_validation_failed", false, false},
+		{"forbidden", 403, "forbidden", false, false},
+		{"unauthenticated", 401, "unauthenticated", false, false},
+		{"rate limited", 429, "rate_limited", false, false},
+		{"in flight", 409, CodeInFlight, true, false},
+		{"a retryable 4xx", 404, "not_found", true, false},
+		{"internal", 500, "internal_error", false, false},
+		{"unavailable", 503, "runner_unavailable", true, false},
+		{"a 2xx is no refusal", 200, "not_found", false, false},
 	} {
-		if got := Final(tc.status, tc.err); got != tc.want {
-			t.Errorf("%s: Final(%d, %v) = %v, want %v", tc.name, tc.status, tc.err, got, tc.want)
+		if got := Final(tc.status, tc.code, tc.retryable); got != tc.want {
+			t.Errorf("%s: Final(%d, %s, %v) = %v, want %v", tc.name, tc.status, tc.code, tc.retryable, got, tc.want)
 		}
 	}
 }

@@ -46,7 +46,8 @@ type Record struct {
 	// RunID is the run that produced the outcome.
 	RunID string `json:"runId,omitempty"`
 	// Output is the node's output when it succeeded; Error its error
-	// envelope when it failed with an outcome that is kept (see Final).
+	// envelope when it failed with an outcome that is kept: a run that
+	// failed for good (RunID set) or a refusal Final keeps (no RunID).
 	Output json.RawMessage `json:"output,omitempty"`
 	Error  *wop.Error      `json:"error,omitempty"`
 	// RunRecord is the path of the run's record, when it was written.
@@ -98,25 +99,24 @@ type Store interface {
 	Prune(ctx context.Context, now time.Time, ttl time.Duration) (removed, remaining int, err error)
 }
 
-// Final reports whether an outcome is kept and answered again to a
-// repeated request (OpenWOP's Layer 1): a success, and a failure the
-// caller cannot fix by retrying: a 4xx status, not retryable, and none of
-// 429, a request the host could not read (400: validation_error,
-// idempotency_key_invalid), or an authentication or permission refusal
-// (401, 403). 5xx and retryable failures are not kept: their repeat runs
-// again. status is the HTTP status the failure is answered with.
-func Final(status int, err *wop.Error) bool {
-	if err == nil {
-		return true
-	}
-	if wop.IsRetryable(err) || status < 400 || status >= 500 {
+// Final reports whether a refusal is kept and answered again to a
+// repeated request (OpenWOP's Layer 1, written in terms of the HTTP
+// answer): a refusal the caller cannot fix by retrying is kept: a 4xx
+// status, not retryable, and none of 429, a request the host could not
+// read (validation_error, idempotency_key_invalid), an authentication or
+// permission refusal (401, 403), or the key's own mismatch and in-flight
+// answers. 5xx and retryable refusals are not kept: their repeat is tried
+// again. status and code are the HTTP answer's; which outcomes of a node
+// that ran are kept is decided by the caller (see httpstatus.Kept).
+func Final(status int, code string, retryable bool) bool {
+	if retryable || status < 400 || status >= 500 {
 		return false
 	}
 	switch status {
 	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests:
 		return false
 	}
-	switch err.Code {
+	switch code {
 	case wop.CodeValidation, CodeKeyInvalid, CodeKeyMismatch, CodeInFlight:
 		return false
 	}

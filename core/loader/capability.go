@@ -88,6 +88,9 @@ type ConfigDiagnostic struct {
 type ConfigureResult struct {
 	// Facets maps each family to its facets under this configuration.
 	Facets map[string]map[string]json.RawMessage
+	// Details maps each family to the JSON object the plugin lists about
+	// it under this configuration, never advertised.
+	Details map[string]json.RawMessage
 	// Diagnostics, when not empty, mean the plugin refused the config.
 	Diagnostics []ConfigDiagnostic
 	// Warnings are problems the plugin serves despite.
@@ -109,7 +112,7 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 	if err != nil {
 		return nil, &PhaseError{Phase: "configured", Err: wire.FromStatus(err)}
 	}
-	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}}
+	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}, Details: map[string]json.RawMessage{}}
 	for _, d := range resp.GetDiagnostics() {
 		out.Diagnostics = append(out.Diagnostics, ConfigDiagnostic{Summary: d.GetSummary(), Detail: d.GetDetail(), Path: d.GetPath()})
 	}
@@ -124,6 +127,13 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 			}
 		}
 		out.Facets[fam] = facets
+	}
+	for fam, raw := range resp.GetDetails() {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+			return nil, &PhaseError{Phase: "configured", Err: fmt.Errorf("details of %s are not a JSON object", fam)}
+		}
+		out.Details[fam] = raw
 	}
 	return out, nil
 }

@@ -29,6 +29,10 @@ type Family struct {
 	Uses    []string
 	// Facets maps each facet to its JSON settings ({} when it has none).
 	Facets map[string]json.RawMessage
+	// Details is a JSON object the plugin lists about the family under
+	// its configuration; it is listed with the capability's Record and
+	// never advertised.
+	Details json.RawMessage
 }
 
 // Record is what the registry knows of one declared capability.
@@ -45,8 +49,12 @@ type Record struct {
 	Restarts      int      `json:"restarts"`
 	// Warnings are problems of the config the plugin serves despite, as
 	// it reported them at its last configuration.
-	Warnings []string  `json:"warnings,omitempty"`
-	Changed  time.Time `json:"changed"`
+	Warnings []string `json:"warnings,omitempty"`
+	// Details maps each family the capability serves to what its plugin
+	// lists about it under its configuration (the mcp family's servers,
+	// say): our own listing, kept out of the discovery document.
+	Details map[string]json.RawMessage `json:"details,omitempty"`
+	Changed time.Time                  `json:"changed"`
 }
 
 type entry struct {
@@ -139,6 +147,7 @@ func (r *Registry) Fail(name string, phase State, err error) {
 			e.rec.LastError = err.Error()
 		}
 		e.invoker, e.families = nil, nil
+		e.rec.Details = nil
 	})
 }
 
@@ -168,7 +177,23 @@ func (r *Registry) Ready(name string, families []Family, inv Invoker) {
 	r.update(name, func(e *entry) {
 		e.rec.State, e.rec.FailedPhase = StateReady, ""
 		e.families, e.invoker = families, inv
+		e.rec.Details = detailsOf(families)
 	})
+}
+
+// detailsOf collects the details of families, nil when none has any.
+func detailsOf(families []Family) map[string]json.RawMessage {
+	var out map[string]json.RawMessage
+	for _, f := range families {
+		if len(f.Details) == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string]json.RawMessage{}
+		}
+		out[f.Name] = f.Details
+	}
+	return out
 }
 
 // Adopt marks a declared capability ready with a plugin another registry
@@ -181,6 +206,7 @@ func (r *Registry) Adopt(name string, from Record, families []Family, inv Invoke
 		e.rec.Restarts = from.Restarts
 		e.rec.State, e.rec.FailedPhase, e.rec.LastError = StateReady, "", ""
 		e.families, e.invoker = families, inv
+		e.rec.Details = detailsOf(families)
 	})
 }
 

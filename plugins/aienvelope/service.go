@@ -115,10 +115,11 @@ func (s *service) plugin() *plugin.Plugin {
 }
 
 // facets advertises await only while async is on, so ctx.aiEnvelope.await
-// exists exactly when it can be served.
+// exists exactly when it can be served. OpenWOP publishes it as the
+// boolean true.
 func (s *service) facets() map[string]any {
 	if inst := s.current(); inst != nil && inst.cfg.async {
-		return map[string]any{aienvelope.FacetAwait: struct{}{}}
+		return map[string]any{aienvelope.FacetAwait: true}
 	}
 	return nil
 }

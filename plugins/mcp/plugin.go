@@ -53,7 +53,8 @@ func newPlugin() *plugin.Plugin {
 				mcp.MethodReadResource: plugin.Typed(p.readResource),
 				mcp.MethodServerHealth: plugin.Typed(p.serverHealth),
 			},
-			Facets: p.facets,
+			Facets:  p.facets,
+			Details: p.details,
 			// Sampling requests are answered through aiEnvelope when the
 			// host advertises it.
 			Uses: []string{aienvelope.Family},
@@ -132,29 +133,41 @@ func (p *mcpPlugin) shutdown() {
 }
 
 // facets is the family's advertisement under the current configuration.
+// OpenWOP's client facet is the constant true: the servers it reaches are
+// listed in details, never advertised.
 func (p *mcpPlugin) facets() map[string]any {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	ids := make([]string, 0, len(p.cfg.servers))
 	minimum := client.RevisionModern
-	for id, s := range p.cfg.servers {
-		ids = append(ids, id)
+	for _, s := range p.cfg.servers {
 		if s.minimumRevision < minimum {
 			minimum = s.minimumRevision
 		}
 	}
-	if len(ids) == 0 {
+	if len(p.cfg.servers) == 0 {
 		minimum = client.RevisionLegacy
 	}
-	sort.Strings(ids)
 	return map[string]any{
-		mcp.FacetClient:    map[string]any{"servers": ids},
+		mcp.FacetClient:    true,
 		"revisions":        client.Revisions,
 		"preferredVersion": client.RevisionModern,
 		"minimumRevision":  minimum,
 		"refreshedAt":      revisionsRefreshedAt,
 		"mrtr":             map[string]int{"maxRounds": p.cfg.maxRounds},
 	}
+}
+
+// details lists the configured servers, sorted, with the capability
+// (GET /v1/plugins): the host checks agent manifests against them.
+func (p *mcpPlugin) details() map[string]any {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	ids := make([]string, 0, len(p.cfg.servers))
+	for id := range p.cfg.servers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return map[string]any{"servers": ids}
 }
 
 // server finds the client for serverId or fails with not_found.

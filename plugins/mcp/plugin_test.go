@@ -85,9 +85,12 @@ func TestFacets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"client":{"servers":["a","b"]},"minimumRevision":"2025-11-25","mrtr":{"maxRounds":5},"preferredVersion":"2026-07-28","refreshedAt":"2026-11-29","revisions":["2026-07-28","2025-11-25"]}`
+	want := `{"client":true,"minimumRevision":"2025-11-25","mrtr":{"maxRounds":5},"preferredVersion":"2026-07-28","refreshedAt":"2026-11-29","revisions":["2026-07-28","2025-11-25"]}`
 	if string(b) != want {
 		t.Errorf("facets\n got %s\nwant %s", b, want)
+	}
+	if b, _ := json.Marshal(p.details()); string(b) != `{"servers":["a","b"]}` {
+		t.Errorf("details %s", b)
 	}
 }
 

@@ -76,10 +76,10 @@ func TestValidateRefusesBadConstraints(t *testing.T) {
 func TestValidateRefusesBadRecords(t *testing.T) {
 	var configured bool
 	for want, spoil := range map[string]func(*Family){
-		`status "beta" is not stable`:        func(f *Family) { f.Status = "beta" },
-		"status experimental needs until":    func(f *Family) { f.Status = "experimental" },
-		`witness "" is not`:                  func(f *Family) { f.Witness = "" },
-		`since "" is not a protocol version`: func(f *Family) { f.Since = "" },
+		`status "beta": must be one of`: func(f *Family) { f.Status = "beta" },
+		"until: required":               func(f *Family) { f.Status = "experimental" },
+		`witness "": must be one of`:    func(f *Family) { f.Witness = "" },
+		`since "": must be`:             func(f *Family) { f.Since = "" },
 	} {
 		p := constrainedPlugin(&configured)
 		spoil(p.Families[0])

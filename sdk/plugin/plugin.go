@@ -8,7 +8,11 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -54,7 +58,7 @@ type Family struct {
 	// non-stable record lapses (a protocol version or a date such as
 	// "2027-06-30") and is left empty on a stable one; Witness is one of
 	// the wop.Witness* classes, how a client can check the family's
-	// promises. Serve refuses a record wop.CheckRecord refuses, and so does
+	// promises. Serve refuses a record wop.CheckFamilyRecord refuses, and so does
 	// the host.
 	Status  string
 	Since   string
@@ -66,12 +70,62 @@ type Family struct {
 	// current configuration. It is called after Configure; each value is
 	// marshalled to JSON ({} for a facet without settings).
 	Facets func() map[string]any
+	// Details, if set, returns what the operator may want to know about
+	// the family under the current configuration but is no facet (the
+	// servers an MCP client reaches, say). It is called after Configure;
+	// the host lists it with the capability (GET /v1/plugins, `host
+	// plugins --json`) and never advertises it.
+	Details func() map[string]any
 	// Needs lists families, or "family.facet", that must be advertised for
 	// this one to be advertised. Uses lists families the plugin may call
 	// back without needing them.
 	Needs []string
 	Uses  []string
+	// Codes lists the vendor error codes the family's handlers return
+	// besides the contract's core codes (wop.CoreCodes). Each follows
+	// OpenWOP's vendor-code grammar, "org.name" with exactly one dot
+	// ("acme.key_not_found"), and for a vendor family "org.family" its org
+	// is the family's org; Serve refuses to start otherwise. A core family
+	// may also return its contract family codes (snake_case, no dot, e.g.
+	// provider_rate_limited) without listing them. A handler error with
+	// any other code reaches the host as internal, the code it had in
+	// details.code, and is logged: a malformed code never crosses the
+	// wire. A handler that relays another family's vendor error should
+	// wrap it (wop.Error.WithCause) rather than return it as its own.
+	Codes []string
 }
+
+// checkCodes returns an error naming the family and the code when one of
+// f's declared codes breaks the vendor-code grammar or, for a vendor
+// family, belongs to another org.
+func (f *Family) checkCodes() error {
+	org := ""
+	if !wop.IsCoreFamily(f.Name) {
+		org, _, _ = strings.Cut(f.Name, ".")
+	}
+	for _, c := range f.Codes {
+		if !wop.ValidVendorCode(c) {
+			return fmt.Errorf(`family %q declares the error code %q: a vendor error code is "org.name" with exactly one dot, lowercase, e.g. "acme.key_not_found"`, f.Name, c)
+		}
+		if codeOrg, _, _ := strings.Cut(c, "."); org != "" && codeOrg != org {
+			return fmt.Errorf("family %q declares the error code %q: its org must be the family's, %q", f.Name, c, org)
+		}
+	}
+	return nil
+}
+
+// allows reports whether a handler of f may return code: a core code, a
+// declared code, or for a core family a contract family code.
+func (f *Family) allows(code string) bool {
+	if slices.Contains(wop.CoreCodes(), code) || slices.Contains(f.Codes, code) {
+		return true
+	}
+	return wop.IsCoreFamily(f.Name) && familyCode.MatchString(code)
+}
+
+// familyCode is the shape of the contract's family codes (RFC 0144):
+// snake_case without a dot.
+var familyCode = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // Handler serves one method. Its result is marshalled to JSON (a
 // json.RawMessage is sent as it is). Errors should be *wop.Error values; any

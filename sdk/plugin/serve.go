@@ -71,8 +71,11 @@ func (p *Plugin) validate() error {
 		if len(f.Methods) == 0 {
 			return fmt.Errorf("family %q has no methods", f.Name)
 		}
-		if err := wop.CheckRecord(f.Status, f.Since, f.Until, f.Witness); err != nil {
+		if err := wop.CheckFamilyRecord(f.Status, f.Since, f.Until, f.Witness); err != nil {
 			return fmt.Errorf("family %q: %w", f.Name, err)
+		}
+		if err := f.checkCodes(); err != nil {
+			return err
 		}
 	}
 	if vs := p.ConfigSchema.CheckDeclarations(); len(vs) > 0 {

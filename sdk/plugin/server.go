@@ -101,7 +101,7 @@ func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest)
 			return nil, wire.ToStatus(err)
 		}
 	}
-	resp := &wophostv1.ConfigureResponse{Facets: map[string][]byte{}, Warnings: toDiagnostics(warnings)}
+	resp := &wophostv1.ConfigureResponse{Facets: map[string][]byte{}, Details: map[string][]byte{}, Warnings: toDiagnostics(warnings)}
 	for _, f := range s.p.Families {
 		facets := map[string]any{}
 		if f.Facets != nil {
@@ -117,6 +117,15 @@ func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest)
 			return nil, wire.ToStatus(fmt.Errorf("marshal facets of %s: %w", f.Name, err))
 		}
 		resp.Facets[f.Name] = b
+		if f.Details != nil {
+			if d := f.Details(); d != nil {
+				b, err := json.Marshal(d)
+				if err != nil {
+					return nil, wire.ToStatus(fmt.Errorf("marshal details of %s: %w", f.Name, err))
+				}
+				resp.Details[f.Name] = b
+			}
+		}
 	}
 	s.configured = true
 	return resp, nil
@@ -183,6 +192,12 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (resp
 		we := wire.FromContextError(err)
 		if ctx.Err() != nil && we.Code == wop.CodeInternal {
 			we = wire.FromContextError(ctx.Err())
+		}
+		if !f.allows(we.Code) {
+			r.Logger.Error("handler returned an error code its family does not declare; the host gets internal",
+				"code", we.Code, "error", we.Message)
+			we = wop.Errorf(wop.CodeInternal, "%s failed with the error code %q, which family %s does not declare: %s", capability, we.Code, f.Name, we.Message).
+				WithDetails(map[string]any{"code": we.Code})
 		}
 		if we.Capability == "" {
 			we = we.WithCapability(capability)

@@ -167,8 +167,9 @@ func AIEnvelope(t *testing.T, cfg AIEnvelopeConfig) {
 	t.Run("Await", func(t *testing.T) {
 		ap := Start(t, Config{Binary: cfg.Binary, Config: cfg.AsyncConfig, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
 		f := ap.Configure(t, cfg.AsyncConfig)
-		if _, ok := f[aienvelope.Family][aienvelope.FacetAwait]; !ok {
-			t.Fatalf("under AsyncConfig the facets of %s are %v; want await", aienvelope.Family, f[aienvelope.Family])
+		// OpenWOP publishes await as the boolean true.
+		if v, ok := f[aienvelope.Family][aienvelope.FacetAwait]; !ok || string(bytes.TrimSpace(v)) != "true" {
+			t.Fatalf("under AsyncConfig the facets of %s are %v; want await: true", aienvelope.Family, f[aienvelope.Family])
 		}
 		acall := func(method string, req any) (json.RawMessage, error) {
 			ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)

@@ -73,6 +73,7 @@ func TestKitOnBadPlugin(t *testing.T) {
 		{"serve-unconfigured", "InvokeBeforeConfigure", "succeeded before Configure"},
 		{"facets", "Configure", "Configure returned no facets for family test.bad"},
 		{"invoke", "Invoke/test.bad.other", "returned a result that is not valid JSON"},
+		{"vendor-code", "Invoke/test.bad.fail", `got code="test.bad.failed"`},
 		{"unknown-method", "Errors/UnknownMethod/test.bad", "an unknown method of family test.bad: got code=\"internal\""},
 		{"unknown-family", "Errors/UnknownFamily", "an unknown family succeeded; want code not_found"},
 		{"malformed-payload", "Errors/MalformedPayload", `with the malformed payload "{" succeeded; want code validation_error`},
@@ -144,6 +145,7 @@ func TestKitChild(t *testing.T) {
 		Calls: []Call{
 			{Family: "test.bad", Method: "echo", Payload: json.RawMessage(`{"a":1}`)},
 			{Family: "test.bad", Method: "other"},
+			{Family: "test.bad", Method: "fail", WantCode: "test.failed"},
 		},
 	})
 }

@@ -55,7 +55,8 @@ type MCPConfig struct {
 func MCP(t *testing.T, cfg MCPConfig) {
 	t.Helper()
 	p := Start(t, Config{Binary: cfg.Binary, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
-	facets := p.Configure(t, cfg.Config)
+	configured := p.configure(t, cfg.Config)
+	facets := configured.Facets
 	call := func(t *testing.T, method string, req any) (json.RawMessage, error) {
 		t.Helper()
 		payload, err := json.Marshal(req)
@@ -72,11 +73,16 @@ func MCP(t *testing.T, cfg MCPConfig) {
 		if !ok {
 			t.Fatalf("the plugin does not serve %s", mcp.Family)
 		}
-		var client struct {
+		// OpenWOP's client facet is the constant true; the servers are
+		// listed in the family's details.
+		if string(bytes.TrimSpace(rec[mcp.FacetClient])) != "true" {
+			t.Errorf("client facet = %s, want true", rec[mcp.FacetClient])
+		}
+		var details struct {
 			Servers []string `json:"servers"`
 		}
-		if err := json.Unmarshal(rec[mcp.FacetClient], &client); err != nil || !slices.Contains(client.Servers, cfg.ServerID) {
-			t.Errorf("client facet %s does not list %q", rec[mcp.FacetClient], cfg.ServerID)
+		if err := json.Unmarshal(configured.Details[mcp.Family], &details); err != nil || !slices.Contains(details.Servers, cfg.ServerID) {
+			t.Errorf("details %s do not list the server %q", configured.Details[mcp.Family], cfg.ServerID)
 		}
 		var revisions []string
 		if err := json.Unmarshal(rec["revisions"], &revisions); err != nil || !slices.Contains(revisions, "2026-07-28") {

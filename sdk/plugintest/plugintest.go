@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -77,6 +78,37 @@ type Call struct {
 	Payload json.RawMessage
 	// Check, if set, examines the result of the call.
 	Check func(t testing.TB, result json.RawMessage)
+	// WantCode, when set, says the call must fail with this error code.
+	// It must be a code a host accepts from the family: one of
+	// wop.CoreCodes, a vendor code by OpenWOP's grammar ("org.name", one
+	// dot) of the family's org, or for a core family a contract family
+	// code (snake_case, no dot); the kit refuses any other.
+	WantCode string
+}
+
+// checkWantCode returns why code is no code a host accepts from family,
+// or "" when it is one.
+func checkWantCode(family, code string) string {
+	if slices.Contains(wop.CoreCodes(), code) {
+		return ""
+	}
+	if wop.IsCoreFamily(family) {
+		if !strings.Contains(code, ".") && code != "" && strings.ToLower(code) == code {
+			return ""
+		}
+		if wop.ValidVendorCode(code) {
+			return ""
+		}
+		return "neither a core code, a family code nor a vendor code \"org.name\""
+	}
+	if !wop.ValidVendorCode(code) {
+		return "not a vendor code by OpenWOP's grammar: \"org.name\", exactly one dot, e.g. \"acme.key_not_found\""
+	}
+	org, _, _ := strings.Cut(family, ".")
+	if codeOrg, _, _ := strings.Cut(code, "."); codeOrg != org {
+		return "a vendor code of another org than the family's, " + org
+	}
+	return ""
 }
 
 // Description is what a plugin says about itself in Describe.
@@ -89,6 +121,9 @@ type FamilyDescription = wire.FamilyDescription
 type ConfigureResult struct {
 	// Facets maps each family to its facets under this configuration.
 	Facets map[string]map[string]json.RawMessage
+	// Details maps each family to the JSON object the plugin lists about
+	// it under this configuration (never advertised).
+	Details map[string]json.RawMessage
 	// Diagnostics, when not empty, mean the plugin refused the config.
 	Diagnostics []Diagnostic
 }
@@ -240,6 +275,12 @@ func (p *Plugin) ConfigSchema(t testing.TB) schema.Block {
 // family. It fails t if the call fails or the plugin reports diagnostics.
 func (p *Plugin) Configure(t testing.TB, config json.RawMessage) map[string]map[string]json.RawMessage {
 	t.Helper()
+	return p.configure(t, config).Facets
+}
+
+// configure is Configure returning the whole answer.
+func (p *Plugin) configure(t testing.TB, config json.RawMessage) *ConfigureResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
 	defer cancel()
 	res, err := p.ConfigureErr(ctx, config)
@@ -249,7 +290,7 @@ func (p *Plugin) Configure(t testing.TB, config json.RawMessage) map[string]map[
 	if len(res.Diagnostics) > 0 {
 		t.Fatalf("Configure refused the config %s: %s", orEmptyObject(config), joinDiagnostics(res.Diagnostics))
 	}
-	return res.Facets
+	return res
 }
 
 // ConfigureErr sends config (nil sends {}) with a HostServices connection
@@ -268,7 +309,7 @@ func (p *Plugin) ConfigureErr(ctx context.Context, config json.RawMessage) (*Con
 	if err != nil {
 		return nil, wire.FromStatus(err)
 	}
-	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}}
+	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}, Details: map[string]json.RawMessage{}}
 	for _, d := range resp.GetDiagnostics() {
 		out.Diagnostics = append(out.Diagnostics, Diagnostic{Summary: d.GetSummary(), Detail: d.GetDetail(), Path: d.GetPath()})
 	}
@@ -285,6 +326,12 @@ func (p *Plugin) ConfigureErr(ctx context.Context, config json.RawMessage) (*Con
 			}
 		}
 		out.Facets[fam] = facets
+	}
+	for fam, raw := range resp.GetDetails() {
+		if trimmed := bytes.TrimSpace(raw); len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
+			return nil, fmt.Errorf("details of %s are not a JSON object: %s", fam, raw)
+		}
+		out.Details[fam] = raw
 	}
 	return out, nil
 }

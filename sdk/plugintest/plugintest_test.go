@@ -158,8 +158,8 @@ func TestCatchesBadPlugin(t *testing.T) {
 func TestDescriptionProblems(t *testing.T) {
 	good := func() *Description {
 		return &Description{Name: "p", Version: "1", Families: []FamilyDescription{
-			{Name: wop.FamilyMCP, Status: "stable", Since: "2.0", Witness: wop.WitnessGated, Methods: []string{"callTool"}},
-			{Name: "acme.kv", Status: "experimental", Since: "2.0", Until: "2030-01-01", Witness: wop.WitnessClaimsCheck, Methods: []string{"get", "put"}},
+			{Name: wop.FamilyMCP, Status: "stable", Since: "2.0", Witness: "seam-gated", Methods: []string{"callTool"}},
+			{Name: "acme.kv", Status: "experimental", Since: "2.0", Until: "2030-01-01", Witness: "claims-check", Methods: []string{"get", "put"}},
 		}}
 	}
 	if pr := descriptionProblems(good()); len(pr) != 0 {
@@ -174,10 +174,11 @@ func TestDescriptionProblems(t *testing.T) {
 		{"no families", func(d *Description) { d.Families = nil }, "no families"},
 		{"reserved org", func(d *Description) { d.Families[1].Name = "openwop.kv" }, "reserved"},
 		{"twice", func(d *Description) { d.Families[1].Name = wop.FamilyMCP }, "listed more than once"},
-		{"no until", func(d *Description) { d.Families[0].Status = "deprecated" }, "needs until"},
-		{"bad status", func(d *Description) { d.Families[0].Status = "beta" }, `status "beta" is not stable`},
-		{"no witness", func(d *Description) { d.Families[1].Witness = "" }, `witness "" is not`},
-		{"bad since", func(d *Description) { d.Families[1].Since = "2" }, `since "2" is not a protocol version`},
+		{"no until", func(d *Description) { d.Families[0].Status = "deprecated" }, "until: required"},
+		{"status", func(d *Description) { d.Families[0].Status = "beta" }, `status "beta"`},
+		{"stable with until", func(d *Description) { d.Families[0].Until = "3.0" }, "a stable family has no until"},
+		{"no witness", func(d *Description) { d.Families[1].Witness = "" }, `witness ""`},
+		{"since", func(d *Description) { d.Families[1].Since = "2" }, `since "2"`},
 		{"no methods", func(d *Description) { d.Families[1].Methods = nil }, "lists no methods"},
 		{"duplicate method", func(d *Description) { d.Families[1].Methods = []string{"get", "get"} }, "method get more than once"},
 		{"empty method", func(d *Description) { d.Families[1].Methods = []string{""} }, "empty method name"},
@@ -254,5 +255,25 @@ func TestCallbacksMustCarryTheRunToken(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) != 3 || seen[0].IsZero() || !seen[1].Matches(mine) || !seen[2].IsZero() {
 		t.Errorf("the test's host services saw tokens %v; want the kit's, the test's, then none", seen)
+	}
+}
+
+func TestCheckWantCode(t *testing.T) {
+	for _, tc := range []struct {
+		family, code string
+		ok           bool
+	}{
+		{"acme.kv", "acme.key_not_found", true},
+		{"acme.kv", wop.CodeNotFound, true},
+		{"acme.kv", "acme.kv.key_not_found", false},
+		{"acme.kv", "other.key_not_found", false},
+		{"acme.kv", "key_not_found", false},
+		{wop.FamilyAIEnvelope, "provider_rate_limited", true},
+		{wop.FamilyAIEnvelope, "wophost.thing", true},
+		{wop.FamilyAIEnvelope, "a.b.c", false},
+	} {
+		if why := checkWantCode(tc.family, tc.code); (why == "") != tc.ok {
+			t.Errorf("checkWantCode(%s, %s) = %q, want ok %v", tc.family, tc.code, why, tc.ok)
+		}
 	}
 }

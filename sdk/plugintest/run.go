@@ -94,6 +94,16 @@ func Run(t *testing.T, cfg Config) {
 					t.Errorf("Describe does not list method %s of family %s", c.Method, c.Family)
 				}
 				res, err := invokeSample(t, p, c)
+				if c.WantCode != "" {
+					if why := checkWantCode(c.Family, c.WantCode); why != "" {
+						t.Fatalf("WantCode %q of %s.%s: %s", c.WantCode, c.Family, c.Method, why)
+					}
+					if got := wop.CodeOf(err); got != c.WantCode {
+						t.Fatalf("%s.%s with payload %s: got %s; want it to fail with code %s (the plugin's vendor codes must follow OpenWOP's grammar)",
+							c.Family, c.Method, orEmptyObject(c.Payload), orSuccess(err), c.WantCode)
+					}
+					return
+				}
 				if err != nil {
 					t.Fatalf("%s.%s with payload %s failed: %s", c.Family, c.Method, orEmptyObject(c.Payload), formatError(err))
 				}
@@ -230,6 +240,14 @@ func expectCode(t testing.TB, err error, code, what string) *wop.Error {
 
 // formatError shows every field of the error envelope, since the failing
 // field is often not the code.
+// orSuccess formats err, or says the call succeeded.
+func orSuccess(err error) string {
+	if err == nil {
+		return "success"
+	}
+	return formatError(err)
+}
+
 func formatError(err error) string {
 	we := wop.AsError(err)
 	s := fmt.Sprintf("code=%q message=%q capability=%q retryable=%t", we.Code, we.Message, we.Capability, we.Retryable)
@@ -276,7 +294,9 @@ func descriptionProblems(d *Description) []string {
 			}
 		}
 		seen[name] = true
-		if err := wop.CheckRecord(f.Status, f.Since, f.Until, f.Witness); err != nil {
+		// The host publishes the record as described, so it must be one
+		// OpenWOP's discovery document admits.
+		if err := wop.CheckFamilyRecord(f.Status, f.Since, f.Until, f.Witness); err != nil {
 			out = append(out, fmt.Sprintf("family %s: %v", name, err))
 		}
 		if len(f.Methods) == 0 {

@@ -54,7 +54,7 @@ func TestStatusRoundTrip(t *testing.T) {
 		},
 		{
 			name:     "vendor code",
-			in:       &wop.Error{Code: "acme.kv.conflict", Message: "version mismatch", Capability: "host.acme.kv.put", Details: json.RawMessage(`{"version":3}`)},
+			in:       &wop.Error{Code: "acme.conflict", Message: "version mismatch", Capability: "host.acme.kv.put", Details: json.RawMessage(`{"version":3}`)},
 			wantGRPC: codes.Unknown,
 		},
 		{name: "deadline", in: &wop.Error{Code: wop.CodeDeadlineExceeded, Message: "late"}, wantGRPC: codes.DeadlineExceeded},

@@ -16,7 +16,7 @@ import (
 // chain includes family errors that themselves wrap the cause.
 func nestByHand(inner *Error, depth int) *Error {
 	e := inner
-	wrappers := []string{"consensus_failed", "acme.kv.conflict", "agent_budget_exceeded"}
+	wrappers := []string{"consensus_failed", "acme.conflict", "agent_budget_exceeded"}
 	for i := range depth {
 		e = (&Error{Code: wrappers[i%len(wrappers)], Message: fmt.Sprintf("level %d", depth-i)}).
 			WithDetails(map[string]any{"level": depth - i, "cause": e})
@@ -27,7 +27,7 @@ func nestByHand(inner *Error, depth int) *Error {
 // nestWithCause builds the same chain through WithCause.
 func nestWithCause(inner *Error, depth int) *Error {
 	e := inner
-	wrappers := []string{"consensus_failed", "acme.kv.conflict", "agent_budget_exceeded"}
+	wrappers := []string{"consensus_failed", "acme.conflict", "agent_budget_exceeded"}
 	for i := range depth {
 		e = (&Error{Code: wrappers[i%len(wrappers)], Message: fmt.Sprintf("level %d", depth-i)}).
 			WithDetails(map[string]any{"level": depth - i}).WithCause(e)
@@ -54,7 +54,7 @@ func TestRetryableThroughNesting(t *testing.T) {
 		{"provider_quota_exhausted", false, false},
 		{"prompt_store_unavailable", true, true},
 		{"mailbox_full", true, true},
-		{"acme.kv.busy", true, true},
+		{"acme.busy", true, true},
 		{CodeCapabilityNotProvided, false, false},
 		{CodeValidation, false, false},
 		{CodeInternal, false, false},

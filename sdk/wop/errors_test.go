@@ -44,7 +44,7 @@ func TestErrorsIs(t *testing.T) {
 		{"alias to alias", &Error{Code: CodeHostCapabilityMissing}, &Error{Code: CodeHostCapabilityMissing}, true},
 		{"alias to other", &Error{Code: CodeHostCapabilityMissing}, &Error{Code: CodeCapabilityNotDeclared}, false},
 		{"message ignored", &Error{Code: CodeInternal, Message: "a"}, &Error{Code: CodeInternal, Message: "b"}, true},
-		{"vendor code", &Error{Code: "acme.kv.conflict"}, &Error{Code: "acme.kv.conflict"}, true},
+		{"vendor code", &Error{Code: "acme.conflict"}, &Error{Code: "acme.conflict"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package wop
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -11,12 +10,12 @@ import (
 // The status of a family record: how settled the family's surface is.
 const (
 	// StatusStable is a family whose surface will not change within the
-	// protocol major. A stable record has no Until.
+	// protocol major. A stable record has no until.
 	StatusStable = "stable"
-	// StatusExperimental is a family that may still change; its Until says
-	// when the record lapses.
+	// StatusExperimental is a family that may still change; its until
+	// says when the record lapses.
 	StatusExperimental = "experimental"
-	// StatusDeprecated is a family on its way out; its Until says when.
+	// StatusDeprecated is a family on its way out; its until says when.
 	StatusDeprecated = "deprecated"
 )
 
@@ -37,55 +36,81 @@ const (
 	WitnessNegativeExistence = "negative-existence"
 )
 
-// Statuses and Witnesses list the valid values, in the order above.
-func Statuses() []string { return []string{StatusStable, StatusExperimental, StatusDeprecated} }
+// RecordStatuses lists the values a family record's status may take in
+// OpenWOP's discovery document.
+func RecordStatuses() []string { return []string{StatusStable, StatusExperimental, StatusDeprecated} }
 
-// Witnesses lists the valid witness classes.
-func Witnesses() []string {
+// RecordWitnesses lists OpenWOP's witness classes, the values a family
+// record's witness may take.
+func RecordWitnesses() []string {
 	return []string{WitnessUnaided, WitnessGated, WitnessSeamGated, WitnessClaimsCheck, WitnessNegativeExistence}
 }
 
-// protocolVersionPattern is a protocol version as a record's Since and
-// Until write it: major.minor.
-var protocolVersionPattern = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+var (
+	// protocolVersion is since's shape, and one of until's: "N.N".
+	protocolVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
+	// vendorCodePattern is OpenWOP's vendor error code: an org, exactly
+	// one dot, a snake_case name. Go's regexp has no lookahead: the
+	// reserved org openwop is refused apart (ValidVendorCode).
+	vendorCodePattern = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*\.[a-z][a-z0-9_]*$`)
+)
 
-// CheckRecord reports every reason the lifecycle fields of a family record
-// are not ones a client accepts, or nil: Status is one of Statuses; Since
-// is a protocol version ("2.0"); Until is required unless the family is
-// stable, forbidden when it is, and is a protocol version or a date
-// ("2027-06-30"); Witness is one of Witnesses. The SDK's Serve and the
-// host, at Describe, both apply it.
-func CheckRecord(status, since, until, witness string) error {
-	var problems []string
-	switch status {
-	case StatusStable:
-		if until != "" {
-			problems = append(problems, fmt.Sprintf("until %q is set on a stable family; only an experimental or deprecated one lapses", until))
-		}
-	case StatusExperimental, StatusDeprecated:
-		if until == "" {
-			problems = append(problems, fmt.Sprintf("status %s needs until: the protocol version or date (YYYY-MM-DD) the record lapses", status))
-		}
-	default:
-		problems = append(problems, fmt.Sprintf("status %q is not %s", status, strings.Join(Statuses(), ", ")))
+// CheckFamilyRecord returns an error naming the field when status, since,
+// until and witness do not make a valid OpenWOP family record: status is
+// stable, experimental or deprecated; since is "N.N"; witness is one of
+// OpenWOP's witness classes; until ("N.N" or a date YYYY-MM-DD) is
+// required unless the family is stable, and forbidden when it is.
+func CheckFamilyRecord(status, since, until, witness string) error {
+	if !contains(RecordStatuses(), status) {
+		return fmt.Errorf("status %q: must be one of %s", status, strings.Join(RecordStatuses(), ", "))
 	}
-	if !protocolVersionPattern.MatchString(since) {
-		problems = append(problems, fmt.Sprintf("since %q is not a protocol version such as \"2.0\"", since))
+	if !protocolVersion.MatchString(since) {
+		return fmt.Errorf(`since %q: must be a protocol version "N.N", e.g. "2.0"`, since)
 	}
-	if until != "" && !protocolVersionPattern.MatchString(until) {
-		if _, err := time.Parse(time.DateOnly, until); err != nil {
-			problems = append(problems, fmt.Sprintf("until %q is neither a protocol version such as \"3.0\" nor a date such as \"2027-06-30\"", until))
-		}
+	if !contains(RecordWitnesses(), witness) {
+		return fmt.Errorf("witness %q: must be one of %s", witness, strings.Join(RecordWitnesses(), ", "))
 	}
-	valid := false
-	for _, w := range Witnesses() {
-		valid = valid || witness == w
-	}
-	if !valid {
-		problems = append(problems, fmt.Sprintf("witness %q is not %s", witness, strings.Join(Witnesses(), ", ")))
-	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
+	switch {
+	case status == StatusStable && until != "":
+		return fmt.Errorf("until %q: a stable family has no until", until)
+	case status != StatusStable && until == "":
+		return fmt.Errorf("until: required for a family that is %s (a protocol version \"N.N\" or a date YYYY-MM-DD)", status)
+	case until != "" && !protocolVersion.MatchString(until) && !isDate(until):
+		return fmt.Errorf(`until %q: must be a protocol version "N.N" or a date YYYY-MM-DD`, until)
 	}
 	return nil
+}
+
+// isDate reports whether s is a calendar date, YYYY-MM-DD.
+func isDate(s string) bool {
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil
+}
+
+// ValidVendorCode reports whether code is a vendor error code by
+// OpenWOP's grammar: "org.name", exactly one dot, the org lowercase
+// letters and digits in dash-separated words and not openwop, the name
+// snake_case ("acme.key_not_found").
+func ValidVendorCode(code string) bool {
+	return vendorCodePattern.MatchString(code) && !strings.HasPrefix(code, "openwop.")
+}
+
+// CoreCodes lists the codes of the contract's error envelope this package
+// defines (the Code constants): any plugin may return them.
+func CoreCodes() []string {
+	return []string{
+		CodeCapabilityNotProvided, CodeHostCapabilityMissing, CodePackPeerDependencyMissing,
+		CodeCapabilityNotDeclared, CodePackValidationFailed, CodeValidation, CodeNotFound,
+		CodeIdempotencyKeyMismatch, CodeUnavailable, CodeDeadlineExceeded, CodeCancelled,
+		CodeCallDepthExceeded, CodeInternal, CodeMCPError, CodeUpstreamUnavailable,
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
 }

@@ -650,6 +650,7 @@ capability "rt" { plugin = %q }
 		if res.code != 0 || json.Unmarshal([]byte(res.stdout), &d) != nil {
 			t.Fatalf("capabilities: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 		}
+		validDiscovery(t, []byte(res.stdout))
 		return d
 	}
 	d := doc(withAI)
@@ -665,7 +666,7 @@ capability "rt" { plugin = %q }
 		t.Errorf("without aiEnvelope: agentRuntime %s, agents %s", d["agentRuntime"], d["agents"])
 	}
 	res := runHost(t, "", "--config", without, "agents")
-	if res.code != 1 || !strings.Contains(res.stdout, "capability_not_provided") {
+	if e := decodeRefusal(t, res); e.Error != "not_found" || e.Details["capability"] != "host.agents.manifestRuntime" {
 		t.Errorf("host agents without the runtime: exit %d\n%s", res.code, res.stdout)
 	}
 }

@@ -216,6 +216,8 @@ func advertisedFacets(t *testing.T, h *host.Host) map[string]bool {
 	if err := json.Unmarshal(doc["aiEnvelope"], &rec); err != nil || rec == nil {
 		t.Fatalf("aiEnvelope is not advertised: %s", h.Registry().Document())
 	}
+	// await, when advertised, is the boolean OpenWOP publishes.
+	validDiscovery(t, h.Registry().Document())
 	out := map[string]bool{}
 	for k := range rec {
 		out[k] = true

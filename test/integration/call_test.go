@@ -54,7 +54,7 @@ func TestErrorDetailArrivesIntact(t *testing.T) {
 	cfg := probeConfig(t, "")
 	res := runHost(t, `{"family":"test.echo","method":"fail"}`, "--config", cfg, "run", "probe.call", "--input", "-")
 	e := decodeEnvelope(t, res)
-	if e.Code != "test.echo.boom" || e.Message != "the plugin failed on purpose" || !e.Retryable || e.Capability != "host.test.echo.fail" {
+	if e.Code != "test.boom" || e.Message != "the plugin failed on purpose" || !e.Retryable || e.Capability != "host.test.echo.fail" {
 		t.Errorf("envelope changed on the way: %+v", e)
 	}
 	var details, want any

@@ -112,23 +112,36 @@ func TestMCPThroughTheHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		var rec struct {
-			Client struct {
-				Servers []string `json:"servers"`
-			} `json:"client"`
-			Revisions        []string       `json:"revisions"`
-			PreferredVersion string         `json:"preferredVersion"`
-			MinimumRevision  string         `json:"minimumRevision"`
-			RefreshedAt      string         `json:"refreshedAt"`
-			MRTR             map[string]int `json:"mrtr"`
+			Client           json.RawMessage `json:"client"`
+			Revisions        []string        `json:"revisions"`
+			PreferredVersion string          `json:"preferredVersion"`
+			MinimumRevision  string          `json:"minimumRevision"`
+			RefreshedAt      string          `json:"refreshedAt"`
+			MRTR             map[string]int  `json:"mrtr"`
 		}
 		if err := json.Unmarshal(doc["mcp"], &rec); err != nil {
 			t.Fatalf("mcp record %s: %v", doc["mcp"], err)
 		}
-		if strings.Join(rec.Client.Servers, ",") != "everything,legacy,scripted" || rec.PreferredVersion != "2026-07-28" ||
+		// OpenWOP's client facet is the constant true; the servers are in
+		// the plugin record's details.
+		var servers []string
+		for _, r := range h.Registry().Records() {
+			var d struct {
+				Servers []string `json:"servers"`
+			}
+			if json.Unmarshal(r.Details["mcp"], &d) == nil && d.Servers != nil {
+				servers = d.Servers
+			}
+		}
+		if strings.Join(servers, ",") != "everything,legacy,scripted" {
+			t.Errorf("servers in the plugin record's details: %v", servers)
+		}
+		if string(rec.Client) != "true" || rec.PreferredVersion != "2026-07-28" ||
 			strings.Join(rec.Revisions, ",") != "2026-07-28,2025-11-25" || rec.MinimumRevision != "2025-11-25" ||
 			rec.RefreshedAt == "" || rec.MRTR["maxRounds"] != 3 {
 			t.Errorf("mcp record = %s", doc["mcp"])
 		}
+		validDiscovery(t, h.Registry().Document())
 	})
 
 	t.Run("pass-through", func(t *testing.T) {

@@ -42,12 +42,16 @@ func TestChaosPackKill(t *testing.T) {
 			status, body := execute("kvdemo.remember", fmt.Sprintf(`{"key":"k%d-%d","value":"v%d"}`, w, i%10, i))
 			mu.Lock()
 			defer mu.Unlock()
-			if status == 200 {
+			if succeeded(status, body) {
 				kvOK++
 				return
 			}
 			kvFailed++
-			if status != 503 || !strings.Contains(body, `"code":"unavailable"`) || !strings.Contains(body, `"retryable":true`) ||
+			// Refused while the pack is down (503 runner_unavailable), or
+			// a run the pack's exit cut short (200, failed, unavailable).
+			refused := status == 503 && strings.Contains(body, `"error":"runner_unavailable"`)
+			cut := status == 200 && strings.Contains(body, `"status":"failed"`) && strings.Contains(body, `"code":"unavailable"`)
+			if !refused && !cut || !strings.Contains(body, `"retryable":true`) ||
 				!strings.Contains(body, "community.wophost.kvdemo") || strings.Contains(body, "dial") || strings.Contains(body, ".sock") || strings.Contains(body, "/tmp/") {
 				badFailures = append(badFailures, fmt.Sprintf("%d %s", status, body))
 			}
@@ -57,7 +61,7 @@ func TestChaosPackKill(t *testing.T) {
 		status, body := execute("probe.echo", `{"ok":true}`)
 		mu.Lock()
 		defer mu.Unlock()
-		if status == 200 {
+		if succeeded(status, body) {
 			otherOK++
 		} else {
 			otherFailures = append(otherFailures, fmt.Sprintf("%d %s", status, body))
@@ -104,7 +108,7 @@ func TestChaosPackKill(t *testing.T) {
 			if status == 503 && noticed.IsZero() {
 				noticed = time.Now()
 			}
-			if status == 200 {
+			if succeeded(status, body) {
 				if noticed.IsZero() {
 					noticed = time.Now()
 				}

@@ -156,7 +156,7 @@ func TestPromptRefusals(t *testing.T) {
 
 	// The operator's `host call` has no pack, so no lock map either.
 	res := runHost(t, `{"promptId":"greet"}`, "--config", s.cfg, "call", "promptLibrary.get", "--input", "-")
-	if e := decodeEnvelope(t, res); e.Code != promptlibrary.CodePromptUnpinned {
+	if e := decodeCallError(t, res); e.Code != promptlibrary.CodePromptUnpinned {
 		t.Errorf("host call with a bare name: %+v", e)
 	}
 }

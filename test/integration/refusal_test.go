@@ -1,12 +1,18 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/wophost/wophost/test/testbin"
 )
 
 type envelope struct {
@@ -17,16 +23,74 @@ type envelope struct {
 	Details    json.RawMessage `json:"details"`
 }
 
+// decodeEnvelope returns the ctx-level error of the failed run outcome
+// `host run` printed: the node ran and failed.
 func decodeEnvelope(t *testing.T, res result) envelope {
 	t.Helper()
 	if res.code != 1 {
 		t.Fatalf("exit %d, want 1 (failure)\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}
+	var o struct {
+		RunID  string    `json:"runId"`
+		Status string    `json:"status"`
+		Error  *envelope `json:"error"`
+	}
+	dec := json.NewDecoder(strings.NewReader(res.stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil || o.RunID == "" || o.Status != "failed" || o.Error == nil || o.Error.Code == "" {
+		t.Fatalf("stdout is not a failed run outcome (%v):\n%s", err, res.stdout)
+	}
+	return *o.Error
+}
+
+// decodeCallError returns the ctx-level envelope a failed `host call`
+// printed: a ctx call's error, as a node would get it.
+func decodeCallError(t *testing.T, res result) envelope {
+	t.Helper()
+	if res.code != 1 {
+		t.Fatalf("exit %d, want 1 (failure)\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
 	var e envelope
-	if err := json.Unmarshal([]byte(res.stdout), &e); err != nil {
-		t.Fatalf("stdout is not an error envelope: %v\n%s", err, res.stdout)
+	dec := json.NewDecoder(strings.NewReader(res.stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil || e.Code == "" || e.Message == "" {
+		t.Fatalf("stdout is not a ctx-level error envelope (%v):\n%s", err, res.stdout)
 	}
 	return e
+}
+
+// refusal is OpenWOP's HTTP error envelope, as `host serve` answers a
+// refused request and `host run` prints one.
+type refusal struct {
+	Error   string         `json:"error"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+// decodeRefusal returns the OpenWOP error envelope `host run` printed:
+// the run was refused before the node ran.
+func decodeRefusal(t *testing.T, res result) refusal {
+	t.Helper()
+	if res.code != 1 {
+		t.Fatalf("exit %d, want 1 (failure)\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	return parseRefusal(t, []byte(res.stdout))
+}
+
+// parseRefusal checks that body is OpenWOP's closed error envelope and
+// returns it.
+func parseRefusal(t *testing.T, body []byte) refusal {
+	t.Helper()
+	var r refusal
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil || r.Error == "" || r.Message == "" || r.Details == nil {
+		t.Fatalf("not an OpenWOP error envelope {error, message, details} (%v):\n%s", err, body)
+	}
+	if _, ok := r.Details["retryable"].(bool); !ok {
+		t.Fatalf("details without retryable:\n%s", body)
+	}
+	return r
 }
 
 func probeConfig(t *testing.T, extra string) string {
@@ -51,8 +115,9 @@ func TestNodeRequiringUnadvertisedFamilyIsRefusedBeforeItRuns(t *testing.T) {
 	cfg := probeConfig(t, "")
 	marker := filepath.Join(t.TempDir(), "ran")
 	res := runHost(t, `{"marker":"`+marker+`"}`, "--config", cfg, "run", "probe.needsai", "--input", "-")
-	e := decodeEnvelope(t, res)
-	if e.Code != "capability_not_provided" || e.Capability != "host.aiEnvelope" {
+	// Refused at dispatch, before the node ran: OpenWOP's envelope.
+	e := decodeRefusal(t, res)
+	if e.Error != "capability_not_provided" || e.Details["capability"] != "host.aiEnvelope" {
 		t.Errorf("got %+v, want capability_not_provided for host.aiEnvelope", e)
 	}
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
@@ -97,8 +162,8 @@ func TestPeerDependencies(t *testing.T) {
 		t.Errorf("private.test.needsai: %+v, want refused with pack_peer_dependency_missing naming aiEnvelope and aiEnvelope.await", needs)
 	}
 	// A refused pack's nodes are unknown to the host.
-	e := decodeEnvelope(t, runHost(t, "", "--config", cfg, "run", "needsai.x"))
-	if e.Code != "not_found" {
+	e := decodeRefusal(t, runHost(t, "", "--config", cfg, "run", "needsai.x"))
+	if e.Error != "not_found" {
 		t.Errorf("running a refused pack's node: %+v, want not_found", e)
 	}
 }
@@ -131,11 +196,104 @@ func TestUndeclaredCallIsRefused(t *testing.T) {
 
 func TestUnknownNodeAndInvalidInput(t *testing.T) {
 	cfg := probeConfig(t, "")
-	if e := decodeEnvelope(t, runHost(t, "", "--config", cfg, "run", "probe.nope")); e.Code != "not_found" {
+	if e := decodeRefusal(t, runHost(t, "", "--config", cfg, "run", "probe.nope")); e.Error != "not_found" {
 		t.Errorf("unknown typeId: %+v", e)
 	}
-	e := decodeEnvelope(t, runHost(t, `{"count":0}`, "--config", cfg, "run", "probe.validated", "--input", "-"))
-	if e.Code != "validation_error" || !strings.Contains(string(e.Details), `"/name"`) || !strings.Contains(string(e.Details), `"/count"`) {
+	e := decodeRefusal(t, runHost(t, `{"count":0}`, "--config", cfg, "run", "probe.validated", "--input", "-"))
+	details, _ := json.Marshal(e.Details)
+	if e.Error != "validation_error" || !strings.Contains(string(details), `"/name"`) || !strings.Contains(string(details), `"/count"`) {
 		t.Errorf("invalid input: %+v, want validation_error naming /name and /count", e)
 	}
+}
+
+// succeeded reports whether an answer of POST :execute is the outcome of
+// a node that ran and succeeded: a node that ran and failed is a 200 too.
+func succeeded(status int, body string) bool {
+	var o struct {
+		Status string `json:"status"`
+	}
+	return status == 200 && json.Unmarshal([]byte(body), &o) == nil && o.Status == "succeeded"
+}
+
+// validDiscovery checks doc against our restatement of OpenWOP's
+// discovery rules, core/registry/testdata/openwop-discovery.schema.json.
+func validDiscovery(t *testing.T, doc []byte) {
+	t.Helper()
+	raw, err := os.ReadFile(testbin.SourceDir("core/registry/testdata/openwop-discovery.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemaDoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("discovery.json", schemaDoc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("discovery.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatalf("%s: %v", doc, err)
+	}
+	if err := schema.Validate(v); err != nil {
+		t.Errorf("the discovery document breaks OpenWOP's rules: %v\n%s", err, doc)
+	}
+}
+
+// ok reports whether the node ran and succeeded.
+func (r executeReply) ok() bool { return r.status == 200 && r.Outcome == "succeeded" }
+
+// decodeExecuteReply reads an answer of POST :execute by its shape: a
+// 200 is a run outcome, anything else OpenWOP's error envelope.
+func decodeExecuteReply(status int, data []byte) (executeReply, error) {
+	out := executeReply{status: status, body: string(data)}
+	if status == 200 {
+		var o struct {
+			RunID  string          `json:"runId"`
+			Status string          `json:"status"`
+			Output json.RawMessage `json:"output"`
+			Error  *struct {
+				Code      string          `json:"code"`
+				Message   string          `json:"message"`
+				Retryable bool            `json:"retryable"`
+				Details   json.RawMessage `json:"details"`
+			} `json:"error"`
+		}
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&o); err != nil || o.RunID == "" || (o.Status == "succeeded") == (o.Error != nil) {
+			return out, fmt.Errorf("not a run outcome: %s (%v)", data, err)
+		}
+		out.RunID, out.Outcome = o.RunID, o.Status
+		if o.Status == "succeeded" {
+			_ = json.Unmarshal(o.Output, &out.Output)
+			return out, nil
+		}
+		out.Code, out.Message, out.Retryable = o.Error.Code, o.Error.Message, o.Error.Retryable
+		_ = json.Unmarshal(o.Error.Details, &out.Details)
+		return out, nil
+	}
+	var e struct {
+		Error   string          `json:"error"`
+		Message string          `json:"message"`
+		Details json.RawMessage `json:"details"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil || e.Error == "" || e.Message == "" {
+		return out, fmt.Errorf("not an OpenWOP error envelope: %s (%v)", data, err)
+	}
+	var d struct {
+		Retryable *bool `json:"retryable"`
+	}
+	if json.Unmarshal(e.Details, &d) != nil || d.Retryable == nil {
+		return out, fmt.Errorf("error envelope without details.retryable: %s", data)
+	}
+	out.Code, out.Message, out.Retryable = e.Error, e.Message, *d.Retryable
+	_ = json.Unmarshal(e.Details, &out.Details)
+	return out, nil
 }

@@ -60,21 +60,26 @@ func newKey(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b[:])
 }
 
-// executeReply is the decoded answer of POST :execute, success or not.
+// executeReply is the decoded answer of POST :execute: a run outcome (200)
+// or a refusal in OpenWOP's envelope. Code, Message, Retryable and Details
+// are the failed run's ctx-level error, or the refusal's.
 type executeReply struct {
 	status   int
 	replayed bool // the OpenWOP-Idempotent-Replay header
-	Output   struct {
+	body     string
+	// Outcome is the run outcome's status: succeeded or failed; empty for
+	// a refusal.
+	Outcome string
+	Output  struct {
 		Version int `json:"version"`
-	} `json:"output"`
-	RunID            string `json:"runId"`
-	IdempotentReplay bool   `json:"idempotentReplay"`
-	Code             string `json:"code"`
-	Message          string `json:"message"`
-	Retryable        bool   `json:"retryable"`
-	Details          struct {
+	}
+	RunID     string
+	Code      string
+	Message   string
+	Retryable bool
+	Details   struct {
 		Storage string `json:"storage"`
-	} `json:"details"`
+	}
 }
 
 // tryRemember runs kvdemo.remember, under idemKey when it is not empty.
@@ -104,11 +109,10 @@ func tryExecute(base, typeID, body string, header map[string]string) (executeRep
 	if err != nil {
 		return executeReply{}, err
 	}
-	var out executeReply
-	if err := json.Unmarshal(data, &out); err != nil {
-		return executeReply{}, fmt.Errorf("execute %s: %d %s: %w", typeID, resp.StatusCode, data, err)
+	out, err := decodeExecuteReply(resp.StatusCode, data)
+	if err != nil {
+		return executeReply{}, fmt.Errorf("execute %s: %d: %w", typeID, resp.StatusCode, err)
 	}
-	out.status = resp.StatusCode
 	out.replayed = resp.Header.Get("OpenWOP-Idempotent-Replay") == "true"
 	return out, nil
 }
@@ -137,9 +141,9 @@ func recallVersion(t *testing.T, base, kvKey string) int {
 	t.Helper()
 	r := executeNode(t, base, "kvdemo.recall", fmt.Sprintf(`{"input":{"key":%q}}`, kvKey), nil)
 	switch {
-	case r.status == 200:
+	case r.ok():
 		return r.Output.Version
-	case r.Code == "acme.kv.key_not_found":
+	case r.Outcome == "failed" && r.Code == "acme.key_not_found":
 		return 0
 	}
 	t.Fatalf("recall %s: %d %s %s", kvKey, r.status, r.Code, r.Message)
@@ -154,16 +158,16 @@ func TestServeIdempotencyKey(t *testing.T) {
 
 	key := newKey("idem")
 	first := remember(t, d.base, "idem-a", "one", key)
-	if first.status != 200 || first.Output.Version != 1 || first.replayed || first.IdempotentReplay {
+	if !first.ok() || first.Output.Version != 1 || first.replayed {
 		t.Fatalf("first request: %+v", first)
 	}
 	again := remember(t, d.base, "idem-a", "one", key)
-	if again.status != 200 || !again.replayed || !again.IdempotentReplay || again.RunID != first.RunID || again.Output.Version != 1 {
+	if !again.ok() || !again.replayed || again.body != first.body || again.RunID != first.RunID || again.Output.Version != 1 {
 		t.Fatalf("repeat: %+v; want the recorded outcome of %s, marked replayed", again, first.RunID)
 	}
 	// The same key in the body is the same key.
 	body := executeNode(t, d.base, "kvdemo.remember", fmt.Sprintf(`{"input":{"value":"one","key":"idem-a"},"idempotencyKey":%q}`, key), nil)
-	if body.status != 200 || !body.replayed || body.RunID != first.RunID {
+	if !body.ok() || !body.replayed || body.RunID != first.RunID {
 		t.Fatalf("repeat with the key in the body: %+v", body)
 	}
 	if v := recallVersion(t, d.base, "idem-a"); v != 1 {
@@ -209,9 +213,9 @@ func TestServeIdempotencyKey(t *testing.T) {
 	ran, replayed, inFlight := 0, 0, 0
 	for _, r := range replies {
 		switch {
-		case r.status == 200 && !r.replayed:
+		case r.ok() && !r.replayed:
 			ran++
-		case r.status == 200 && r.replayed && r.Output.Version == 1:
+		case r.ok() && r.replayed && r.Output.Version == 1:
 			replayed++
 		case r.status == 409 && r.Code == "idempotency_in_flight" && r.Retryable:
 			inFlight++
@@ -296,7 +300,7 @@ func TestRetentionPrunesRunRecords(t *testing.T) {
   }`))
 	waitFor(t, "the month-old records pruned at start", func() bool { return countRecords(t, runs, "run_old") == 0 })
 	for i := range 12 {
-		if r := remember(t, d.base, fmt.Sprintf("ret-%d", i), "v", ""); r.status != 200 {
+		if r := remember(t, d.base, fmt.Sprintf("ret-%d", i), "v", ""); !r.ok() {
 			t.Fatalf("run %d: %+v", i, r)
 		}
 	}
@@ -564,7 +568,7 @@ func TestServeFullDisk(t *testing.T) {
 					o.attempts = append(o.attempts, r)
 					mu.Lock()
 					switch {
-					case r.status == 200:
+					case r.ok():
 						answered++
 					case r.Details.Storage != "" && o.idemKey != "":
 						refusedKeyed++
@@ -572,7 +576,7 @@ func TestServeFullDisk(t *testing.T) {
 						refusedKeyless++
 					}
 					mu.Unlock()
-					if r.status == 200 || !r.Retryable {
+					if r.ok() || !r.Retryable {
 						break
 					}
 					time.Sleep(25 * time.Millisecond) // a client's back-off before it retries
@@ -621,7 +625,7 @@ func TestServeFullDisk(t *testing.T) {
 		for _, r := range o.attempts {
 			requests++
 			switch {
-			case r.status == 200:
+			case r.ok():
 				ok++
 				if r.replayed {
 					replays++
@@ -635,7 +639,7 @@ func TestServeFullDisk(t *testing.T) {
 				if !r.Retryable {
 					t.Errorf("%s: a failure that is not retryable: %+v", o.kvKey, r)
 				}
-				if r.Code == "unavailable" && r.Details.Storage != "" && strings.Contains(r.Message, "refused before it started") {
+				if r.Code == "wophost.storage_unavailable" && r.Details.Storage != "" && strings.Contains(r.Message, "refused before it started") {
 					refusedBeforeRun++
 					if o.idemKey == "" {
 						refusedKeyless++
@@ -643,7 +647,7 @@ func TestServeFullDisk(t *testing.T) {
 				}
 			}
 		}
-		if last := o.attempts[len(o.attempts)-1]; last.status != 200 {
+		if last := o.attempts[len(o.attempts)-1]; !last.ok() {
 			unfinished++
 			t.Errorf("%s never succeeded: %+v", o.kvKey, last)
 			continue
@@ -662,7 +666,7 @@ func TestServeFullDisk(t *testing.T) {
 			continue
 		}
 		r := remember(t, d.base, o.kvKey, "value", o.idemKey)
-		if r.status != 200 || !r.replayed || r.Output.Version != 1 {
+		if !r.ok() || !r.replayed || r.Output.Version != 1 {
 			t.Errorf("%s repeated under its key: %+v; want its recorded outcome", o.kvKey, r)
 			continue
 		}

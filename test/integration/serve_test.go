@@ -229,25 +229,30 @@ func TestServeAPI(t *testing.T) {
 		{"bad JSON", "/v1/nodes/probe.echo:execute", `{"input":`, 400, "validation_error"},
 		{"unknown field", "/v1/nodes/probe.echo:execute", `{"inptu":{}}`, 400, "validation_error"},
 		{"input schema", "/v1/nodes/probe.validated:execute", `{"input":{"name":"x","count":0}}`, 400, "validation_error"},
-		{"node failure", "/v1/nodes/probe.call:execute", `{"input":{"family":"test.echo","method":"fail"}}`, 0, ""},
-		{"capability not provided", "/v1/nodes/probe.needsai:execute", `{"input":{"marker":"/nonexistent/x"}}`, 501, "capability_not_provided"},
+		{"capability not provided", "/v1/nodes/probe.needsai:execute", `{"input":{"marker":"/nonexistent/x"}}`, 422, "capability_not_provided"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := request(t, "POST", d.base+c.path, c.body, nil)
-			var e struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			}
-			if err := json.Unmarshal([]byte(r.body), &e); err != nil || e.Code == "" || e.Message == "" {
-				t.Fatalf("%d %s: not an error envelope", r.status, r.body)
-			}
-			if c.status != 0 && (r.status != c.status || e.Code != c.code) {
+			e := parseRefusal(t, []byte(r.body))
+			if r.status != c.status || e.Error != c.code {
 				t.Fatalf("%d %s, want %d %s", r.status, r.body, c.status, c.code)
 			}
-			if r.status < 400 {
-				t.Fatalf("status %d for a failure", r.status)
-			}
 		})
+	}
+	// A node that ran and failed is its run outcome, 200, with the
+	// ctx-level envelope the node got.
+	failed := request(t, "POST", d.base+"/v1/nodes/probe.call:execute", `{"input":{"family":"test.echo","method":"fail"}}`, nil)
+	var outcome struct {
+		RunID  string `json:"runId"`
+		Status string `json:"status"`
+		Error  struct {
+			Code      string `json:"code"`
+			Retryable bool   `json:"retryable"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(failed.body), &outcome); err != nil || failed.status != 200 || outcome.RunID == "" ||
+		outcome.Status != "failed" || outcome.Error.Code != "test.boom" || !outcome.Error.Retryable {
+		t.Fatalf("node failure: %d %s; want 200, a failed outcome with test.boom", failed.status, failed.body)
 	}
 
 	plugins := request(t, "GET", d.base+"/v1/plugins", "", nil)
@@ -258,7 +263,7 @@ func TestServeAPI(t *testing.T) {
 	if packs.status != 200 || !strings.Contains(packs.body, `"private.wophost.probe"`) {
 		t.Fatalf("packs: %d %s", packs.status, packs.body)
 	}
-	if r := request(t, "GET", d.base+"/v1/agents", "", nil); r.status != 404 || !strings.Contains(r.body, "capability_not_provided") {
+	if r := request(t, "GET", d.base+"/v1/agents", "", nil); r.status != 404 || parseRefusal(t, []byte(r.body)).Details["capability"] != "host.agents.manifestRuntime" {
 		t.Fatalf("agents without agents.manifestRuntime: %d %s", r.status, r.body)
 	}
 	if r := request(t, "GET", d.base+"/healthz", "", nil); r.status != 200 {
@@ -275,7 +280,7 @@ func TestServeAPI(t *testing.T) {
 		`wophost_plugin_state{capability="echo",state="ready"} 1`,
 		"wophost_node_run_duration_seconds_bucket",
 		`wophost_ctx_calls_total{code="ok",family="test.echo",method="echo"} 1`,
-		`wophost_ctx_calls_total{code="test.echo.boom",family="test.echo",method="fail"} 1`,
+		`wophost_ctx_calls_total{code="test.boom",family="test.echo",method="fail"} 1`,
 		`wophost_ctx_calls_in_flight{family="test.echo"} 0`,
 		`wophost_ctx_call_duration_seconds_count{family="test.echo",method="echo"} 1`,
 	} {
@@ -294,7 +299,7 @@ func TestServeAuth(t *testing.T) {
 	for _, path := range []string{"/.well-known/openwop", "/v1/plugins", "/v1/packs", "/metrics"} {
 		for name, header := range map[string]string{"none": "", "wrong": "Bearer nope", "basic": "Basic " + token} {
 			r := request(t, "GET", d.base+path, "", map[string]string{"Authorization": header})
-			if r.status != 401 || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") || !strings.Contains(r.body, `"unauthorized"`) {
+			if r.status != 401 || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") || parseRefusal(t, []byte(r.body)).Error != "unauthenticated" {
 				t.Errorf("%s with %s token: %d %v %s", path, name, r.status, r.header, r.body)
 			}
 		}

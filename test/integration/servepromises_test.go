@@ -99,9 +99,8 @@ func TestReadyzIs503WhileARequiredCapabilityIsDown(t *testing.T) {
 		last = request(t, "GET", d.base+"/readyz", "", nil)
 		return last.status == 503 && strings.Contains(last.body, "req")
 	})
-	var body struct{ Status, Reason string }
-	if err := json.Unmarshal([]byte(last.body), &body); err != nil || body.Status != "not ready" || body.Reason == "" {
-		t.Errorf("/readyz body %s, want status \"not ready\" and a reason", last.body)
+	if e := parseRefusal(t, []byte(last.body)); e.Error != "runner_unavailable" || e.Details["status"] != "not ready" || e.Details["reason"] == "" {
+		t.Errorf("/readyz body %s, want runner_unavailable, status \"not ready\" and a reason", last.body)
 	}
 	// It stays 503 for as long as the capability is down, through every
 	// attempt and after the last.
@@ -150,9 +149,9 @@ func TestServeShutdownTimeoutBoundsTheDrain(t *testing.T) {
 	assertGone(t, "after the drain ran out", pids)
 }
 
-// The execute body's timeoutMs is the run's deadline (504
-// deadline_exceeded), and a body over max_message_bytes is 400
-// validation_error before anything runs.
+// The execute body's timeoutMs is the run's deadline (a failed run outcome,
+// deadline_exceeded), and a body over max_message_bytes is 413
+// payload_too_large before anything runs.
 func TestServeExecuteBodyLimits(t *testing.T) {
 	cfg := serveConfig(t, "", "")
 	if err := os.WriteFile(cfg, []byte(strings.Replace(readFile(t, cfg), "host {\n", "host {\n  max_message_bytes = 65536\n", 1)), 0o644); err != nil {
@@ -162,8 +161,14 @@ func TestServeExecuteBodyLimits(t *testing.T) {
 
 	start := time.Now()
 	r := request(t, "POST", d.base+"/v1/nodes/probe.sleep:execute", `{"input":{"ms":60000,"inPack":true},"timeoutMs":300}`, nil)
-	if e := decodeReply(t, r); r.status != 504 || e.Code != "deadline_exceeded" {
-		t.Errorf("a run over its timeoutMs: %d %s, want 504 deadline_exceeded", r.status, r.body)
+	var outcome struct {
+		Status string `json:"status"`
+		Error  struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &outcome); err != nil || r.status != 200 || outcome.Status != "failed" || outcome.Error.Code != "deadline_exceeded" {
+		t.Errorf("a run over its timeoutMs: %d %s, want 200, failed with deadline_exceeded", r.status, r.body)
 	}
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("a run with timeoutMs 300 answered after %v", took)
@@ -173,12 +178,12 @@ func TestServeExecuteBodyLimits(t *testing.T) {
 	// itself is refused, not only the payload on its way to the pack.
 	big := `{"input":{"text":"x"}` + strings.Repeat(" ", 70000) + `}`
 	r = request(t, "POST", d.base+"/v1/nodes/probe.echo:execute", big, nil)
-	if e := decodeReply(t, r); r.status != 400 || e.Code != "validation_error" || !strings.Contains(e.Message, "larger than") {
-		t.Errorf("a body over max_message_bytes: %d %.300s, want 400 validation_error", r.status, r.body)
+	if e := parseRefusal(t, []byte(r.body)); r.status != 413 || e.Error != "payload_too_large" || !strings.Contains(e.Message, "larger than") {
+		t.Errorf("a body over max_message_bytes: %d %.300s, want 413 payload_too_large", r.status, r.body)
 	}
 	// The same request without the padding runs.
 	r = request(t, "POST", d.base+"/v1/nodes/probe.echo:execute", `{"input":{"text":"x"}}`, nil)
-	if r.status != 200 {
+	if !succeeded(r.status, r.body) {
 		t.Errorf("a small body: %d %s", r.status, r.body)
 	}
 }
@@ -224,21 +229,6 @@ func TestServeReloadKeepsListenAndTokens(t *testing.T) {
 		c.Close()
 		t.Errorf("the host listens on the new address %s after a reload", newAddr)
 	}
-}
-
-// replyEnvelope is the error envelope of an HTTP answer.
-type replyEnvelope struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// decodeReply decodes r's body as an error envelope; a body that is not
-// one decodes to the zero envelope.
-func decodeReply(t *testing.T, r reply) replyEnvelope {
-	t.Helper()
-	var e replyEnvelope
-	_ = json.Unmarshal([]byte(r.body), &e)
-	return e
 }
 
 // httpPost posts a JSON body to url; it may be called from any goroutine.

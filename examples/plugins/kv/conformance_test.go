@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/wophost/wophost/examples/plugins/kv/kvapi"
 	"github.com/wophost/wophost/sdk/plugintest"
 )
 
@@ -27,6 +29,9 @@ func TestConformance(t *testing.T) {
 					t.Errorf("get after put = %s, %v", res, err)
 				}
 			}},
+			// The family's vendor codes follow OpenWOP's grammar.
+			{Family: "acme.kv", Method: "get", Payload: json.RawMessage(`{"key":"missing"}`), WantCode: kvapi.CodeKeyNotFound},
+			{Family: "acme.kv", Method: "put", Payload: json.RawMessage(`{"key":"big","value":"` + strings.Repeat("x", 2000) + `"}`), WantCode: kvapi.CodeValueTooLarge},
 		},
 	})
 }

@@ -49,6 +49,7 @@ func newPlugin() *plugin.Plugin {
 				kvapi.MethodPut:    plugin.Typed(k.put),
 				kvapi.MethodDelete: plugin.Typed(k.delete),
 			},
+			Codes: []string{kvapi.CodeKeyNotFound, kvapi.CodeValueTooLarge, kvapi.CodeStoreUnavailable},
 		}},
 	}
 }

@@ -39,7 +39,7 @@ func (f *fakeCaller) Call(_ context.Context, family, method string, req, res any
 
 var withClient = map[string]json.RawMessage{
 	"status": json.RawMessage(`"stable"`),
-	"client": json.RawMessage(`{"servers":["docs"]}`),
+	"client": json.RawMessage(`true`),
 }
 
 // invoke calls method on c with req, so that tests can treat the four

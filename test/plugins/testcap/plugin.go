@@ -82,7 +82,7 @@ func newPlugin() *plugin.Plugin {
 				return d, nil
 			},
 			"fail": func(context.Context, *plugin.Request) (any, error) {
-				return nil, wop.Errorf("test.echo.boom", "the plugin failed on purpose").
+				return nil, wop.Errorf("test.boom", "the plugin failed on purpose").
 					WithRetryable(true).
 					WithDetails(map[string]any{"n": 42, "nested": map[string]any{"list": []int{1, 2, 3}}, "text": "ünïcode"})
 			},
@@ -135,12 +135,14 @@ func newPlugin() *plugin.Plugin {
 			{
 				Name: "test.echo", Status: "experimental", Since: "2.0", Until: "2027-06-30", Witness: "claims-check",
 				Methods: methods("test.echo"),
+				Codes:   []string{"test.boom"},
 				Facets:  func() map[string]any { return map[string]any{"sleep": map[string]int{"maxMs": 60000}, "echo": nil} },
 				Uses:    []string{"test.echo"},
 			},
 			{
 				Name: "test.other", Status: "experimental", Since: "2.0", Until: "2027-06-30", Witness: "claims-check",
 				Methods: methods("test.other"),
+				Codes:   []string{"test.boom"},
 			},
 		},
 	}

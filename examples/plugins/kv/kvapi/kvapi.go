@@ -13,11 +13,12 @@ const (
 	MethodDelete = "delete"
 )
 
-// Codes of the family's failures; vendor codes carry the family prefix.
+// Codes of the family's failures. A vendor error code is "org.name" with
+// exactly one dot (OpenWOP's grammar): the org's, not the family's, prefix.
 const (
-	CodeKeyNotFound      = "acme.kv.key_not_found"
-	CodeValueTooLarge    = "acme.kv.value_too_large"
-	CodeStoreUnavailable = "acme.kv.store_unavailable"
+	CodeKeyNotFound      = "acme.key_not_found"
+	CodeValueTooLarge    = "acme.value_too_large"
+	CodeStoreUnavailable = "acme.store_unavailable"
 )
 
 // GetRequest reads one key.

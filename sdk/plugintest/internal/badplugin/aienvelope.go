@@ -68,7 +68,7 @@ func aiFacets(config []byte) []byte {
 	}
 	_ = json.Unmarshal(config, &c)
 	if c.Async {
-		return []byte(`{"await":{}}`)
+		return []byte(`{"await":true}`)
 	}
 	return []byte(`{}`)
 }

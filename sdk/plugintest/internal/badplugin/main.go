@@ -148,7 +148,7 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 		Version: version,
 		Families: []*wophostv1.FamilyDescription{{
 			Name: family, Status: "experimental", Since: "2.0", Until: "2099-12-31", Witness: "claims-check",
-			Methods: []string{"echo", "other"},
+			Methods: []string{"echo", "other", "fail"},
 		}},
 	}, nil
 }
@@ -183,7 +183,7 @@ func (s *server) Configure(_ context.Context, req *wophostv1.ConfigureRequest) (
 		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{agentruntime.Family: []byte(`{}`)}}, nil
 	}
 	if s.family == familyMCP {
-		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{mcp.Family: s.mcpFacets()}}, nil
+		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{mcp.Family: s.mcpFacets()}, Details: map[string][]byte{mcp.Family: mcpDetails()}}, nil
 	}
 	if s.family == familyPromptLibrary {
 		return &wophostv1.ConfigureResponse{Facets: map[string][]byte{promptlibrary.Family: []byte(`{}`)}}, nil
@@ -274,6 +274,13 @@ func (s *server) invoke(req *wophostv1.InvokeRequest) ([]byte, error) {
 			return []byte(`{}`), nil
 		}
 		return nil, wop.Errorf(wop.CodeNotFound, "no family %s", req.GetFamily())
+	}
+	if req.GetMethod() == "fail" {
+		// A vendor code by OpenWOP's grammar is org.name with one dot.
+		if s.breaks("vendor-code") {
+			return nil, wop.Errorf("test.bad.failed", "failed on purpose")
+		}
+		return nil, wop.Errorf("test.failed", "failed on purpose")
 	}
 	if req.GetMethod() != "echo" && req.GetMethod() != "other" {
 		if s.breaks("unknown-method") {

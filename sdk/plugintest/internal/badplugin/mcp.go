@@ -37,7 +37,7 @@ func (s *server) mcpFacets() []byte {
 		maxRounds = 0
 	}
 	b, _ := json.Marshal(map[string]any{
-		mcp.FacetClient:    map[string]any{"servers": []string{mcpServer}},
+		mcp.FacetClient:    true,
 		"revisions":        []string{"2026-07-28"},
 		"preferredVersion": "2026-07-28",
 		"minimumRevision":  "2026-07-28",
@@ -46,6 +46,9 @@ func (s *server) mcpFacets() []byte {
 	})
 	return b
 }
+
+// mcpDetails lists the server the mcp mode is connected to.
+func mcpDetails() []byte { return []byte(`{"servers":["` + mcpServer + `"]}`) }
 
 // mcpInvoke serves the mcp family.
 func (s *server) mcpInvoke(method string, payload []byte) ([]byte, error) {

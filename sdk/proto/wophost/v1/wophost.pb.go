@@ -609,7 +609,13 @@ type ConfigureResponse struct {
 	// warnings are problems that do not stop the plugin from serving (one
 	// upstream of several that cannot be reached, say). The host reports
 	// them at their source range and lists them with the capability.
-	Warnings      []*ConfigDiagnostic `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Warnings []*ConfigDiagnostic `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// details maps each family to a JSON object of what the operator may
+	// want to know about it under this configuration (the MCP servers the
+	// mcp family reaches, say). The host lists it with the capability
+	// (GET /v1/plugins) and never advertises it: the discovery document
+	// holds only the published facets.
+	Details       map[string][]byte `protobuf:"bytes,4,rep,name=details,proto3" json:"details,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -661,6 +667,13 @@ func (x *ConfigureResponse) GetDiagnostics() []*ConfigDiagnostic {
 func (x *ConfigureResponse) GetWarnings() []*ConfigDiagnostic {
 	if x != nil {
 		return x.Warnings
+	}
+	return nil
+}
+
+func (x *ConfigureResponse) GetDetails() map[string][]byte {
+	if x != nil {
+		return x.Details
 	}
 	return nil
 }
@@ -1202,12 +1215,16 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x125\n" +
 	"\x17host_services_broker_id\x18\x02 \x01(\rR\x14hostServicesBrokerId\x12\x1b\n" +
 	"\tstate_dir\x18\x03 \x01(\tR\bstateDir\x12!\n" +
-	"\fhost_version\x18\x04 \x01(\tR\vhostVersion\"\x8b\x02\n" +
+	"\fhost_version\x18\x04 \x01(\tR\vhostVersion\"\x8d\x03\n" +
 	"\x11ConfigureResponse\x12A\n" +
 	"\x06facets\x18\x01 \x03(\v2).wophost.v1.ConfigureResponse.FacetsEntryR\x06facets\x12>\n" +
 	"\vdiagnostics\x18\x02 \x03(\v2\x1c.wophost.v1.ConfigDiagnosticR\vdiagnostics\x128\n" +
-	"\bwarnings\x18\x03 \x03(\v2\x1c.wophost.v1.ConfigDiagnosticR\bwarnings\x1a9\n" +
+	"\bwarnings\x18\x03 \x03(\v2\x1c.wophost.v1.ConfigDiagnosticR\bwarnings\x12D\n" +
+	"\adetails\x18\x04 \x03(\v2*.wophost.v1.ConfigureResponse.DetailsEntryR\adetails\x1a9\n" +
 	"\vFacetsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a:\n" +
+	"\fDetailsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"X\n" +
 	"\x10ConfigDiagnostic\x12\x18\n" +
@@ -1268,7 +1285,7 @@ func file_wophost_v1_wophost_proto_rawDescGZIP() []byte {
 	return file_wophost_v1_wophost_proto_rawDescData
 }
 
-var file_wophost_v1_wophost_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_wophost_v1_wophost_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_wophost_v1_wophost_proto_goTypes = []any{
 	(*CallContext)(nil),          // 0: wophost.v1.CallContext
 	(*ErrorDetail)(nil),          // 1: wophost.v1.ErrorDetail
@@ -1289,36 +1306,38 @@ var file_wophost_v1_wophost_proto_goTypes = []any{
 	(*CallRequest)(nil),          // 16: wophost.v1.CallRequest
 	(*CallResponse)(nil),         // 17: wophost.v1.CallResponse
 	nil,                          // 18: wophost.v1.ConfigureResponse.FacetsEntry
-	nil,                          // 19: wophost.v1.ExecuteRequest.AdvertisedEntry
+	nil,                          // 19: wophost.v1.ConfigureResponse.DetailsEntry
+	nil,                          // 20: wophost.v1.ExecuteRequest.AdvertisedEntry
 }
 var file_wophost_v1_wophost_proto_depIdxs = []int32{
 	4,  // 0: wophost.v1.DescribeResponse.families:type_name -> wophost.v1.FamilyDescription
 	18, // 1: wophost.v1.ConfigureResponse.facets:type_name -> wophost.v1.ConfigureResponse.FacetsEntry
 	9,  // 2: wophost.v1.ConfigureResponse.diagnostics:type_name -> wophost.v1.ConfigDiagnostic
 	9,  // 3: wophost.v1.ConfigureResponse.warnings:type_name -> wophost.v1.ConfigDiagnostic
-	0,  // 4: wophost.v1.InvokeRequest.call:type_name -> wophost.v1.CallContext
-	0,  // 5: wophost.v1.ExecuteRequest.call:type_name -> wophost.v1.CallContext
-	19, // 6: wophost.v1.ExecuteRequest.advertised:type_name -> wophost.v1.ExecuteRequest.AdvertisedEntry
-	0,  // 7: wophost.v1.CallRequest.call:type_name -> wophost.v1.CallContext
-	2,  // 8: wophost.v1.Capability.Describe:input_type -> wophost.v1.DescribeRequest
-	5,  // 9: wophost.v1.Capability.ConfigSchema:input_type -> wophost.v1.ConfigSchemaRequest
-	7,  // 10: wophost.v1.Capability.Configure:input_type -> wophost.v1.ConfigureRequest
-	10, // 11: wophost.v1.Capability.Invoke:input_type -> wophost.v1.InvokeRequest
-	12, // 12: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
-	14, // 13: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
-	16, // 14: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
-	3,  // 15: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
-	6,  // 16: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
-	8,  // 17: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
-	11, // 18: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
-	13, // 19: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
-	15, // 20: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
-	17, // 21: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
-	15, // [15:22] is the sub-list for method output_type
-	8,  // [8:15] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	19, // 4: wophost.v1.ConfigureResponse.details:type_name -> wophost.v1.ConfigureResponse.DetailsEntry
+	0,  // 5: wophost.v1.InvokeRequest.call:type_name -> wophost.v1.CallContext
+	0,  // 6: wophost.v1.ExecuteRequest.call:type_name -> wophost.v1.CallContext
+	20, // 7: wophost.v1.ExecuteRequest.advertised:type_name -> wophost.v1.ExecuteRequest.AdvertisedEntry
+	0,  // 8: wophost.v1.CallRequest.call:type_name -> wophost.v1.CallContext
+	2,  // 9: wophost.v1.Capability.Describe:input_type -> wophost.v1.DescribeRequest
+	5,  // 10: wophost.v1.Capability.ConfigSchema:input_type -> wophost.v1.ConfigSchemaRequest
+	7,  // 11: wophost.v1.Capability.Configure:input_type -> wophost.v1.ConfigureRequest
+	10, // 12: wophost.v1.Capability.Invoke:input_type -> wophost.v1.InvokeRequest
+	12, // 13: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
+	14, // 14: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
+	16, // 15: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
+	3,  // 16: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
+	6,  // 17: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
+	8,  // 18: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
+	11, // 19: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
+	13, // 20: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
+	15, // 21: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
+	17, // 22: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
+	16, // [16:23] is the sub-list for method output_type
+	9,  // [9:16] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_wophost_v1_wophost_proto_init() }
@@ -1332,7 +1351,7 @@ func file_wophost_v1_wophost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wophost_v1_wophost_proto_rawDesc), len(file_wophost_v1_wophost_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
