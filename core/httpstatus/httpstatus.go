@@ -18,6 +18,7 @@ import (
 	"net/http"
 
 	"github.com/wophost/wophost/core/idempotency"
+	"github.com/wophost/wophost/core/manifest"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -37,6 +38,10 @@ const (
 	CodeRecursionLimit        = "recursion_limit_exceeded"
 	CodeInternalError         = "internal_error"
 	CodeRunnerUnavailable     = "runner_unavailable"
+	CodeCredentialUnavailable = "credential_unavailable"
+	CodePackKindInvalid       = "pack_kind_invalid"
+	CodePackEngine            = "pack_engine_unsupported"
+	CodeOAuthUnsupported      = "oauth_provider_unsupported"
 )
 
 // The host's vendor codes: refusals no registered code describes.
@@ -65,6 +70,10 @@ func statusTable() map[string]int {
 		CodeIdempotencyKeyInvalid: http.StatusBadRequest,
 		CodePackValidationFailed:  http.StatusBadRequest,
 		CodePackPeerDependency:    http.StatusBadRequest,
+		CodePackKindInvalid:       http.StatusBadRequest,
+		CodePackEngine:            http.StatusBadRequest,
+		CodeOAuthUnsupported:      http.StatusBadRequest,
+		CodeCredentialUnavailable: http.StatusNotImplemented,
 		CodeUnauthenticated:       http.StatusUnauthorized,
 		CodeForbidden:             http.StatusForbidden,
 		CodeNotFound:              http.StatusNotFound,
@@ -99,23 +108,27 @@ func StatusOf(code string) int {
 // the HTTP answer; a code missing here is answered as internal_error.
 func ctxTable() map[string]string {
 	return map[string]string{
-		wop.CodeValidation:                CodeValidation,
-		idempotency.CodeKeyInvalid:        CodeIdempotencyKeyInvalid,
-		wop.CodePackValidationFailed:      CodePackValidationFailed,
-		wop.CodePackPeerDependencyMissing: CodePackPeerDependency,
-		wop.CodeNotFound:                  CodeNotFound,
-		wop.CodeIdempotencyKeyMismatch:    CodeIdempotencyMismatch,
-		idempotency.CodeInFlight:          CodeIdempotencyInFlight,
-		wop.CodeCapabilityNotProvided:     CodeCapabilityNotProvided,
-		wop.CodeHostCapabilityMissing:     CodeCapabilityNotProvided,
-		wop.CodeCapabilityNotDeclared:     CodeForbidden,
-		wop.CodeCallDepthExceeded:         CodeRecursionLimit,
-		wop.CodeUnavailable:               CodeRunnerUnavailable,
-		wop.CodeInternal:                  CodeInternalError,
-		wop.CodeDeadlineExceeded:          CodeDeadlineExceeded,
-		wop.CodeCancelled:                 CodeCancelled,
-		wop.CodeUpstreamUnavailable:       CodeUpstreamUnavailable,
-		wop.CodeMCPError:                  CodeUpstreamUnavailable,
+		wop.CodeValidation:                    CodeValidation,
+		idempotency.CodeKeyInvalid:            CodeIdempotencyKeyInvalid,
+		wop.CodePackValidationFailed:          CodePackValidationFailed,
+		wop.CodePackPeerDependencyMissing:     CodePackPeerDependency,
+		manifest.CodePackKindInvalid:          CodePackKindInvalid,
+		manifest.CodePackEngineUnsupported:    CodePackEngine,
+		manifest.CodeOAuthProviderUnsupported: CodeOAuthUnsupported,
+		manifest.CodeCredentialUnavailable:    CodeCredentialUnavailable,
+		wop.CodeNotFound:                      CodeNotFound,
+		wop.CodeIdempotencyKeyMismatch:        CodeIdempotencyMismatch,
+		idempotency.CodeInFlight:              CodeIdempotencyInFlight,
+		wop.CodeCapabilityNotProvided:         CodeCapabilityNotProvided,
+		wop.CodeHostCapabilityMissing:         CodeCapabilityNotProvided,
+		wop.CodeCapabilityNotDeclared:         CodeForbidden,
+		wop.CodeCallDepthExceeded:             CodeRecursionLimit,
+		wop.CodeUnavailable:                   CodeRunnerUnavailable,
+		wop.CodeInternal:                      CodeInternalError,
+		wop.CodeDeadlineExceeded:              CodeDeadlineExceeded,
+		wop.CodeCancelled:                     CodeCancelled,
+		wop.CodeUpstreamUnavailable:           CodeUpstreamUnavailable,
+		wop.CodeMCPError:                      CodeUpstreamUnavailable,
 	}
 }
 

@@ -130,8 +130,10 @@ func TestOpenWOPPackFeaturesThroughTheHost(t *testing.T) {
 		"features.model":      "capability_not_provided",
 		"features.plain":      "validation_error",
 	} {
-		if e := decodeEnvelope(t, runHost(t, `{}`, "--config", cfg, "run", typeID, "--input", "-")); e.Code != code {
-			t.Errorf("run %s: %+v, want %s", typeID, e, code)
+		// Refused before any pack code ran: OpenWOP's envelope, not a run
+		// outcome.
+		if r := decodeRefusal(t, runHost(t, `{}`, "--config", cfg, "run", typeID, "--input", "-")); r.Error != code {
+			t.Errorf("run %s: %+v, want %s", typeID, r, code)
 		}
 	}
 	ok := runHost(t, `{"family":"test.echo","method":"echo","payload":{"a":1}}`, "--config", cfg, "run", "features.plain", "--input", "-")
