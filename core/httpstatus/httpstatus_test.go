@@ -44,6 +44,8 @@ func TestRefusal(t *testing.T) {
 		{"scalar details", wop.Errorf(wop.CodeNotFound, "m").WithDetails("x"), 404, "not_found", `{"data":"x","retryable":false}`},
 		{"malformed code", wop.Errorf("acme.kv.key_not_found", "m"), 500, "internal_error", `{"code":"acme.kv.key_not_found","retryable":false}`},
 		{"empty message", &wop.Error{Code: wop.CodeNotFound}, 404, "not_found", `{"retryable":false}`},
+		{"credentials", wop.Errorf("credential_unavailable", "m"), 501, "credential_unavailable", `{"retryable":false}`},
+		{"engine", wop.Errorf("pack_engine_unsupported", "m"), 400, "pack_engine_unsupported", `{"retryable":false}`},
 	} {
 		status, env := Refusal(tc.err)
 		if status != tc.status || env.Error != tc.code || string(env.Details) != tc.details || env.Message == "" {
