@@ -3,15 +3,13 @@ package pack
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"runtime/debug"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/wophost/wophost/sdk/internal/invoke"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wire"
@@ -76,33 +74,13 @@ func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (re
 	}
 	logger := s.logger.With("run_id", call.RunID, "node_id", call.NodeID, "type_id", call.TypeID)
 	c := newCtx(ctx, s.hostCaller(req.GetHostServicesBrokerId()), call, advertised, logger)
-	out, err := s.run(c, node, req.GetInput(), logger)
+	out, err := invoke.Safely(logger, "node", func() (any, error) { return node(c, req.GetInput()) })
 	if err != nil {
-		we := wire.FromContextError(err)
-		if ctx.Err() != nil && we.Code == wop.CodeInternal {
-			we = wire.FromContextError(ctx.Err())
-		}
+		return nil, wire.ToStatus(invoke.Failure(ctx, err))
+	}
+	b, we := invoke.Result(out, s.maxBytes, "output of "+req.GetTypeId())
+	if we != nil {
 		return nil, wire.ToStatus(we)
 	}
-	b, err := json.Marshal(out)
-	if raw, ok := out.(json.RawMessage); ok {
-		b, err = raw, nil
-		if !json.Valid(raw) {
-			err = errors.New("node returned invalid JSON")
-		}
-	}
-	if err != nil {
-		return nil, wire.ToStatus(wop.Errorf(wop.CodeInternal, "marshal output of %s: %v", req.GetTypeId(), err))
-	}
 	return &wophostv1.ExecuteResponse{Output: b}, nil
-}
-
-func (s *server) run(c *Ctx, node Node, input []byte, logger hclog.Logger) (out any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			logger.Error("node panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			err = wop.Errorf(wop.CodeInternal, "node panicked: %v", r)
-		}
-	}()
-	return node(c, input)
 }

@@ -13,6 +13,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/wophost/wophost/sdk/internal/invoke"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wire"
@@ -187,12 +188,9 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (resp
 		Family: req.GetFamily(), Method: req.GetMethod(), Payload: req.GetPayload(), Call: call, Host: caller,
 		Logger: s.logger.With("run_id", call.RunID, "node_id", call.NodeID, "capability", capability),
 	}
-	out, err := s.safeInvoke(ctx, h, r)
+	out, err := invoke.Safely(r.Logger, "handler", func() (any, error) { return h(ctx, r) })
 	if err != nil {
-		we := wire.FromContextError(err)
-		if ctx.Err() != nil && we.Code == wop.CodeInternal {
-			we = wire.FromContextError(ctx.Err())
-		}
+		we := invoke.Failure(ctx, err)
 		if !f.allows(we.Code) {
 			r.Logger.Error("handler returned an error code its family does not declare; the host gets internal",
 				"code", we.Code, "error", we.Message)
@@ -204,38 +202,9 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (resp
 		}
 		return nil, wire.ToStatus(we)
 	}
-	b, err := marshalResult(out)
-	if err != nil {
-		return nil, wire.ToStatus(wop.Errorf(wop.CodeInternal, "marshal result of %s: %v", capability, err).WithCapability(capability))
-	}
-	if len(b) > s.maxBytes {
-		return nil, wire.ToStatus(wop.Errorf(wop.CodeUpstreamUnavailable, "result of %s is %d bytes, over the %d-byte limit", capability, len(b), s.maxBytes).WithCapability(capability))
+	b, we := invoke.Result(out, s.maxBytes, "result of "+capability)
+	if we != nil {
+		return nil, wire.ToStatus(we.WithCapability(capability))
 	}
 	return &wophostv1.InvokeResponse{Result: b}, nil
-}
-
-func (s *server) safeInvoke(ctx context.Context, h Handler, r *Request) (out any, err error) {
-	defer func() {
-		if rec := recover(); rec != nil {
-			r.Logger.Error("handler panicked", "panic", fmt.Sprint(rec), "stack", string(debug.Stack()))
-			err = wop.Errorf(wop.CodeInternal, "handler panicked: %v", rec)
-		}
-	}()
-	return h(ctx, r)
-}
-
-func marshalResult(v any) ([]byte, error) {
-	switch r := v.(type) {
-	case json.RawMessage:
-		if len(r) == 0 {
-			return []byte("null"), nil
-		}
-		if !json.Valid(r) {
-			return nil, errors.New("handler returned invalid JSON")
-		}
-		return r, nil
-	case nil:
-		return []byte("null"), nil
-	}
-	return json.Marshal(v)
 }
