@@ -66,6 +66,22 @@ func TestConformance(t *testing.T) {
 	plugintest.PromptLibrary(t, plugintest.PromptLibraryConfig{Binary: binary, Config: config, Prompts: prompts})
 }
 
+// The same checks pass with the plugin served inside the test's process,
+// as a vendor's unit test would run them: no binary.
+func TestConformanceInProcess(t *testing.T) {
+	prompts := []plugintest.StoredPrompt{{Name: "demo/system", Version: "1", Raw: "---\nname: demo/system\n---\nBe brief.\n"}}
+	config, err := json.Marshal(map[string]string{"dir": seed(t, prompts[0].Raw)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugintest.Run(t, plugintest.Config{
+		InProcess: newPlugin(),
+		Config:    config,
+		Calls:     []plugintest.Call{{Family: "promptLibrary", Method: "get", Payload: json.RawMessage(`{"promptId":"demo/system@1"}`)}},
+	})
+	plugintest.PromptLibrary(t, plugintest.PromptLibraryConfig{InProcess: newPlugin(), Config: config, Prompts: prompts})
+}
+
 // The default store lives in the plugin's state directory, and an empty
 // dir is refused with a diagnostic naming the attribute.
 func TestConfig(t *testing.T) {

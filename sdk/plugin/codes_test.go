@@ -44,7 +44,7 @@ func TestValidateDeclaredCodes(t *testing.T) {
 		{"a record OpenWOP refuses", &Family{Name: "acme.kv", Status: "experimental", Since: "2.0", Witness: "claims-check",
 			Methods: map[string]Handler{"m": nil}}, `family "acme.kv": until`},
 	} {
-		err := (&Plugin{Name: "p", Families: []*Family{tc.family}}).validate()
+		err := (&Plugin{Name: "p", Families: []*Family{tc.family}}).Validate()
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)

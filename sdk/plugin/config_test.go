@@ -62,11 +62,11 @@ func TestConfigureChecksSchemaConstraints(t *testing.T) {
 func TestValidateRefusesBadConstraints(t *testing.T) {
 	var configured bool
 	p := constrainedPlugin(&configured)
-	if err := p.validate(); err != nil {
+	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	p.ConfigSchema.Blocks[0].Block.Attributes[0].Whole = true
-	err := p.validate()
+	err := p.Validate()
 	if err == nil || !strings.Contains(err.Error(), `"server.timeout"`) || !strings.Contains(err.Error(), "whole, min and max apply") {
 		t.Fatalf("validate = %v", err)
 	}
@@ -83,7 +83,7 @@ func TestValidateRefusesBadRecords(t *testing.T) {
 	} {
 		p := constrainedPlugin(&configured)
 		spoil(p.Families[0])
-		err := p.validate()
+		err := p.Validate()
 		if err == nil || !strings.Contains(err.Error(), `family "test.constrained"`) || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate = %v, want it to contain %q", err, want)
 		}

@@ -5,7 +5,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 
 	"github.com/wophost/wophost/sdk/internal/procutil"
@@ -17,7 +19,7 @@ import (
 // Serve serves p to the host and returns when the host stops the plugin.
 // It is the whole of a plugin's main.
 func Serve(p *Plugin) {
-	if err := p.validate(); err != nil {
+	if err := p.Validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "invalid plugin definition: %v\n", err)
 		os.Exit(1)
 	}
@@ -55,7 +57,10 @@ func Serve(p *Plugin) {
 // tracerName is the instrumentation scope of the plugin SDK's spans.
 const tracerName = "github.com/wophost/wophost/sdk/plugin"
 
-func (p *Plugin) validate() error {
+// Validate reports why p cannot be served, or nil: what Serve checks
+// before it starts, and exits on. A plugin's own test calls it to see its
+// definition accepted (or refused) without a process exiting.
+func (p *Plugin) Validate() error {
 	if p.Name == "" {
 		return fmt.Errorf("plugin name is empty")
 	}
@@ -82,4 +87,17 @@ func (p *Plugin) validate() error {
 		return fmt.Errorf("config schema attribute %q: %w", strings.Join(vs[0].Path, "."), vs[0].Err)
 	}
 	return nil
+}
+
+// GRPCPlugin returns what Serve serves for p, for a test that runs p inside
+// its own process: plugintest.StartInProcess hands it to go-plugin's
+// in-process connection, so the conformance kit runs against p with no
+// binary. logger receives the plugin's log; the message limit is the
+// protocol's default. Call Validate first: GRPCPlugin does not.
+func (p *Plugin) GRPCPlugin(logger hclog.Logger) goplugin.Plugin {
+	return &wire.CapabilityPlugin{
+		NewServer: func(broker *goplugin.GRPCBroker) wophostv1.CapabilityServer {
+			return newServer(p, broker, logger, wire.DefaultMaxMessageBytes, noop.NewTracerProvider().Tracer(tracerName))
+		},
+	}
 }

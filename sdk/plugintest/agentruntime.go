@@ -13,13 +13,15 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
 // AgentRuntimeConfig says how to run the agentRuntime family checks.
 type AgentRuntimeConfig struct {
-	// Binary, Env and StartTimeout are as in Config.
+	// Binary, InProcess, Env and StartTimeout are as in Config.
 	Binary       string
+	InProcess    *plugin.Plugin
 	Env          []string
 	StartTimeout time.Duration
 	// Config is a configuration the plugin accepts.
@@ -51,7 +53,7 @@ type AgentRuntimeConfig struct {
 func AgentRuntime(t *testing.T, cfg AgentRuntimeConfig) {
 	t.Helper()
 	host := &agentHost{}
-	p := Start(t, Config{Binary: cfg.Binary, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout, HostServices: host.serve})
+	p := Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout, HostServices: host.serve})
 	t.Run("Advertised", func(t *testing.T) {
 		desc := p.Describe(t)
 		i := slices.IndexFunc(desc.Families, func(f FamilyDescription) bool { return f.Name == agentruntime.Family })

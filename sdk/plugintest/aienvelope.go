@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
 // AIEnvelopeConfig says how to run the aiEnvelope family checks.
 type AIEnvelopeConfig struct {
-	// Binary, Env and StartTimeout are as in Config.
+	// Binary, InProcess, Env and StartTimeout are as in Config.
 	Binary       string
+	InProcess    *plugin.Plugin
 	Env          []string
 	StartTimeout time.Duration
 	// Config is a configuration under which generate succeeds with the
@@ -60,7 +62,7 @@ func AIEnvelope(t *testing.T, cfg AIEnvelopeConfig) {
 	if msg == "" {
 		msg = "Say hello."
 	}
-	p := Start(t, Config{Binary: cfg.Binary, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	p := Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
 	t.Run("Advertised", func(t *testing.T) {
 		desc := p.Describe(t)
 		i := slices.IndexFunc(desc.Families, func(f FamilyDescription) bool { return f.Name == aienvelope.Family })
@@ -165,7 +167,7 @@ func AIEnvelope(t *testing.T, cfg AIEnvelopeConfig) {
 		return
 	}
 	t.Run("Await", func(t *testing.T) {
-		ap := Start(t, Config{Binary: cfg.Binary, Config: cfg.AsyncConfig, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+		ap := Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.AsyncConfig, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
 		f := ap.Configure(t, cfg.AsyncConfig)
 		// OpenWOP publishes await as the boolean true.
 		if v, ok := f[aienvelope.Family][aienvelope.FacetAwait]; !ok || string(bytes.TrimSpace(v)) != "true" {

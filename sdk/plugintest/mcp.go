@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
 // MCPConfig says how to run the mcp family checks.
 type MCPConfig struct {
-	// Binary, Env and StartTimeout are as in Config.
+	// Binary, InProcess, Env and StartTimeout are as in Config.
 	Binary       string
+	InProcess    *plugin.Plugin
 	Env          []string
 	StartTimeout time.Duration
 	// Config is a configuration that declares ServerID.
@@ -54,7 +56,7 @@ type MCPConfig struct {
 //     or session state.
 func MCP(t *testing.T, cfg MCPConfig) {
 	t.Helper()
-	p := Start(t, Config{Binary: cfg.Binary, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	p := Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
 	configured := p.configure(t, cfg.Config)
 	facets := configured.Facets
 	call := func(t *testing.T, method string, req any) (json.RawMessage, error) {

@@ -26,6 +26,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/wophost/wophost/sdk/plugin"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/schema"
 	"github.com/wophost/wophost/sdk/wire"
@@ -51,6 +52,14 @@ type HostServicesFunc func(ctx context.Context, family, method string, payload [
 type Config struct {
 	// Binary is the path of the plugin executable.
 	Binary string
+	// InProcess, when set, is a Go plugin run inside the test's own
+	// process instead of Binary: the kit then checks the plugin's
+	// definition with Validate and talks to it over go-plugin's
+	// in-process gRPC connection, with no binary to build and no process
+	// to exit. Env and StartTimeout do not apply. A plugin that passes
+	// in process should still be run once as a binary, which alone shows
+	// the handshake and the process's environment.
+	InProcess *plugin.Plugin
 	// Config is the decoded config block sent to Configure, as JSON. Nil
 	// sends {}.
 	Config json.RawMessage
@@ -150,18 +159,26 @@ func (d Diagnostic) String() string {
 // Plugin is a running plugin process. It is killed when the test that
 // started it ends.
 type Plugin struct {
-	client   *goplugin.Client
+	exited   func() bool
 	conn     *wire.CapabilityConn
 	host     wophostv1.HostServicesServer
 	tokens   *runTokens
 	stateDir string
 }
 
-// Start launches cfg.Binary through go-plugin as the host does and returns
-// a handle on it, not yet configured. It fails t if the plugin does not
+// Start launches cfg.Binary through go-plugin as the host does, or serves
+// cfg.InProcess inside the test's process, and returns a handle on it, not
+// yet configured. It fails t if the plugin does not
 // complete the handshake within cfg.StartTimeout.
 func Start(t testing.TB, cfg Config) *Plugin {
 	t.Helper()
+	hostFn := cfg.HostServices
+	if hostFn == nil {
+		hostFn = refuseHostServices
+	}
+	if cfg.InProcess != nil {
+		return startInProcess(t, cfg.InProcess, hostFn)
+	}
 	if cfg.Binary == "" {
 		t.Fatal("plugintest: Config.Binary is empty")
 	}
@@ -179,10 +196,6 @@ func Start(t testing.TB, cfg Config) *Plugin {
 	timeout := cfg.StartTimeout
 	if timeout <= 0 {
 		timeout = defaultStartTimeout
-	}
-	hostFn := cfg.HostServices
-	if hostFn == nil {
-		hostFn = refuseHostServices
 	}
 
 	cmd := exec.Command(bin)
@@ -224,7 +237,7 @@ func Start(t testing.TB, cfg Config) *Plugin {
 	}
 	tokens := &runTokens{m: map[string]wop.RunToken{}}
 	return &Plugin{
-		client:   client,
+		exited:   client.Exited,
 		conn:     conn,
 		host:     hostServices{fn: hostFn, tokens: tokens},
 		tokens:   tokens,
@@ -357,7 +370,44 @@ func (p *Plugin) Invoke(ctx context.Context, family, method string, payload json
 }
 
 // Exited reports whether the plugin process has exited.
-func (p *Plugin) Exited() bool { return p.client.Exited() }
+func (p *Plugin) Exited() bool { return p.exited() }
+
+// startInProcess serves p inside the test's process over go-plugin's
+// in-process gRPC connection, broker included, so that callbacks to the
+// host services reach hostFn as they would from a binary.
+func startInProcess(t testing.TB, p *plugin.Plugin, hostFn HostServicesFunc) *Plugin {
+	t.Helper()
+	if err := p.Validate(); err != nil {
+		t.Fatalf("plugintest: invalid plugin definition: %v", err)
+	}
+	logs := &logBuffer{}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Debug, Output: logs})
+	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{wire.KindCapability: p.GRPCPlugin(logger)})
+	t.Cleanup(func() {
+		_ = client.Close()
+		server.Stop()
+		if t.Failed() {
+			t.Logf("plugintest: log of in-process plugin %s:\n%s", p.Name, logs.String())
+		}
+	})
+	raw, err := client.Dispense(wire.KindCapability)
+	if err != nil {
+		t.Fatalf("plugintest: in-process plugin %s: %v", p.Name, err)
+	}
+	conn, ok := raw.(*wire.CapabilityConn)
+	if !ok {
+		t.Fatalf("plugintest: unexpected plugin client %T", raw)
+	}
+	tokens := &runTokens{m: map[string]wop.RunToken{}}
+	return &Plugin{
+		// The plugin shares the test's process: it cannot exit alone.
+		exited:   func() bool { return false },
+		conn:     conn,
+		host:     hostServices{fn: hostFn, tokens: tokens},
+		tokens:   tokens,
+		stateDir: t.TempDir(),
+	}
+}
 
 // runTokens are the run tokens the kit gave, by run id.
 type runTokens struct {

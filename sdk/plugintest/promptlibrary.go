@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -21,8 +22,9 @@ type StoredPrompt struct {
 
 // PromptLibraryConfig says how to run the promptLibrary family checks.
 type PromptLibraryConfig struct {
-	// Binary, Config, Env and StartTimeout are as in Config.
+	// Binary, InProcess, Config, Env and StartTimeout are as in Config.
 	Binary       string
+	InProcess    *plugin.Plugin
 	Config       json.RawMessage
 	Env          []string
 	StartTimeout time.Duration
@@ -52,7 +54,7 @@ func PromptLibrary(t *testing.T, cfg PromptLibraryConfig) {
 	if len(cfg.Prompts) == 0 {
 		t.Fatal("plugintest: PromptLibraryConfig.Prompts is empty; publish at least one prompt and list it")
 	}
-	p := Start(t, Config{Binary: cfg.Binary, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	p := Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
 
 	t.Run("Advertised", func(t *testing.T) {
 		desc := p.Describe(t)
