@@ -15,6 +15,7 @@ import (
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/internal/strictjson"
+	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -93,7 +94,32 @@ func (c *Ctx) Facet(family, facet string) (json.RawMessage, bool) {
 	return v, ok
 }
 
+// NewCtx returns the Ctx a node sees, for a node's unit test: host answers
+// the node's host-service calls (a fake of the test's own, or nil for
+// none), and advertised is the advertisement the node runs under, family
+// to facets ({"aiEnvelope": {"await": true}}); a family absent from it
+// leaves its client nil, as under the host. The Ctx's Run is empty and its
+// Logger discards.
+func NewCtx(ctx context.Context, host wop.Caller, advertised map[string]map[string]json.RawMessage) *Ctx {
+	if host == nil {
+		host = wire.NoHost{}
+	}
+	cp := make(map[string]map[string]json.RawMessage, len(advertised))
+	for fam, f := range advertised {
+		cp[fam] = f
+	}
+	return newCtx(ctx, host, wop.CallContext{}, cp, hclog.NewNullLogger())
+}
+
 func newCtx(ctx context.Context, host wop.Caller, call wop.CallContext, advertised map[string]map[string]json.RawMessage, logger hclog.Logger) *Ctx {
+	for fam, f := range advertised {
+		if f == nil {
+			// A pack always knows the advertisement: no facets is an
+			// empty record, never "unknown" (which NewClient reads as
+			// "let the host check").
+			advertised[fam] = map[string]json.RawMessage{}
+		}
+	}
 	c := &Ctx{
 		Context:    wop.WithCallContext(ctx, call),
 		Run:        call,

@@ -324,10 +324,10 @@ func (rn *run) loop(ctx context.Context) (*Result, error) {
 			mt := int(rn.budget.tokens)
 			req.MaxTokens = &mt
 		}
-		var gen aienvelope.GenerateResult
 		turns++
 		rn.res.Turns++
-		if err := rn.r.Host.Call(ctx, aienvelope.Family, aienvelope.MethodGenerate, &req, &gen); err != nil {
+		gen, err := aienvelope.NewClient(rn.r.Host, nil).Generate(ctx, &req)
+		if err != nil {
 			return nil, rn.cause(step(aienvelope.Family, aienvelope.MethodGenerate), err)
 		}
 		rn.res.Usage.add(int64(gen.Usage.InputTokens), int64(gen.Usage.OutputTokens))
@@ -368,8 +368,8 @@ func (rn *run) systemPrompt(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", wop.Errorf(wop.CodeValidation, "agent %s: systemPromptRef: %v", rn.agent.InstanceID, err)
 	}
-	var p promptlibrary.Prompt
-	if err := rn.r.Host.Call(ctx, promptlibrary.Family, promptlibrary.MethodGet, &promptlibrary.GetRequest{PromptID: ref}, &p); err != nil {
+	p, err := promptlibrary.NewClient(rn.r.Host, nil).Get(ctx, &promptlibrary.GetRequest{PromptID: ref})
+	if err != nil {
 		return "", rn.cause(step(promptlibrary.Family, promptlibrary.MethodGet), err)
 	}
 	// The host checks the digest against the bytes; the loop checks that
@@ -402,9 +402,13 @@ func (rn *run) prepareTools(ctx context.Context) error {
 	for _, server := range m.MCPServers() {
 		var cursor *string
 		for page := 0; page < maxToolPages; page++ {
-			var lt listToolsResult
-			if err := rn.r.Host.Call(ctx, mcp.Family, mcp.MethodListTools, &mcp.ListToolsRequest{ServerID: server, Cursor: cursor}, &lt); err != nil {
+			raw, err := mcp.NewClient(rn.r.Host, nil).ListTools(ctx, &mcp.ListToolsRequest{ServerID: server, Cursor: cursor})
+			if err != nil {
 				return rn.cause(step(mcp.Family, mcp.MethodListTools), err)
+			}
+			var lt listToolsResult
+			if err := json.Unmarshal(raw, &lt); err != nil {
+				return rn.cause(step(mcp.Family, mcp.MethodListTools), wop.Errorf(wop.CodeUpstreamUnavailable, "listTools of %s: %v", server, err))
 			}
 			for _, t := range lt.Tools {
 				if wanted[server][t.Name] {
@@ -487,10 +491,9 @@ func (rn *run) callTool(ctx context.Context, tc aienvelope.ToolCall) (string, er
 	if !rn.agent.Manifest.Allows(target.ref.ServerID, target.ref.Tool) {
 		return toolError(fmt.Sprintf("tool %s is not in this agent's toolAllowlist", target.ref)), nil
 	}
-	var result json.RawMessage
-	err := rn.r.Host.Call(ctx, mcp.Family, mcp.MethodCallTool, &mcp.CallToolRequest{
+	result, err := mcp.NewClient(rn.r.Host, nil).CallTool(ctx, &mcp.CallToolRequest{
 		ServerID: target.ref.ServerID, Name: target.ref.Tool, Arguments: args,
-	}, &result)
+	})
 	if err != nil {
 		if we := wop.AsError(err); we.Code == wop.CodeMCPError && ctx.Err() == nil {
 			// The server refused the call; the model may correct it.

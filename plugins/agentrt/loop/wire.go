@@ -2,10 +2,10 @@ package loop
 
 import "encoding/json"
 
-// The loop speaks the families' JSON through the SDK's request and result
-// types (sdk/families/aienvelope, promptlibrary, mcp). mcp.listTools has
-// no typed result there (packs get its raw JSON), so the fields the loop
-// reads are declared here.
+// The loop calls the families through the SDK's clients (built with nil
+// facets: the host checks them). mcp.listTools has no typed result there
+// (packs get its raw JSON), so the fields the loop reads are declared
+// here.
 
 type listToolsResult struct {
 	Tools []struct {

@@ -16,12 +16,18 @@ type Client struct {
 
 // NewClient returns a Client that calls through c. facets holds the keys of
 // the family's advertisement record; a facet is advertised by the presence
-// of its key. NewClient returns nil when c is nil.
+// of its key, and the client refuses a call that needs an absent one before
+// it leaves. A plugin calling back into the host, which is not shown the
+// advertisement, passes nil: every call then goes to the host, which
+// checks the facets itself. NewClient returns nil when c is nil.
 func NewClient(c wop.Caller, facets map[string]json.RawMessage) *Client {
 	if c == nil {
 		return nil
 	}
 	_, client := facets[FacetClient]
+	if facets == nil {
+		client = true
+	}
 	return &Client{caller: c, hasClient: client}
 }
 
