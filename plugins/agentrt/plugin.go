@@ -70,6 +70,12 @@ type agentrt struct {
 
 func newPlugin() *plugin.Plugin {
 	a := &agentrt{}
+	family := agentruntime.NewFamily(a)
+	family.Status, family.Since, family.Witness = wop.StatusStable, "2.0", wop.WitnessClaimsCheck
+	// Agents cannot think without aiEnvelope; prompts and tools are used
+	// when an agent's manifest asks for them.
+	family.Needs = []string{wop.FamilyAIEnvelope}
+	family.Uses = []string{wop.FamilyAIEnvelope, wop.FamilyPromptLibrary, wop.FamilyMCP}
 	return &plugin.Plugin{
 		Name:    "wophost-agentrt",
 		Version: "0.1.0",
@@ -92,22 +98,7 @@ func newPlugin() *plugin.Plugin {
 		Configure:    a.configure,
 		Shutdown:     a.shutdown,
 		SingleWriter: true,
-		Families: []*plugin.Family{{
-			Name:    agentruntime.Family,
-			Status:  "stable",
-			Since:   "2.0",
-			Witness: "claims-check",
-			Methods: map[string]plugin.Handler{
-				agentruntime.MethodSpawn:       plugin.Typed(a.spawn),
-				agentruntime.MethodDelegate:    plugin.Typed(a.delegate),
-				agentruntime.MethodConsensus:   plugin.Typed(a.consensus),
-				agentruntime.MethodMessageSend: plugin.Typed(a.messageSend),
-			},
-			// Agents cannot think without aiEnvelope; prompts and tools
-			// are used when an agent's manifest asks for them.
-			Needs: []string{wop.FamilyAIEnvelope},
-			Uses:  []string{wop.FamilyAIEnvelope, wop.FamilyPromptLibrary, wop.FamilyMCP},
-		}},
+		Families:     []*plugin.Family{family},
 	}
 }
 
@@ -201,7 +192,8 @@ func (a *agentrt) service() (*runtime.Service, func(), error) {
 	return a.svc, a.mu.RUnlock, nil
 }
 
-func (a *agentrt) spawn(ctx context.Context, _ *plugin.Request, in *agentruntime.SpawnRequest) (*agentruntime.SpawnResult, error) {
+// Spawn implements agentruntime.Server.
+func (a *agentrt) Spawn(ctx context.Context, _ *plugin.Request, in *agentruntime.SpawnRequest) (*agentruntime.SpawnResult, error) {
 	svc, done, err := a.service()
 	if err != nil {
 		return nil, err
@@ -210,7 +202,8 @@ func (a *agentrt) spawn(ctx context.Context, _ *plugin.Request, in *agentruntime
 	return svc.Spawn(ctx, in)
 }
 
-func (a *agentrt) delegate(ctx context.Context, req *plugin.Request, in *agentruntime.DelegateRequest) (*agentruntime.DelegateResult, error) {
+// Delegate implements agentruntime.Server.
+func (a *agentrt) Delegate(ctx context.Context, req *plugin.Request, in *agentruntime.DelegateRequest) (*agentruntime.DelegateResult, error) {
 	svc, done, err := a.service()
 	if err != nil {
 		return nil, err
@@ -219,7 +212,8 @@ func (a *agentrt) delegate(ctx context.Context, req *plugin.Request, in *agentru
 	return svc.Delegate(ctx, req.Host, in)
 }
 
-func (a *agentrt) consensus(ctx context.Context, req *plugin.Request, in *agentruntime.ConsensusRequest) (*agentruntime.ConsensusResult, error) {
+// Consensus implements agentruntime.Server.
+func (a *agentrt) Consensus(ctx context.Context, req *plugin.Request, in *agentruntime.ConsensusRequest) (*agentruntime.ConsensusResult, error) {
 	svc, done, err := a.service()
 	if err != nil {
 		return nil, err
@@ -228,7 +222,8 @@ func (a *agentrt) consensus(ctx context.Context, req *plugin.Request, in *agentr
 	return svc.Consensus(ctx, req.Host, in)
 }
 
-func (a *agentrt) messageSend(ctx context.Context, _ *plugin.Request, in *agentruntime.MessageSendRequest) (*agentruntime.MessageSendResult, error) {
+// MessageSend implements agentruntime.Server.
+func (a *agentrt) MessageSend(ctx context.Context, _ *plugin.Request, in *agentruntime.MessageSendRequest) (*agentruntime.MessageSendResult, error) {
 	svc, done, err := a.service()
 	if err != nil {
 		return nil, err

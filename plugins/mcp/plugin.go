@@ -36,29 +36,19 @@ type mcpPlugin struct {
 
 func newPlugin() *plugin.Plugin {
 	p := &mcpPlugin{ai: newAIEnvelopeWatch(), cfg: &config{maxRounds: defaultMaxRounds}, clients: map[string]*client.Client{}}
+	family := mcp.NewFamily(p)
+	family.Status, family.Since, family.Witness = wop.StatusStable, "2.0", wop.WitnessSeamGated
+	family.Facets, family.Details = p.facets, p.details
+	// Sampling requests are answered through aiEnvelope when the host
+	// advertises it.
+	family.Uses = []string{aienvelope.Family}
 	return &plugin.Plugin{
 		Name:         "wophost-mcp",
 		Version:      version,
 		ConfigSchema: configSchema(),
 		Configure:    p.configure,
 		Shutdown:     p.shutdown,
-		Families: []*plugin.Family{{
-			Name:    mcp.Family,
-			Status:  "stable",
-			Since:   "2.0",
-			Witness: "seam-gated",
-			Methods: map[string]plugin.Handler{
-				mcp.MethodCallTool:     plugin.Typed(p.callTool),
-				mcp.MethodListTools:    plugin.Typed(p.listTools),
-				mcp.MethodReadResource: plugin.Typed(p.readResource),
-				mcp.MethodServerHealth: plugin.Typed(p.serverHealth),
-			},
-			Facets:  p.facets,
-			Details: p.details,
-			// Sampling requests are answered through aiEnvelope when the
-			// host advertises it.
-			Uses: []string{aienvelope.Family},
-		}},
+		Families:     []*plugin.Family{family},
 	}
 }
 
@@ -181,7 +171,8 @@ func (p *mcpPlugin) server(id string) (*client.Client, error) {
 	return c, nil
 }
 
-func (p *mcpPlugin) callTool(ctx context.Context, req *plugin.Request, in *mcp.CallToolRequest) (json.RawMessage, error) {
+// CallTool implements mcp.Server.
+func (p *mcpPlugin) CallTool(ctx context.Context, req *plugin.Request, in *mcp.CallToolRequest) (json.RawMessage, error) {
 	c, err := p.server(in.ServerID)
 	if err != nil {
 		return nil, err
@@ -190,7 +181,8 @@ func (p *mcpPlugin) callTool(ctx context.Context, req *plugin.Request, in *mcp.C
 	return res, rejection(ctx, in.ServerID, err)
 }
 
-func (p *mcpPlugin) listTools(ctx context.Context, req *plugin.Request, in *mcp.ListToolsRequest) (json.RawMessage, error) {
+// ListTools implements mcp.Server.
+func (p *mcpPlugin) ListTools(ctx context.Context, req *plugin.Request, in *mcp.ListToolsRequest) (json.RawMessage, error) {
 	c, err := p.server(in.ServerID)
 	if err != nil {
 		return nil, err
@@ -199,7 +191,8 @@ func (p *mcpPlugin) listTools(ctx context.Context, req *plugin.Request, in *mcp.
 	return res, rejection(ctx, in.ServerID, err)
 }
 
-func (p *mcpPlugin) readResource(ctx context.Context, req *plugin.Request, in *mcp.ReadResourceRequest) (json.RawMessage, error) {
+// ReadResource implements mcp.Server.
+func (p *mcpPlugin) ReadResource(ctx context.Context, req *plugin.Request, in *mcp.ReadResourceRequest) (json.RawMessage, error) {
 	c, err := p.server(in.ServerID)
 	if err != nil {
 		return nil, err
@@ -208,7 +201,8 @@ func (p *mcpPlugin) readResource(ctx context.Context, req *plugin.Request, in *m
 	return res, rejection(ctx, in.ServerID, err)
 }
 
-func (p *mcpPlugin) serverHealth(ctx context.Context, req *plugin.Request, in *mcp.ServerHealthRequest) (*mcp.ServerHealthResult, error) {
+// ServerHealth implements mcp.Server.
+func (p *mcpPlugin) ServerHealth(ctx context.Context, req *plugin.Request, in *mcp.ServerHealthRequest) (*mcp.ServerHealthResult, error) {
 	c, err := p.server(in.ServerID)
 	if err != nil {
 		return nil, err

@@ -239,12 +239,12 @@ func TestUnstartableServerFailsAlone(t *testing.T) {
 		t.Errorf("log = %q, want a warning naming the server and its executable", logs.String())
 	}
 	req := &plugin.Request{Host: wire.NoHost{}}
-	_, err = p.callTool(context.Background(), req, &mcp.CallToolRequest{ServerID: "gone", Name: "x"})
+	_, err = p.CallTool(context.Background(), req, &mcp.CallToolRequest{ServerID: "gone", Name: "x"})
 	we := wop.AsError(err)
 	if we == nil || we.Code != wop.CodeUpstreamUnavailable || !strings.Contains(we.Message, `"gone"`) || !strings.Contains(we.Message, "/no/such/binary") {
 		t.Errorf("call to the broken server: %v", err)
 	}
-	h, err := p.serverHealth(context.Background(), req, &mcp.ServerHealthRequest{ServerID: "gone"})
+	h, err := p.ServerHealth(context.Background(), req, &mcp.ServerHealthRequest{ServerID: "gone"})
 	if err != nil || h.Status != client.StatusUnreachable {
 		t.Errorf("health = %+v %v", h, err)
 	}

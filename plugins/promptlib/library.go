@@ -34,6 +34,8 @@ type library struct {
 
 func newPlugin() *plugin.Plugin {
 	l := &library{parsed: map[string]*promptfile.File{}}
+	family := promptlibrary.NewFamily(l)
+	family.Status, family.Since, family.Witness = wop.StatusStable, "2.0", wop.WitnessClaimsCheck
 	return &plugin.Plugin{
 		Name:    "wophost-promptlib",
 		Version: "0.1.0",
@@ -41,15 +43,7 @@ func newPlugin() *plugin.Plugin {
 			{Name: "dir", Type: schema.String, Description: `prompt store directory: relative to the plugin's state directory (state_dir/plugins/<label>), or absolute (default "store")`},
 		}},
 		Configure: l.configure,
-		Families: []*plugin.Family{{
-			Name:    promptlibrary.Family,
-			Status:  "stable",
-			Since:   "2.0",
-			Witness: "claims-check",
-			Methods: map[string]plugin.Handler{
-				promptlibrary.MethodGet: plugin.Typed(l.get),
-			},
-		}},
+		Families:  []*plugin.Family{family},
 	}
 }
 
@@ -78,7 +72,8 @@ func (l *library) configure(_ context.Context, req *plugin.ConfigureRequest) err
 // get answers one pinned reference. A bare name never reaches a plugin
 // through the host, which resolves it through the calling pack's lock map
 // first; one that does is refused like any other unpinned form.
-func (l *library) get(_ context.Context, _ *plugin.Request, in *promptlibrary.GetRequest) (*promptlibrary.Prompt, error) {
+// Get implements promptlibrary.Server.
+func (l *library) Get(_ context.Context, _ *plugin.Request, in *promptlibrary.GetRequest) (*promptlibrary.Prompt, error) {
 	pin, err := promptlibrary.ParsePin(in.PromptID)
 	if err != nil {
 		return nil, wop.Errorf(promptlibrary.CodePromptUnpinned, "%v", err).

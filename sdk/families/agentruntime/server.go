@@ -1,0 +1,29 @@
+package agentruntime
+
+import (
+	"context"
+
+	"github.com/wophost/wophost/sdk/plugin"
+)
+
+// Server is what a plugin implements to serve agentRuntime. Written
+// against it, a missing method is the compiler's error rather than the
+// conformance kit's.
+type Server interface {
+	Spawn(ctx context.Context, req *plugin.Request, in *SpawnRequest) (*SpawnResult, error)
+	Delegate(ctx context.Context, req *plugin.Request, in *DelegateRequest) (*DelegateResult, error)
+	Consensus(ctx context.Context, req *plugin.Request, in *ConsensusRequest) (*ConsensusResult, error)
+	MessageSend(ctx context.Context, req *plugin.Request, in *MessageSendRequest) (*MessageSendResult, error)
+}
+
+// NewFamily returns the plugin.Family serving s: its name and methods,
+// requests decoded strictly. The caller sets the record (Status, Since,
+// Until, Witness), Codes, Needs and Uses; the family needs aiEnvelope.
+func NewFamily(s Server) *plugin.Family {
+	return &plugin.Family{Name: Family, Methods: map[string]plugin.Handler{
+		MethodSpawn:       plugin.Typed(s.Spawn),
+		MethodDelegate:    plugin.Typed(s.Delegate),
+		MethodConsensus:   plugin.Typed(s.Consensus),
+		MethodMessageSend: plugin.Typed(s.MessageSend),
+	}}
+}
