@@ -76,9 +76,13 @@ type Family struct {
 	// the host lists it with the capability (GET /v1/plugins, `host
 	// plugins --json`) and never advertises it.
 	Details func() map[string]any
-	// Needs lists families, or "family.facet", that must be advertised for
-	// this one to be advertised. Uses lists families the plugin may call
-	// back without needing them.
+	// Needs and Uses are what the family's handlers may call back in the
+	// host. Needs lists families, or "family.facet", without which the
+	// family cannot work: the host advertises it only while each is
+	// advertised (agentRuntime needs aiEnvelope). Uses lists families the
+	// handlers call when they are there and do without otherwise (the MCP
+	// plugin answers sampling through aiEnvelope when it can). A callback
+	// to a family in neither list is refused, capability_not_declared.
 	Needs []string
 	Uses  []string
 	// Codes lists the vendor error codes the family's handlers return
