@@ -382,10 +382,11 @@ func startInProcess(t testing.TB, p *plugin.Plugin, hostFn HostServicesFunc) *Pl
 	}
 	logs := &logBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Debug, Output: logs})
-	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{wire.KindCapability: p.GRPCPlugin(logger)})
+	client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{wire.KindCapability: p.GRPCPlugin(logger)})
 	t.Cleanup(func() {
+		// Close asks the plugin's controller to shut down, which stops
+		// the server; stopping it here as well would race with that.
 		_ = client.Close()
-		server.Stop()
 		if t.Failed() {
 			t.Logf("plugintest: log of in-process plugin %s:\n%s", p.Name, logs.String())
 		}
