@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -21,19 +20,7 @@ import (
 // envelopeSchema compiles testdata/openwop-error-envelope.schema.json,
 // our restatement of OpenWOP's HTTP error envelope, once per test binary.
 var envelopeSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	raw, err := os.ReadFile("testdata/openwop-error-envelope.schema.json")
-	if err != nil {
-		return nil, err
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("envelope.json", doc); err != nil {
-		return nil, err
-	}
-	return c.Compile("envelope.json")
+	return jsonschema.NewCompiler().Compile("testdata/openwop-error-envelope.schema.json")
 })
 
 // answer is a parsed error envelope.

@@ -160,20 +160,7 @@ func semanticJSON(t *testing.T, b []byte) any {
 // own statement of OpenWOP v2's manifest rules.
 func openWOPSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "openwop-node-pack.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("openwop-node-pack.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("openwop-node-pack.schema.json")
+	sch, err := jsonschema.NewCompiler().Compile(filepath.Join("testdata", "openwop-node-pack.schema.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

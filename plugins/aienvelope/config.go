@@ -37,7 +37,7 @@ const (
 	// minRetention is the shortest retention accepted. A pruned envelope's
 	// key is free again, so a shorter one would break idempotency for
 	// clients that retry the next day.
-	minRetention = 24 * time.Hour
+	minRetention = "24h"
 	// keepForever is the retention value that turns pruning off.
 	keepForever = "forever"
 )
@@ -74,7 +74,7 @@ func configSchema() schema.Block {
 			}},
 			{TypeName: "retention", Nesting: schema.NestingSingle, Description: "how long finished envelopes and their idempotency keys are kept", Block: schema.Block{
 				Attributes: []schema.Attribute{
-					{Name: "finished", Type: schema.String, Duration: true, MinDuration: "24h", OneOf: []string{keepForever}, Description: `how long a completed or failed envelope is kept after it finished, at least 24h, or "forever" (default 168h); a request repeated after that runs again`},
+					{Name: "finished", Type: schema.String, Duration: true, MinDuration: minRetention, OneOf: []string{keepForever}, Description: `how long a completed or failed envelope is kept after it finished, at least 24h, or "forever" (default 168h); a request repeated after that runs again`},
 				},
 			}},
 			{TypeName: "provider", Nesting: schema.NestingMap, Description: "a backend, named by its label", Block: schema.Block{
@@ -195,7 +195,10 @@ func parseConfig(req *plugin.ConfigureRequest) (*settings, error) {
 		}
 	}
 	if r := rc.Retention; r != nil && r.Finished != nil {
-		s.retention = retention(*r.Finished, bad)
+		s.retention = 0 // keepForever
+		if *r.Finished != keepForever {
+			s.retention = duration(r.Finished, defaultRetention, "retention", "finished")
+		}
 	}
 
 	names := make([]string, 0, len(rc.Provider))
@@ -233,20 +236,6 @@ func parseConfig(req *plugin.ConfigureRequest) (*settings, error) {
 		return nil, errs
 	}
 	return s, nil
-}
-
-// retention parses retention.finished, which the schema has held to a
-// duration of at least minRetention or "forever" (0).
-func retention(v string, bad func(string, ...string)) time.Duration {
-	if v == keepForever {
-		return 0
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < minRetention {
-		bad(fmt.Sprintf("%q is not a duration of at least %s or %q", v, minRetention, keepForever), "retention", "finished")
-		return defaultRetention
-	}
-	return d
 }
 
 func buildBackend(name string, rp *rawProvider,

@@ -106,20 +106,18 @@ func NewCtx(ctx context.Context, host wop.Caller, advertised map[string]map[stri
 	}
 	cp := make(map[string]map[string]json.RawMessage, len(advertised))
 	for fam, f := range advertised {
+		if f == nil {
+			// A pack always knows the advertisement: no facets is an
+			// empty record, never "unknown" (which NewClient reads as
+			// "let the host check"). Execute never builds a nil one.
+			f = map[string]json.RawMessage{}
+		}
 		cp[fam] = f
 	}
 	return newCtx(ctx, host, wop.CallContext{}, cp, hclog.NewNullLogger())
 }
 
 func newCtx(ctx context.Context, host wop.Caller, call wop.CallContext, advertised map[string]map[string]json.RawMessage, logger hclog.Logger) *Ctx {
-	for fam, f := range advertised {
-		if f == nil {
-			// A pack always knows the advertisement: no facets is an
-			// empty record, never "unknown" (which NewClient reads as
-			// "let the host check").
-			advertised[fam] = map[string]json.RawMessage{}
-		}
-	}
 	c := &Ctx{
 		Context:    wop.WithCallContext(ctx, call),
 		Run:        call,

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wire"
@@ -107,21 +106,7 @@ func TestUndeclaredCodesBecomeInternal(t *testing.T) {
 		Methods: map[string]Handler{"generate": returning("provider_rate_limited"), "dotted": returning("acme.kv.x")}}
 	var logs bytes.Buffer
 	p := &Plugin{Name: "codes", Version: "1.0.0", Families: []*Family{kv, ai}}
-	set := map[string]goplugin.Plugin{wire.KindCapability: &wire.CapabilityPlugin{
-		NewServer: func(b *goplugin.GRPCBroker) wophostv1.CapabilityServer {
-			return newServer(p, b, hclog.New(&hclog.LoggerOptions{Output: &logs}), wire.DefaultMaxMessageBytes, noop.NewTracerProvider().Tracer("test"))
-		},
-	}}
-	client, srv := goplugin.TestPluginGRPCConn(t, false, set)
-	t.Cleanup(func() {
-		srv.Stop()
-		_ = client.Close()
-	})
-	raw, err := client.Dispense(wire.KindCapability)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := raw.(*wire.CapabilityConn)
+	conn := inProcess(t, p, hclog.New(&hclog.LoggerOptions{Output: &logs}))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := conn.Client.Configure(ctx, &wophostv1.ConfigureRequest{Config: []byte(`{}`)}); err != nil {

@@ -240,10 +240,16 @@ func (es ConfigErrors) Error() string {
 // Configure; a plugin's own tests that call their Configure function
 // directly can run it first to see what the host would refuse.
 func CheckConfig(s schema.Block, config json.RawMessage) error {
-	vs := s.CheckConfig(config)
-	if len(vs) == 0 {
-		return nil
+	if ces := constraintErrors(s, config); len(ces) > 0 {
+		return ces
 	}
+	return nil
+}
+
+// constraintErrors is CheckConfig's list, empty when config keeps every
+// constraint.
+func constraintErrors(s schema.Block, config json.RawMessage) ConfigErrors {
+	vs := s.CheckConfig(config)
 	ces := make(ConfigErrors, len(vs))
 	for i, v := range vs {
 		name := v.Path[len(v.Path)-1]

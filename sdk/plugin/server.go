@@ -81,8 +81,8 @@ func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest)
 	// The host has checked the schema's constraints already, where the
 	// operator wrote each value; a config that reached the plugin another
 	// way is held to them here, so Configure can rely on them.
-	if err := CheckConfig(s.p.ConfigSchema, req.GetConfig()); err != nil {
-		return &wophostv1.ConfigureResponse{Diagnostics: toDiagnostics(err.(ConfigErrors))}, nil
+	if ces := constraintErrors(s.p.ConfigSchema, req.GetConfig()); len(ces) > 0 {
+		return &wophostv1.ConfigureResponse{Diagnostics: toDiagnostics(ces)}, nil
 	}
 	var warnings ConfigErrors
 	if s.p.Configure != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
-	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/stats"
 
@@ -59,21 +58,7 @@ func TestCallbacksCarryTheRunToken(t *testing.T) {
 			}},
 		}},
 	}
-	set := map[string]goplugin.Plugin{wire.KindCapability: &wire.CapabilityPlugin{
-		NewServer: func(b *goplugin.GRPCBroker) wophostv1.CapabilityServer {
-			return newServer(p, b, hclog.NewNullLogger(), wire.DefaultMaxMessageBytes, noop.NewTracerProvider().Tracer("test"))
-		},
-	}}
-	client, srv := goplugin.TestPluginGRPCConn(t, false, set)
-	t.Cleanup(func() {
-		srv.Stop()
-		_ = client.Close()
-	})
-	raw, err := client.Dispense(wire.KindCapability)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := raw.(*wire.CapabilityConn)
+	conn := inProcess(t, p, hclog.NewNullLogger())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := wire.ServeHostServices(conn.Broker, host, wire.DefaultMaxMessageBytes)
@@ -123,21 +108,7 @@ func TestConfigureConnectsToHostServicesAtOnce(t *testing.T) {
 		Name: "test.idle", Status: "stable", Since: "2.0",
 		Methods: map[string]Handler{"noop": func(context.Context, *Request) (any, error) { return nil, nil }},
 	}}}
-	set := map[string]goplugin.Plugin{wire.KindCapability: &wire.CapabilityPlugin{
-		NewServer: func(b *goplugin.GRPCBroker) wophostv1.CapabilityServer {
-			return newServer(p, b, hclog.NewNullLogger(), wire.DefaultMaxMessageBytes, noop.NewTracerProvider().Tracer("test"))
-		},
-	}}
-	client, srv := goplugin.TestPluginGRPCConn(t, false, set)
-	t.Cleanup(func() {
-		srv.Stop()
-		_ = client.Close()
-	})
-	raw, err := client.Dispense(wire.KindCapability)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := raw.(*wire.CapabilityConn)
+	conn := inProcess(t, p, hclog.NewNullLogger())
 	// Host services served as wire.ServeHostServices does, with a stats
 	// handler that sees the plugin's connection.
 	signal := &connSignal{began: make(chan struct{})}
@@ -157,4 +128,21 @@ func TestConfigureConnectsToHostServicesAtOnce(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the plugin did not connect to host services after Configure, before any call")
 	}
+}
+
+// inProcess serves p over go-plugin's in-process gRPC connection, as
+// Plugin.GRPCPlugin hands it to the conformance kit, and returns the
+// host's side of it.
+func inProcess(t *testing.T, p *Plugin, logger hclog.Logger) *wire.CapabilityConn {
+	t.Helper()
+	client, srv := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{wire.KindCapability: p.GRPCPlugin(logger)})
+	t.Cleanup(func() {
+		srv.Stop()
+		_ = client.Close()
+	})
+	raw, err := client.Dispense(wire.KindCapability)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw.(*wire.CapabilityConn)
 }

@@ -235,9 +235,15 @@ func Start(t testing.TB, cfg Config) *Plugin {
 	if !ok {
 		t.Fatalf("plugintest: unexpected plugin client %T", raw)
 	}
+	return newHandle(t, conn, client.Exited, hostFn)
+}
+
+// newHandle is the Plugin handle on conn, answering its callbacks with
+// hostFn and giving each run it invokes a token.
+func newHandle(t testing.TB, conn *wire.CapabilityConn, exited func() bool, hostFn HostServicesFunc) *Plugin {
 	tokens := &runTokens{m: map[string]wop.RunToken{}}
 	return &Plugin{
-		exited:   client.Exited,
+		exited:   exited,
 		conn:     conn,
 		host:     hostServices{fn: hostFn, tokens: tokens},
 		tokens:   tokens,
@@ -399,15 +405,8 @@ func startInProcess(t testing.TB, p *plugin.Plugin, hostFn HostServicesFunc) *Pl
 	if !ok {
 		t.Fatalf("plugintest: unexpected plugin client %T", raw)
 	}
-	tokens := &runTokens{m: map[string]wop.RunToken{}}
-	return &Plugin{
-		// The plugin shares the test's process: it cannot exit alone.
-		exited:   func() bool { return false },
-		conn:     conn,
-		host:     hostServices{fn: hostFn, tokens: tokens},
-		tokens:   tokens,
-		stateDir: t.TempDir(),
-	}
+	// The plugin shares the test's process: it cannot exit alone.
+	return newHandle(t, conn, func() bool { return false }, hostFn)
 }
 
 // runTokens are the run tokens the kit gave, by run id.

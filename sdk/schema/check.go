@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -243,7 +244,7 @@ func (b Block) walkConfig(prefix []string, v any, out *[]Violation) {
 		switch val := obj[nb.TypeName].(type) {
 		case map[string]any:
 			if nb.Nesting == NestingMap {
-				for _, label := range sortedKeys(val) {
+				for _, label := range slices.Sorted(maps.Keys(val)) {
 					nb.Block.walkConfig(at(nb.TypeName, label), val[label], out)
 				}
 			} else {
@@ -255,13 +256,4 @@ func (b Block) walkConfig(prefix []string, v any, out *[]Violation) {
 			}
 		}
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package wop
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -61,13 +62,13 @@ var (
 // OpenWOP's witness classes; until ("N.N" or a date YYYY-MM-DD) is
 // required unless the family is stable, and forbidden when it is.
 func CheckFamilyRecord(status, since, until, witness string) error {
-	if !contains(RecordStatuses(), status) {
+	if !slices.Contains(RecordStatuses(), status) {
 		return fmt.Errorf("status %q: must be one of %s", status, strings.Join(RecordStatuses(), ", "))
 	}
 	if !protocolVersion.MatchString(since) {
 		return fmt.Errorf(`since %q: must be a protocol version "N.N", e.g. "2.0"`, since)
 	}
-	if !contains(RecordWitnesses(), witness) {
+	if !slices.Contains(RecordWitnesses(), witness) {
 		return fmt.Errorf("witness %q: must be one of %s", witness, strings.Join(RecordWitnesses(), ", "))
 	}
 	switch {
@@ -104,13 +105,4 @@ func CoreCodes() []string {
 		CodeIdempotencyKeyMismatch, CodeUnavailable, CodeDeadlineExceeded, CodeCancelled,
 		CodeCallDepthExceeded, CodeInternal, CodeMCPError, CodeUpstreamUnavailable,
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -30,13 +30,7 @@ capability "other" {
   required = true
 }
 `)
-	entered := make(chan time.Duration, 8)
-	release := make(chan time.Time)
-	policy := host.DefaultRestartPolicy()
-	policy.After = func(d time.Duration) <-chan time.Time {
-		entered <- d
-		return release
-	}
+	policy, entered, release := heldRestarts()
 	h := startHostWith(t, cfg, host.Options{Restart: policy})
 	if err := h.Ready(); err != nil {
 		t.Fatalf("before the crash: Ready() = %v, want nil", err)

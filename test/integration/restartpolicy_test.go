@@ -51,6 +51,29 @@ func (w *waits) record(d time.Duration) {
 	w.at = append(w.at, time.Now())
 }
 
+// skipping is the default restart policy with each wait recorded in w
+// and skipped.
+func (w *waits) skipping() host.RestartPolicy {
+	policy := host.DefaultRestartPolicy()
+	policy.After = func(d time.Duration) <-chan time.Time {
+		w.record(d)
+		return time.After(0)
+	}
+	return policy
+}
+
+// heldRestarts is the default restart policy with each wait reported on
+// entered and lasting until the test sends on release.
+func heldRestarts() (policy host.RestartPolicy, entered chan time.Duration, release chan time.Time) {
+	entered, release = make(chan time.Duration, 8), make(chan time.Time)
+	policy = host.DefaultRestartPolicy()
+	policy.After = func(d time.Duration) <-chan time.Time {
+		entered <- d
+		return release
+	}
+	return policy, entered, release
+}
+
 func (w *waits) snapshot() ([]time.Duration, []time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -109,12 +132,7 @@ func crashOther(t *testing.T, h *host.Host) {
 func TestRestartPolicyGivesUpAfterFiveAttempts(t *testing.T) {
 	cfg, plugin := ownTestcap(t)
 	w := &waits{}
-	policy := host.DefaultRestartPolicy()
-	policy.After = func(d time.Duration) <-chan time.Time {
-		w.record(d)
-		return time.After(0)
-	}
-	h := startHostWith(t, cfg, host.Options{Restart: policy})
+	h := startHostWith(t, cfg, host.Options{Restart: w.skipping()})
 
 	// Every later start of "other" exits at once.
 	replaceWithFailing(t, plugin)
@@ -177,13 +195,7 @@ func TestRestartBackoffDoublesToItsCap(t *testing.T) {
 // backoff is held open by the test, so the window lasts as long as needed.
 func TestRestartingFamilyIsNotProvided(t *testing.T) {
 	cfg, _ := ownTestcap(t)
-	entered := make(chan time.Duration, 8)
-	release := make(chan time.Time)
-	policy := host.DefaultRestartPolicy()
-	policy.After = func(d time.Duration) <-chan time.Time {
-		entered <- d
-		return release
-	}
+	policy, entered, release := heldRestarts()
 	h := startHostWith(t, cfg, host.Options{Restart: policy})
 	crashOther(t, h)
 
@@ -235,12 +247,7 @@ capability "echo" {
 pack "private.wophost.probe" { path = "`+packDir+`" }
 `)
 	w := &waits{}
-	policy := host.DefaultRestartPolicy()
-	policy.After = func(d time.Duration) <-chan time.Time {
-		w.record(d)
-		return time.After(0)
-	}
-	h := startHostWith(t, cfg, host.Options{Restart: policy})
+	h := startHostWith(t, cfg, host.Options{Restart: w.skipping()})
 
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	go func() {
