@@ -7,12 +7,12 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
-	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/hostwire"
 )
 
 // env decodes a block's env attribute, { NAME = "value", ... }: the
 // variables the operator passes to the block's process on top of the base
-// set (wire.BaseEnv). Each problem is reported at the name or value
+// set (hostwire.BaseEnv). Each problem is reported at the name or value
 // concerned. Values are never put into a diagnostic: they may be secrets
 // read with env().
 func (d *decoder) env(a *hcl.Attribute) map[string]string {
@@ -67,7 +67,7 @@ func (d *decoder) envName(expr hcl.Expression) (string, bool) {
 		d.errorf(rng, "Invalid env variable name",
 			"%q is not a variable name: use letters, digits and underscores, not starting with a digit.", name)
 		return "", false
-	case wire.IsReservedEnv(name):
+	case hostwire.IsReservedEnv(name):
 		d.errorf(rng, "Reserved env variable",
 			"%s is reserved: the host sets the WOPHOST_ and PLUGIN_ variables of every process itself, for the plugin protocol.", name)
 		return "", false

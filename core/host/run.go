@@ -8,9 +8,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/tracing"
-	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -162,7 +162,7 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	cc := run.CallContext("host")
 	cc.Depth = 0
 	out, err := h.execute(ctx, p, proc, &wophostv1.ExecuteRequest{
-		TypeId: typeID, Input: input, Call: wire.CallContextToProto(cc), Advertised: advertised,
+		TypeId: typeID, Input: input, Call: hostwire.CallContextToProto(cc), Advertised: advertised,
 	})
 	if err != nil {
 		we := wop.AsError(err)

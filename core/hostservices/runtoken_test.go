@@ -11,8 +11,8 @@ import (
 
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
-	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -87,12 +87,12 @@ func (f *tokenFixture) logger() hclog.Logger {
 // call sends family.echo from s with call as the claimed call context.
 func (f *tokenFixture) call(s *Server, family string, call wop.CallContext) *wop.Error {
 	_, err := s.Call(context.Background(), &wophostv1.CallRequest{
-		Family: family, Method: "echo", Payload: []byte(`{}`), Call: wire.CallContextToProto(call),
+		Family: family, Method: "echo", Payload: []byte(`{}`), Call: hostwire.CallContextToProto(call),
 	})
 	if err == nil {
 		return nil
 	}
-	return wire.FromStatus(err)
+	return hostwire.FromStatus(err)
 }
 
 // withToken returns c with its token replaced.

@@ -16,8 +16,8 @@ import (
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
-	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -89,21 +89,21 @@ func (s *Server) Rebind(router *dispatch.Router, manifest func(digest string) (*
 
 // Call implements HostServices.Call.
 func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophostv1.CallResponse, error) {
-	claimed := wire.CallContextFromProto(req.GetCall())
+	claimed := hostwire.CallContextFromProto(req.GetCall())
 	run, ok := s.runs.Get(claimed.RunID)
 	if !ok {
-		return nil, wire.ToStatus(wop.Errorf(wop.CodeNotFound, "no node run %q is in flight", claimed.RunID).
+		return nil, hostwire.ToStatus(wop.Errorf(wop.CodeNotFound, "no node run %q is in flight", claimed.RunID).
 			WithCapability("host." + req.GetFamily() + "." + req.GetMethod()))
 	}
 	if err := s.checkToken(run, claimed, req.GetFamily(), req.GetMethod()); err != nil {
-		return nil, wire.ToStatus(err)
+		return nil, hostwire.ToStatus(err)
 	}
 	tgt := s.target.Load()
 	var caller dispatch.Caller
 	var call wop.CallContext
 	if s.pack != "" {
 		if run.Pack != s.pack {
-			return nil, wire.ToStatus(wop.Errorf(wop.CodeCapabilityNotDeclared, "run %s does not belong to pack %s", run.ID, s.pack))
+			return nil, hostwire.ToStatus(wop.Errorf(wop.CodeCapabilityNotDeclared, "run %s does not belong to pack %s", run.ID, s.pack))
 		}
 		caller = dispatch.Caller{Name: "pack " + s.pack + " node " + run.TypeID, Allowed: run.Allowed}
 		call = run.CallContext("pack:" + s.pack)
@@ -113,7 +113,7 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 		if err := s.checkAgent(tgt, claimed.Caller, req.GetFamily(), req.GetMethod(), req.GetPayload(), &caller); err != nil {
 			s.logger.Debug("host-service call refused", "run_id", run.ID, "node_id", run.NodeID,
 				"family", req.GetFamily(), "method", req.GetMethod(), "caller", claimed.Caller, "code", wop.CodeOf(err))
-			return nil, wire.ToStatus(err)
+			return nil, hostwire.ToStatus(err)
 		}
 		call.Depth = claimed.Depth + 1
 		// A plugin may narrow the deadline (its own budget) but never
@@ -132,7 +132,7 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 	if err != nil {
 		s.logger.Debug("host-service call refused or failed", "run_id", run.ID, "node_id", run.NodeID,
 			"family", req.GetFamily(), "method", req.GetMethod(), "caller", caller.Name, "code", wop.CodeOf(err))
-		return nil, wire.ToStatus(err)
+		return nil, hostwire.ToStatus(err)
 	}
 	return &wophostv1.CallResponse{Result: out}, nil
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
-	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -81,12 +81,12 @@ func (f *agentFixture) call(t *testing.T, s *Server, caller, family, method, pay
 	t.Helper()
 	cc := f.run.CallContext(caller)
 	_, err := s.Call(context.Background(), &wophostv1.CallRequest{
-		Family: family, Method: method, Payload: []byte(payload), Call: wire.CallContextToProto(cc),
+		Family: family, Method: method, Payload: []byte(payload), Call: hostwire.CallContextToProto(cc),
 	})
 	if err == nil {
 		return nil
 	}
-	return wire.FromStatus(err)
+	return hostwire.FromStatus(err)
 }
 
 func allowAll(string, string) bool { return true }

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/schema"
-	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -19,15 +19,15 @@ const rpcTimeout = 30 * time.Second
 // Capability is a started capability plugin.
 type Capability struct {
 	proc *process
-	conn *wire.CapabilityConn
+	conn *hostwire.CapabilityConn
 	opts Options
 }
 
 // Description is what a plugin says about itself.
-type Description = wire.Description
+type Description = hostwire.Description
 
 // FamilyDescription is one family a plugin can serve.
-type FamilyDescription = wire.FamilyDescription
+type FamilyDescription = hostwire.FamilyDescription
 
 // StartCapability execs the opened plugin binary exe, completes the
 // handshake and negotiates the protocol. It closes exe once the process
@@ -37,12 +37,12 @@ func StartCapability(name string, exe *Executable, opts Options) (*Capability, e
 	if err != nil {
 		return nil, &PhaseError{Phase: "started", Err: err}
 	}
-	raw, err := rpc.Dispense(wire.KindCapability)
+	raw, err := rpc.Dispense(hostwire.KindCapability)
 	if err != nil {
 		proc.kill()
 		return nil, &PhaseError{Phase: "negotiated", Err: err}
 	}
-	conn, ok := raw.(*wire.CapabilityConn)
+	conn, ok := raw.(*hostwire.CapabilityConn)
 	if !ok {
 		proc.kill()
 		return nil, &PhaseError{Phase: "negotiated", Err: fmt.Errorf("unexpected plugin client %T", raw)}
@@ -56,9 +56,9 @@ func (c *Capability) Describe(ctx context.Context) (*Description, error) {
 	defer cancel()
 	resp, err := c.conn.Client.Describe(ctx, &wophostv1.DescribeRequest{})
 	if err != nil {
-		return nil, &PhaseError{Phase: "described", Err: wire.FromStatus(err)}
+		return nil, &PhaseError{Phase: "described", Err: hostwire.FromStatus(err)}
 	}
-	return wire.DescriptionFromProto(resp), nil
+	return hostwire.DescriptionFromProto(resp), nil
 }
 
 // ConfigSchema fetches the schema of the plugin's config block.
@@ -67,7 +67,7 @@ func (c *Capability) ConfigSchema(ctx context.Context) (schema.Block, error) {
 	defer cancel()
 	resp, err := c.conn.Client.ConfigSchema(ctx, &wophostv1.ConfigSchemaRequest{})
 	if err != nil {
-		return schema.Block{}, &PhaseError{Phase: "described", Err: fmt.Errorf("config schema: %w", wire.FromStatus(err))}
+		return schema.Block{}, &PhaseError{Phase: "described", Err: fmt.Errorf("config schema: %w", hostwire.FromStatus(err))}
 	}
 	var s schema.Block
 	if len(resp.GetSchema()) > 0 {
@@ -104,13 +104,13 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 	defer cancel()
 	var brokerID uint32
 	if hostServices != nil {
-		brokerID = wire.ServeHostServices(c.conn.Broker, hostServices, c.opts.MaxMessageBytes)
+		brokerID = hostwire.ServeHostServices(c.conn.Broker, hostServices, c.opts.MaxMessageBytes)
 	}
 	resp, err := c.conn.Client.Configure(ctx, &wophostv1.ConfigureRequest{
 		Config: config, HostServicesBrokerId: brokerID, StateDir: stateDir, HostVersion: c.opts.HostVersion,
 	})
 	if err != nil {
-		return nil, &PhaseError{Phase: "configured", Err: wire.FromStatus(err)}
+		return nil, &PhaseError{Phase: "configured", Err: hostwire.FromStatus(err)}
 	}
 	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}, Details: map[string]json.RawMessage{}}
 	for _, d := range resp.GetDiagnostics() {
@@ -145,10 +145,10 @@ func (c *Capability) Invoke(ctx context.Context, family, method string, payload 
 			WithCapability("host." + family + "." + method).WithRetryable(true)
 	}
 	resp, err := c.conn.Client.Invoke(ctx, &wophostv1.InvokeRequest{
-		Family: family, Method: method, Payload: payload, Call: wire.CallContextToProto(call),
+		Family: family, Method: method, Payload: payload, Call: hostwire.CallContextToProto(call),
 	})
 	if err != nil {
-		we := wire.FromStatus(err)
+		we := hostwire.FromStatus(err)
 		if we.Capability == "" {
 			we = we.WithCapability("host." + family + "." + method)
 		}

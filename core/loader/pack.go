@@ -8,14 +8,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
-	"github.com/wophost/wophost/sdk/wire"
 )
 
 // Pack is a started pack process.
 type Pack struct {
 	proc   *process
-	conn   *wire.PackConn
+	conn   *hostwire.PackConn
 	broker uint32
 }
 
@@ -26,12 +26,12 @@ func StartPack(name string, exe *Executable, opts Options) (*Pack, error) {
 	if err != nil {
 		return nil, &PhaseError{Phase: "started", Err: err}
 	}
-	raw, err := rpc.Dispense(wire.KindPack)
+	raw, err := rpc.Dispense(hostwire.KindPack)
 	if err != nil {
 		proc.kill()
 		return nil, &PhaseError{Phase: "negotiated", Err: err}
 	}
-	conn, ok := raw.(*wire.PackConn)
+	conn, ok := raw.(*hostwire.PackConn)
 	if !ok {
 		proc.kill()
 		return nil, &PhaseError{Phase: "negotiated", Err: fmt.Errorf("unexpected pack client %T", raw)}
@@ -45,7 +45,7 @@ func (p *Pack) Manifest(ctx context.Context) ([]byte, error) {
 	defer cancel()
 	resp, err := p.conn.Client.Manifest(ctx, &wophostv1.ManifestRequest{})
 	if err != nil {
-		return nil, wire.FromStatus(err)
+		return nil, hostwire.FromStatus(err)
 	}
 	return resp.GetPackJson(), nil
 }
@@ -53,7 +53,7 @@ func (p *Pack) Manifest(ctx context.Context) ([]byte, error) {
 // ServeHostServices serves impl to the pack on the broker. Call it once;
 // every Execute carries the same broker id.
 func (p *Pack) ServeHostServices(impl wophostv1.HostServicesServer, maxBytes int) {
-	p.broker = wire.ServeHostServices(p.conn.Broker, impl, maxBytes)
+	p.broker = hostwire.ServeHostServices(p.conn.Broker, impl, maxBytes)
 }
 
 // ErrUnreachable is Execute's error when the pack process could not be
@@ -70,7 +70,7 @@ func (p *Pack) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) ([]by
 		if ctx.Err() == nil && transportFailure(err) {
 			return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 		}
-		return nil, wire.FromStatus(err)
+		return nil, hostwire.FromStatus(err)
 	}
 	return resp.GetOutput(), nil
 }

@@ -23,8 +23,8 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/wophost/wophost/internal/procgroup"
+	"github.com/wophost/wophost/sdk/hostwire"
 	"github.com/wophost/wophost/sdk/tracing"
-	"github.com/wophost/wophost/sdk/wire"
 )
 
 // Options are the settings every process the host starts shares.
@@ -39,7 +39,7 @@ type Options struct {
 	Tracing *tracing.Settings
 	// Env holds the variables the operator passes to this process (the
 	// env attribute of its block), on top of the base set every process
-	// gets (wire.ProcessEnv). Values may be secrets: they are never
+	// gets (hostwire.ProcessEnv). Values may be secrets: they are never
 	// logged.
 	Env map[string]string
 }
@@ -92,12 +92,12 @@ func (r *sumRecorder) Sum(b []byte) []byte {
 }
 
 // processEnv is the environment of a child: the base set of the host's
-// environment and the protocol's variables (wire.ProcessEnv), the
+// environment and the protocol's variables (hostwire.ProcessEnv), the
 // operator's variables for this process, and this host's tracing
 // settings. The config refuses operator variables of the protocol's
-// names (wire.IsReservedEnv), so none of them shadows the host's.
+// names (hostwire.IsReservedEnv), so none of them shadows the host's.
 func processEnv(name string, opts Options) []string {
-	env := wire.ProcessEnv(name, opts.LogLevel, opts.MaxMessageBytes)
+	env := hostwire.ProcessEnv(name, opts.LogLevel, opts.MaxMessageBytes)
 	// Sorted, so that a process's environment does not change from one
 	// start to the next.
 	for _, k := range slices.Sorted(maps.Keys(opts.Env)) {
@@ -177,7 +177,7 @@ func startProcess(name string, exe *Executable, opts Options) (*process, goplugi
 	// whatever the process spawned with it.
 	launch := procgroup.Prepare(cmd)
 	cmd.Cancel = func() error { return procgroup.Kill(cmd.Process.Pid) }
-	cfg, started, err := wire.ClientConfig(cmd, logger, opts.StartTimeout, opts.MaxMessageBytes)
+	cfg, started, err := hostwire.ClientConfig(cmd, logger, opts.StartTimeout, opts.MaxMessageBytes)
 	if err != nil {
 		cancel()
 		exe.Close()

@@ -13,7 +13,6 @@ import (
 	"github.com/wophost/wophost/plugins/mcp/client"
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/plugin"
-	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -238,7 +237,7 @@ func TestUnstartableServerFailsAlone(t *testing.T) {
 	if !strings.Contains(logs.String(), "[WARN]") || !strings.Contains(logs.String(), "server=gone") || !strings.Contains(logs.String(), "/no/such/binary") {
 		t.Errorf("log = %q, want a warning naming the server and its executable", logs.String())
 	}
-	req := &plugin.Request{Host: wire.NoHost{}}
+	req := &plugin.Request{Host: &fakeHost{refuse: true}}
 	_, err = p.CallTool(context.Background(), req, &mcp.CallToolRequest{ServerID: "gone", Name: "x"})
 	we := wop.AsError(err)
 	if we == nil || we.Code != wop.CodeUpstreamUnavailable || !strings.Contains(we.Message, `"gone"`) || !strings.Contains(we.Message, "/no/such/binary") {

@@ -15,7 +15,7 @@ import (
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/internal/strictjson"
-	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/internal/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/wophost/wophost/sdk/internal/procutil"
+	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
-	"github.com/wophost/wophost/sdk/wire"
 )
 
 // Serve serves p to the host and returns when the host stops the pack. It

@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
-	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 

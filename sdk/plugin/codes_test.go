@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
-	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 

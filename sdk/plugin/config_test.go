@@ -8,9 +8,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/schema"
-	"github.com/wophost/wophost/sdk/wire"
 )
 
 func constrainedPlugin(configured *bool) *Plugin {

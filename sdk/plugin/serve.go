@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/wophost/wophost/sdk/internal/procutil"
+	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
-	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 

@@ -26,10 +26,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/wophost/wophost/sdk/internal/wire"
 	"github.com/wophost/wophost/sdk/plugin"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/schema"
-	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 

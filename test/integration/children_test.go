@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/hostwire"
 	"github.com/wophost/wophost/test/testbin"
 )
 
@@ -93,7 +93,7 @@ pack "private.wophost.mcppack" {
 	}
 
 	protocol := func(name string) bool {
-		return wire.IsReservedEnv(name) || name == wire.Handshake.MagicCookieKey
+		return hostwire.IsReservedEnv(name) || name == hostwire.Handshake.MagicCookieKey
 	}
 	children := []struct {
 		name string
@@ -133,7 +133,7 @@ pack "private.wophost.mcppack" {
 				if strings.Contains(v, token) || strings.Contains(v, secret) {
 					t.Errorf("%s=%s carries a secret of the host's", k, v)
 				}
-				if _, own := c.own[k]; !own && !wire.IsBaseEnv(k) && !c.allowed(k) {
+				if _, own := c.own[k]; !own && !hostwire.IsBaseEnv(k) && !c.allowed(k) {
 					t.Errorf("%s sees %s, which is neither in the base set, nor the protocol's, nor passed to it", c.name, k)
 				}
 			}

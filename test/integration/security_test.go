@@ -30,8 +30,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
-	"github.com/wophost/wophost/sdk/wire"
 )
 
 // copyExecutable copies src to dst with the given mode, whatever the
@@ -261,14 +261,14 @@ func selfSigned(t *testing.T) tls.Certificate {
 }
 
 // startTestcapRaw starts testcap as the host would, without a host:
-// through wire.ClientConfig, with edit applied to the configuration first
+// through hostwire.ClientConfig, with edit applied to the configuration first
 // (nil for none). It returns the go-plugin client and the capability
 // connection; the process is killed when t ends.
-func startTestcapRaw(t *testing.T, level hclog.Level, edit func(*exec.Cmd, *goplugin.ClientConfig)) (*goplugin.Client, *wire.CapabilityConn) {
+func startTestcapRaw(t *testing.T, level hclog.Level, edit func(*exec.Cmd, *goplugin.ClientConfig)) (*goplugin.Client, *hostwire.CapabilityConn) {
 	t.Helper()
 	cmd := exec.Command(bin.testcap)
-	cmd.Env = wire.ProcessEnv("testcap", level, 16<<20)
-	cfg, started, err := wire.ClientConfig(cmd, hclog.NewNullLogger(), 30*time.Second, 16<<20)
+	cmd.Env = hostwire.ProcessEnv("testcap", level, 16<<20)
+	cfg, started, err := hostwire.ClientConfig(cmd, hclog.NewNullLogger(), 30*time.Second, 16<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,11 +282,11 @@ func startTestcapRaw(t *testing.T, level hclog.Level, edit func(*exec.Cmd, *gopl
 	if err != nil {
 		t.Fatalf("start plugin: %v", err)
 	}
-	raw, err := rpc.Dispense(wire.KindCapability)
+	raw, err := rpc.Dispense(hostwire.KindCapability)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return client, raw.(*wire.CapabilityConn)
+	return client, raw.(*hostwire.CapabilityConn)
 }
 
 // A plugin started the way the host starts it (mutual TLS per launch)
@@ -344,7 +344,7 @@ func TestGoPluginAutoMTLSStillAccepted(t *testing.T) {
 	var mu sync.Mutex
 	_, conn := startTestcapRaw(t, hclog.Debug, func(cmd *exec.Cmd, cfg *goplugin.ClientConfig) {
 		// The process cannot find the descriptor without its variable.
-		cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, wire.EnvTLSFD+"=") })
+		cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, hostwire.EnvTLSFD+"=") })
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: lockedWriter{&mu, logs}})
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/hostwire"
 )
 
 // A stdio server sees the base set of the plugin's environment and its
@@ -19,7 +19,7 @@ func TestServerEnv(t *testing.T) {
 	env := serverEnv(map[string]string{"TOKEN": "for-the-server", "A": "1"})
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.Contains(kv, "canary") || !wire.IsBaseEnv(name) && name != "TOKEN" && name != "A" {
+		if strings.Contains(kv, "canary") || !hostwire.IsBaseEnv(name) && name != "TOKEN" && name != "A" {
 			t.Errorf("the server would see %q", kv)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/internal/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 

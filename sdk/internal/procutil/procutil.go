@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/wophost/wophost/sdk/wire"
+	"github.com/wophost/wophost/sdk/internal/wire"
 )
 
 // Logger returns the JSON logger a plugin process writes to stderr. The

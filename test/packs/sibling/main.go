@@ -1,8 +1,9 @@
-// Command sibling is a node pack that speaks the raw wire: it serves the
-// Pack service itself and calls HostServices with the generated gRPC
-// client, so it can send any call context it likes. Its forger node forges
-// the call context of its holder node, a sibling in flight with a family
-// the forger did not declare, and reports what the host answered.
+// Command sibling is a node pack that speaks the raw wire: built on plain
+// go-plugin, it serves the Pack service itself and calls HostServices with
+// the generated gRPC client, so it can send any call context it likes.
+// Its forger node forges the call context of its holder node, a sibling
+// in flight with a family the forger did not declare, and reports what
+// the host answered.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -22,8 +24,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
-	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -31,31 +33,37 @@ import (
 var manifest []byte
 
 func main() {
-	maxBytes := wire.MaxMessageBytesFromEnv()
 	goplugin.Serve(&goplugin.ServeConfig{
-		HandshakeConfig: wire.Handshake,
+		HandshakeConfig: hostwire.Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{
-			wire.ProtocolVersion: {
-				wire.KindPack: &wire.PackPlugin{
-					NewServer: func(broker *goplugin.GRPCBroker) wophostv1.PackServer {
-						return &server{broker: broker, maxBytes: maxBytes, conns: map[uint32]*grpc.ClientConn{}}
-					},
-				},
-			},
+			hostwire.ProtocolVersion: {hostwire.KindPack: packPlugin{}},
 		},
-		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return grpc.NewServer(append(opts, wire.ServerOptions(maxBytes)...)...)
-		},
-		TLSProvider: wire.ServerTLS,
-		Logger:      hclog.New(&hclog.LoggerOptions{Name: "sibling", Output: os.Stderr, JSONFormat: true}),
+		GRPCServer: goplugin.DefaultGRPCServer,
+		Logger:     hclog.New(&hclog.LoggerOptions{Name: "sibling", Output: os.Stderr, JSONFormat: true}),
 	})
+}
+
+// packPlugin serves the Pack service on go-plugin's own server, with
+// go-plugin's AutoMTLS, as a pack built without the SDK does.
+type packPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+}
+
+// GRPCServer registers the Pack service.
+func (packPlugin) GRPCServer(broker *goplugin.GRPCBroker, s *grpc.Server) error {
+	wophostv1.RegisterPackServer(s, &server{broker: broker, conns: map[uint32]*grpc.ClientConn{}})
+	return nil
+}
+
+// GRPCClient is the host's half, which a pack has no use for.
+func (packPlugin) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, errors.New("a pack dispenses nothing")
 }
 
 // server serves the Pack service without the pack SDK.
 type server struct {
 	wophostv1.UnimplementedPackServer
-	broker   *goplugin.GRPCBroker
-	maxBytes int
+	broker *goplugin.GRPCBroker
 
 	mu    sync.Mutex
 	conns map[uint32]*grpc.ClientConn
@@ -73,7 +81,7 @@ func (s *server) hostServices(id uint32) (wophostv1.HostServicesClient, error) {
 	conn, ok := s.conns[id]
 	if !ok {
 		var err error
-		if conn, err = s.broker.DialWithOptions(id, wire.DialOptions(s.maxBytes)...); err != nil {
+		if conn, err = s.broker.Dial(id); err != nil {
 			return nil, fmt.Errorf("dial host services: %w", err)
 		}
 		s.conns[id] = conn
@@ -84,7 +92,7 @@ func (s *server) hostServices(id uint32) (wophostv1.HostServicesClient, error) {
 func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (*wophostv1.ExecuteResponse, error) {
 	hs, err := s.hostServices(req.GetHostServicesBrokerId())
 	if err != nil {
-		return nil, wire.ToStatus(wop.Errorf(wop.CodeUnavailable, "%v", err))
+		return nil, hostwire.ToStatus(wop.Errorf(wop.CodeUnavailable, "%v", err))
 	}
 	var out any
 	switch req.GetTypeId() {
@@ -96,11 +104,11 @@ func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (*w
 		err = wop.Errorf(wop.CodeNotFound, "no node %q", req.GetTypeId())
 	}
 	if err != nil {
-		return nil, wire.ToStatus(err)
+		return nil, hostwire.ToStatus(err)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		return nil, wire.ToStatus(wop.Errorf(wop.CodeInternal, "marshal output: %v", err))
+		return nil, hostwire.ToStatus(wop.Errorf(wop.CodeInternal, "marshal output: %v", err))
 	}
 	return &wophostv1.ExecuteResponse{Output: b}, nil
 }
@@ -116,7 +124,7 @@ type attempt struct {
 func call(ctx context.Context, hs wophostv1.HostServicesClient, family string, call *wophostv1.CallContext) attempt {
 	_, err := hs.Call(ctx, &wophostv1.CallRequest{Family: family, Method: "echo", Payload: []byte(`{}`), Call: call})
 	if err != nil {
-		e := wire.FromStatus(err)
+		e := hostwire.FromStatus(err)
 		return attempt{Code: e.Code, Message: e.Message}
 	}
 	return attempt{OK: true}

@@ -41,8 +41,8 @@ import (
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
-	"github.com/wophost/wophost/sdk/wire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 

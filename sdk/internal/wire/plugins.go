@@ -72,8 +72,8 @@ type PackConn struct {
 	Exited context.Context
 }
 
-// HostPluginSet is the plugin set the host offers, keyed by protocol version.
-func HostPluginSet() map[int]goplugin.PluginSet {
+// hostPluginSet is the plugin set the host offers, keyed by protocol version.
+func hostPluginSet() map[int]goplugin.PluginSet {
 	return map[int]goplugin.PluginSet{
 		ProtocolVersion: {
 			KindCapability: &CapabilityPlugin{},

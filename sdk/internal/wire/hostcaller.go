@@ -156,7 +156,7 @@ func (h *HostCaller) Call(ctx context.Context, family, method string, req, res a
 	if err != nil {
 		return err
 	}
-	return UnmarshalResult(family, method, out, res)
+	return unmarshalResult(family, method, out, res)
 }
 
 // CallRaw sends JSON bytes and returns the result bytes. Failures are
@@ -203,8 +203,8 @@ func (h *HostCaller) Close() error {
 	return conn.Close()
 }
 
-// UnmarshalResult decodes a host-service result into res (nil discards it).
-func UnmarshalResult(family, method string, data []byte, res any) error {
+// unmarshalResult decodes a host-service result into res (nil discards it).
+func unmarshalResult(family, method string, data []byte, res any) error {
 	if res == nil {
 		return nil
 	}

@@ -30,11 +30,11 @@ func TestProcessEnvCarriesNothingElse(t *testing.T) {
 			t.Errorf("ProcessEnv passes %q", kv)
 		}
 		name, _, _ := strings.Cut(kv, "=")
-		if !IsBaseEnv(name) && name != EnvLogLevel && name != EnvMaxMessageBytes && name != EnvPluginName {
+		if !IsBaseEnv(name) && name != EnvLogLevel && name != envMaxMessageBytes && name != EnvPluginName {
 			t.Errorf("ProcessEnv passes %q, outside the base set and the protocol", kv)
 		}
 	}
-	for _, want := range []string{"TZ=Europe/Paris", EnvPluginName + "=kv", EnvLogLevel + "=info", EnvMaxMessageBytes + "=1048576"} {
+	for _, want := range []string{"TZ=Europe/Paris", EnvPluginName + "=kv", EnvLogLevel + "=info", envMaxMessageBytes + "=1048576"} {
 		if !slices.Contains(env, want) {
 			t.Errorf("ProcessEnv lacks %q: %q", want, env)
 		}

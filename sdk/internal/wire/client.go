@@ -17,7 +17,7 @@ import (
 func ProcessEnv(name string, level hclog.Level, maxBytes int) []string {
 	return append(BaseEnv(os.Environ()),
 		EnvLogLevel+"="+level.String(),
-		EnvMaxMessageBytes+"="+strconv.Itoa(maxBytes),
+		envMaxMessageBytes+"="+strconv.Itoa(maxBytes),
 		EnvPluginName+"="+name,
 	)
 }
@@ -38,7 +38,7 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger, startTimeout time.Duration
 	}
 	return &goplugin.ClientConfig{
 		HandshakeConfig:  Handshake,
-		VersionedPlugins: HostPluginSet(),
+		VersionedPlugins: hostPluginSet(),
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		// go-plugin's AutoMTLS would generate P-521 keys on both sides;

@@ -19,7 +19,7 @@ const (
 // Environment variables the host sets for every plugin and pack process.
 const (
 	EnvLogLevel        = "WOPHOST_LOG_LEVEL"
-	EnvMaxMessageBytes = "WOPHOST_MAX_MESSAGE_BYTES"
+	envMaxMessageBytes = "WOPHOST_MAX_MESSAGE_BYTES"
 	EnvPluginName      = "WOPHOST_PLUGIN_NAME"
 )
 
@@ -36,7 +36,7 @@ var Handshake = goplugin.HandshakeConfig{
 
 // MaxMessageBytesFromEnv returns the limit the host passed, or the default.
 func MaxMessageBytesFromEnv() int {
-	n, err := strconv.Atoi(os.Getenv(EnvMaxMessageBytes))
+	n, err := strconv.Atoi(os.Getenv(envMaxMessageBytes))
 	if err != nil || n <= 0 {
 		return DefaultMaxMessageBytes
 	}

@@ -1,0 +1,107 @@
+package hostwire
+
+import (
+	"os/exec"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/wophost/wophost/sdk/internal/wire"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// ProtocolVersion is the major version of the wophost plugin protocol.
+const ProtocolVersion = wire.ProtocolVersion
+
+// Plugin kinds in the plugin set, the names the host dispenses. A binary
+// serves one of them.
+const (
+	KindCapability = wire.KindCapability
+	KindPack       = wire.KindPack
+)
+
+// EnvTLSFD names the inherited file descriptor on which the host hands a
+// plugin or pack the key material of its connection.
+const EnvTLSFD = wire.EnvTLSFD
+
+// Handshake is the go-plugin handshake every wophost binary shares. The
+// cookie only guards against running a plugin by hand; it is not security.
+var Handshake = wire.Handshake
+
+// CapabilityConn is the host's connection to one capability plugin, what
+// dispensing KindCapability returns.
+type CapabilityConn = wire.CapabilityConn
+
+// PackConn is the host's connection to one pack process, what dispensing
+// KindPack returns.
+type PackConn = wire.PackConn
+
+// Description is what a plugin says about itself in Describe.
+type Description = wire.Description
+
+// FamilyDescription is one family a plugin says it can serve.
+type FamilyDescription = wire.FamilyDescription
+
+// DescriptionFromProto converts a Describe answer into plain Go.
+func DescriptionFromProto(resp *wophostv1.DescribeResponse) *Description {
+	return wire.DescriptionFromProto(resp)
+}
+
+// ProcessEnv is the environment a plugin or pack process starts with: the
+// base set of the host's own (BaseEnv), plus the settings the SDKs read at
+// start-up (log level, message size limit, plugin name). ClientConfig adds
+// the TLS descriptor and go-plugin its handshake variables.
+func ProcessEnv(name string, level hclog.Level, maxBytes int) []string {
+	return wire.ProcessEnv(name, level, maxBytes)
+}
+
+// BaseEnv returns the entries of environ ("NAME=value") that every process
+// the host starts may see: PATH, HOME, TMPDIR, TZ and the locale (LANG,
+// LANGUAGE, LC_*). The order of environ is kept.
+func BaseEnv(environ []string) []string { return wire.BaseEnv(environ) }
+
+// IsBaseEnv reports whether the variable name belongs to the base set
+// BaseEnv keeps.
+func IsBaseEnv(name string) bool { return wire.IsBaseEnv(name) }
+
+// IsReservedEnv reports whether the variable name is one the host sets
+// itself for the plugin protocol (WOPHOST_*, go-plugin's PLUGIN_*), which
+// an operator may therefore not pass.
+func IsReservedEnv(name string) bool { return wire.IsReservedEnv(name) }
+
+// ClientConfig is the go-plugin client configuration every wophost process
+// is started with: gRPC only, the launch's mutual TLS attached to cmd, the
+// shared handshake and plugin set, and the message size limit on the
+// dialling side. Callers add what is theirs (a checksum pin, log sinks),
+// and call started once the client has started the process or failed to.
+func ClientConfig(cmd *exec.Cmd, logger hclog.Logger, startTimeout time.Duration, maxBytes int) (cfg *goplugin.ClientConfig, started func(), err error) {
+	return wire.ClientConfig(cmd, logger, startTimeout, maxBytes)
+}
+
+// ServeHostServices serves impl on a new broker id and returns the id to
+// pass to the other side. The listener lives as long as the broker.
+func ServeHostServices(broker *goplugin.GRPCBroker, impl wophostv1.HostServicesServer, maxBytes int) uint32 {
+	return wire.ServeHostServices(broker, impl, maxBytes)
+}
+
+// ToStatus turns err into a gRPC status error carrying the error envelope
+// as an ErrorDetail. A nil err stays nil.
+func ToStatus(err error) error { return wire.ToStatus(err) }
+
+// FromStatus turns an error returned by a gRPC call back into a
+// *wop.Error, classified by wop's rule; a status without an envelope gets
+// a code derived from the gRPC code. A nil err gives nil.
+func FromStatus(err error) *wop.Error { return wire.FromStatus(err) }
+
+// CallContextToProto converts a call context for the wire.
+func CallContextToProto(c wop.CallContext) *wophostv1.CallContext {
+	return wire.CallContextToProto(c)
+}
+
+// CallContextFromProto converts a call context from the wire. A nil p
+// gives the zero value.
+func CallContextFromProto(p *wophostv1.CallContext) wop.CallContext {
+	return wire.CallContextFromProto(p)
+}
