@@ -13,7 +13,8 @@
 //     the host's environment (BaseEnv, IsBaseEnv), the names an operator
 //     may not pass (IsReservedEnv), ClientConfig with the launch's mutual
 //     TLS, and EnvTLSFD, the variable naming the key material's
-//     descriptor;
+//     descriptor (the project's MCP plugin, which starts MCP servers as
+//     the host starts plugins, keeps them to BaseEnv the same way);
 //   - the connections go-plugin dispenses, CapabilityConn and PackConn,
 //     what a capability plugin says of itself (Description,
 //     DescriptionFromProto), and ServeHostServices, which serves the

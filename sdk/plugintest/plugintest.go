@@ -74,7 +74,7 @@ type Config struct {
 	// Env holds extra "KEY=VALUE" environment variables for the plugin
 	// process. As under the host, the process sees only the base set of
 	// the test's environment (PATH, HOME, TMPDIR, TZ, the locale; see
-	// wire.BaseEnv), the protocol's variables and these.
+	// hostwire.BaseEnv), the protocol's variables and these.
 	Env []string
 	// StartTimeout bounds the handshake. Zero means 15s.
 	StartTimeout time.Duration

@@ -74,7 +74,7 @@ func (s *voteServer) holdNext() (arrived <-chan struct{}, release chan<- struct{
 // go-plugin's broker dropped the connection information of host services
 // (as under host serve) is proven without idling, by
 // TestConfigureConnectsToHostServicesAtOnce (sdk/plugin) and
-// TestHostCallerFirstUseLongAfterTheID (sdk/wire).
+// TestHostCallerFirstUseLongAfterTheID (sdk/internal/wire).
 func TestCouncilAcrossAIEnvelopeKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a plugin")

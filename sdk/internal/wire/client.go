@@ -47,7 +47,7 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger, startTimeout time.Duration
 		TLSConfig:       launch.host,
 		Logger:          logger,
 		StartTimeout:    startTimeout,
-		GRPCDialOptions: DialOptions(maxBytes),
+		GRPCDialOptions: dialOptions(maxBytes),
 		// go-plugin would append the host's whole environment to the
 		// command's, API token and secrets included: the process gets
 		// what cmd.Env holds (see ProcessEnv) and go-plugin's own

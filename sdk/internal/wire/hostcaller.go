@@ -88,7 +88,7 @@ func (h *HostCaller) startDialLocked() *dialAttempt {
 // has received the connection information is the only one that can use
 // it, so it is not abandoned when the call that started it gives up.
 func (h *HostCaller) dial(a *dialAttempt) {
-	conn, err := h.broker.DialWithOptions(h.id, DialOptions(h.maxBytes)...)
+	conn, err := h.broker.DialWithOptions(h.id, dialOptions(h.maxBytes)...)
 	h.mu.Lock()
 	h.dialing = nil
 	switch {

@@ -102,11 +102,11 @@ func ServerOptions(maxBytes int) []grpc.ServerOption {
 	}
 }
 
-// DialOptions are the gRPC dial options both sides use for the same limit
+// dialOptions are the gRPC dial options both sides use for the same limit
 // and windows. A call refused for the size of a message fails with the
 // envelope of the message at fault: validation_error for the request,
 // upstream_unavailable for the result.
-func DialOptions(maxBytes int) []grpc.DialOption {
+func dialOptions(maxBytes int) []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxBytes), grpc.MaxCallSendMsgSize(maxBytes)),
 		grpc.WithChainUnaryInterceptor(sizeErrors(maxBytes)),
