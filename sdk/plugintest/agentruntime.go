@@ -96,13 +96,7 @@ func (c *agentRuntimeChecks) advertised(t *testing.T) {
 
 func (c *agentRuntimeChecks) call(t *testing.T, method string, req any) (json.RawMessage, error) {
 	t.Helper()
-	b, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
-	defer cancel()
-	return c.p.Invoke(ctx, agentruntime.Family, method, b, wop.CallContext{RunID: "plugintest-run", Caller: "pack:plugintest", Deadline: time.Now().Add(rpcTimeout)})
+	return c.p.invokeJSON(t, agentruntime.Family, method, req, wop.CallContext{RunID: "plugintest-run", Caller: "pack:plugintest", Deadline: time.Now().Add(rpcTimeout)})
 }
 
 func (c *agentRuntimeChecks) spawn(t *testing.T, key string, m *agentruntime.Manifest) *agentruntime.SpawnResult {
@@ -182,18 +176,26 @@ func (c *agentRuntimeChecks) consensus(t *testing.T) {
 	c.consensusSplit(t, participants)
 }
 
-func (c *agentRuntimeChecks) consensusAgreed(t *testing.T, participants []string) {
-	c.host.script(func(string) string { return `{"vote":"approve","rationale":"fine"}` })
+// consensusOn asks participants to decide on a release under strategy;
+// what names the call in a failure.
+func (c *agentRuntimeChecks) consensusOn(t *testing.T, what string, participants []string, strategy string) (json.RawMessage, agentruntime.ConsensusResult) {
+	t.Helper()
+	var res agentruntime.ConsensusResult
 	out, err := c.call(t, agentruntime.MethodConsensus, &agentruntime.ConsensusRequest{
-		Proposal: json.RawMessage(`{"release":"1.0"}`), Participants: participants, Strategy: agentruntime.StrategyMajority,
+		Proposal: json.RawMessage(`{"release":"1.0"}`), Participants: participants, Strategy: strategy,
 	})
 	if err != nil {
-		t.Fatalf("consensus: %s", formatError(err))
+		t.Fatalf("%s: %s", what, formatError(err))
 	}
-	var res agentruntime.ConsensusResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("consensus answered %s: %v", out, err)
 	}
+	return out, res
+}
+
+func (c *agentRuntimeChecks) consensusAgreed(t *testing.T, participants []string) {
+	c.host.script(func(string) string { return `{"vote":"approve","rationale":"fine"}` })
+	out, res := c.consensusOn(t, "consensus", participants, agentruntime.StrategyMajority)
 	if !res.Converged || !agentJSONSame(res.Decision, json.RawMessage(`"approve"`)) || res.Agreement != 1 || res.Rounds < 1 {
 		t.Errorf("consensus = %s: want converged on \"approve\" with agreement 1", out)
 	}
@@ -215,16 +217,7 @@ func (c *agentRuntimeChecks) consensusSplit(t *testing.T, participants []string)
 		}
 		return `{"vote":"approve"}`
 	})
-	out, err := c.call(t, agentruntime.MethodConsensus, &agentruntime.ConsensusRequest{
-		Proposal: json.RawMessage(`{"release":"1.0"}`), Participants: participants, Strategy: agentruntime.StrategyUnanimous,
-	})
-	if err != nil {
-		t.Fatalf("split consensus: %s", formatError(err))
-	}
-	var res agentruntime.ConsensusResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("consensus answered %s: %v", out, err)
-	}
+	out, res := c.consensusOn(t, "split consensus", participants, agentruntime.StrategyUnanimous)
 	if res.Converged || len(res.Decision) != 0 {
 		t.Errorf("a split vote under unanimous = %s: want converged false and no decision", out)
 	}

@@ -98,13 +98,7 @@ func (c *aiEnvelopeChecks) advertised(t *testing.T) {
 
 func (c *aiEnvelopeChecks) call(t *testing.T, method string, req any) (json.RawMessage, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
-	defer cancel()
-	b, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.p.Invoke(ctx, aienvelope.Family, method, b, wop.CallContext{RunID: "plugintest", Caller: "pack:plugintest", Depth: 1, Deadline: time.Now().Add(rpcTimeout)})
+	return c.p.invokeJSON(t, aienvelope.Family, method, req, wop.CallContext{RunID: "plugintest", Caller: "pack:plugintest", Depth: 1, Deadline: time.Now().Add(rpcTimeout)})
 }
 
 // checkKey is an idempotency key unique to the check t and suffix.
@@ -114,11 +108,18 @@ func checkKey(t *testing.T, suffix string) string {
 
 func (c *aiEnvelopeChecks) generate(t *testing.T) {
 	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.generate", UserMessage: c.msg, IdempotencyKey: checkKey(t, "1")}
+	c.generateCompleted(t, "generate", req, false)
+}
+
+// generateCompleted makes req and checks the result has the contract's
+// shape; what names the call in a failure.
+func (c *aiEnvelopeChecks) generateCompleted(t *testing.T, what string, req aienvelope.GenerateRequest, jsonOutput bool) {
+	t.Helper()
 	res, err := c.call(t, aienvelope.MethodGenerate, req)
 	if err != nil {
-		t.Fatalf("generate failed: %s", formatError(err))
+		t.Fatalf("%s failed: %s", what, formatError(err))
 	}
-	for _, pr := range GenerateResultProblems(res, req.EnvelopeType, false) {
+	for _, pr := range GenerateResultProblems(res, req.EnvelopeType, jsonOutput) {
 		t.Error(pr)
 	}
 }
@@ -172,13 +173,7 @@ func (c *aiEnvelopeChecks) asyncRefused(t *testing.T) {
 func (c *aiEnvelopeChecks) jsonOutput(t *testing.T) {
 	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.json", UserMessage: c.msg, IdempotencyKey: checkKey(t, "j"),
 		Output: &aienvelope.Output{Type: aienvelope.OutputJSON, Schema: c.cfg.JSONSchema}}
-	res, err := c.call(t, aienvelope.MethodGenerate, req)
-	if err != nil {
-		t.Fatalf("generate with JSON output failed: %s", formatError(err))
-	}
-	for _, pr := range GenerateResultProblems(res, req.EnvelopeType, true) {
-		t.Error(pr)
-	}
+	c.generateCompleted(t, "generate with JSON output", req, true)
 }
 
 // await runs against a second process configured with AsyncConfig.

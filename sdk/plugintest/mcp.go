@@ -2,7 +2,6 @@ package plugintest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -82,13 +81,7 @@ type mcpChecks struct {
 
 func (c *mcpChecks) call(t *testing.T, method string, req any) (json.RawMessage, error) {
 	t.Helper()
-	payload, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
-	defer cancel()
-	return c.p.Invoke(ctx, mcp.Family, method, payload, wop.CallContext{RunID: "plugintest", NodeID: "plugintest", Deadline: time.Now().Add(rpcTimeout)})
+	return c.p.invokeJSON(t, mcp.Family, method, req, wop.CallContext{RunID: "plugintest", NodeID: "plugintest", Deadline: time.Now().Add(rpcTimeout)})
 }
 
 func (c *mcpChecks) advertised(t *testing.T) {

@@ -2,7 +2,6 @@ package plugintest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -80,13 +79,7 @@ func (c *promptLibraryChecks) advertised(t *testing.T) {
 }
 
 func (c *promptLibraryChecks) get(t *testing.T, promptID string) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
-	defer cancel()
-	req, err := json.Marshal(promptlibrary.GetRequest{PromptID: promptID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.p.Invoke(ctx, promptlibrary.Family, promptlibrary.MethodGet, req, wop.CallContext{RunID: "plugintest", Depth: 1})
+	return c.p.invokeJSON(t, promptlibrary.Family, promptlibrary.MethodGet, promptlibrary.GetRequest{PromptID: promptID}, wop.CallContext{RunID: "plugintest", Depth: 1})
 }
 
 // wantCode checks that get of promptID fails with code.

@@ -254,6 +254,19 @@ func invoke(t testing.TB, p *Plugin, family, method string, payload json.RawMess
 	return p.Invoke(ctx, family, method, orEmptyObject(payload), call)
 }
 
+// invokeJSON makes the call of family.method with req as its JSON payload
+// and the kit's RPC timeout.
+func (p *Plugin) invokeJSON(t *testing.T, family, method string, req any, call wop.CallContext) (json.RawMessage, error) {
+	t.Helper()
+	payload, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+	defer cancel()
+	return p.Invoke(ctx, family, method, payload, call)
+}
+
 // expectCode fails t unless err is a *wop.Error with code and a message,
 // and returns it when it is one.
 func expectCode(t testing.TB, err error, code, what string) *wop.Error {
