@@ -52,195 +52,223 @@ type AgentRuntimeConfig struct {
 //     retryable.
 func AgentRuntime(t *testing.T, cfg AgentRuntimeConfig) {
 	t.Helper()
-	host := &agentHost{}
-	p := Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout, HostServices: host.serve})
-	t.Run("Advertised", func(t *testing.T) {
-		desc := p.Describe(t)
-		i := slices.IndexFunc(desc.Families, func(f FamilyDescription) bool { return f.Name == agentruntime.Family })
-		if i < 0 {
-			t.Fatalf("the plugin does not describe the %s family", agentruntime.Family)
-		}
-		f := desc.Families[i]
-		for _, m := range []string{agentruntime.MethodSpawn, agentruntime.MethodDelegate, agentruntime.MethodConsensus, agentruntime.MethodMessageSend} {
-			if !slices.Contains(f.Methods, m) {
-				t.Errorf("%s lacks the method %s: %v", agentruntime.Family, m, f.Methods)
-			}
-		}
-		if !slices.Contains(f.Needs, wop.FamilyAIEnvelope) {
-			t.Errorf("%s does not need %s (needs %v): the host must not advertise it without a model", agentruntime.Family, wop.FamilyAIEnvelope, f.Needs)
-		}
-	})
-	p.Configure(t, cfg.Config)
-
-	call := func(t *testing.T, method string, req any) (json.RawMessage, error) {
-		t.Helper()
-		b, err := json.Marshal(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
-		defer cancel()
-		return p.Invoke(ctx, agentruntime.Family, method, b, wop.CallContext{RunID: "plugintest-run", Caller: "pack:plugintest", Deadline: time.Now().Add(rpcTimeout)})
+	c := &agentRuntimeChecks{
+		cfg:     cfg,
+		host:    &agentHost{},
+		writer:  agentCheckManifest("plugintest-writer", "Writes and edits prose.", "copy-editing", "prose"),
+		analyst: agentCheckManifest("plugintest-analyst", "Reads numbers.", "spreadsheet-analysis", "statistics"),
 	}
-	spawn := func(t *testing.T, key string, m *agentruntime.Manifest) *agentruntime.SpawnResult {
-		t.Helper()
-		raw, _ := json.Marshal(m)
-		out, err := call(t, agentruntime.MethodSpawn, &agentruntime.SpawnRequest{Manifest: raw, IdempotencyKey: key})
-		if err != nil {
-			t.Fatalf("spawn %s: %s", m.ID, formatError(err))
-		}
-		var res agentruntime.SpawnResult
-		if err := json.Unmarshal(out, &res); err != nil || res.AgentInstanceID == "" {
-			t.Fatalf("spawn %s answered %s (%v): want an agentInstanceId", m.ID, out, err)
-		}
-		return &res
-	}
-	writer := agentCheckManifest("plugintest-writer", "Writes and edits prose.", "copy-editing", "prose")
-	analyst := agentCheckManifest("plugintest-analyst", "Reads numbers.", "spreadsheet-analysis", "statistics")
-	var writerID, analystID string
-
-	t.Run("Spawn", func(t *testing.T) {
-		res := spawn(t, "plugintest-spawn-writer", writer)
-		want, err := writer.Digest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.ManifestDigest != want {
-			t.Errorf("manifestDigest = %q, want %q (sha256 of the canonical manifest)", res.ManifestDigest, want)
-		}
-		if res.SpawnedAt.IsZero() {
-			t.Error("spawnedAt is missing")
-		}
-		again := spawn(t, "plugintest-spawn-writer", writer)
-		if again.AgentInstanceID != res.AgentInstanceID {
-			t.Errorf("the same idempotencyKey spawned a second instance: %s then %s", res.AgentInstanceID, again.AgentInstanceID)
-		}
-		writerID = res.AgentInstanceID
-		analystID = spawn(t, "plugintest-spawn-analyst", analyst).AgentInstanceID
-		bad := *writer
-		bad.SystemPromptRef = "unpinned"
-		raw, _ := json.Marshal(&bad)
-		_, err = call(t, agentruntime.MethodSpawn, &agentruntime.SpawnRequest{Manifest: raw, IdempotencyKey: "plugintest-spawn-bad"})
-		expectCode(t, err, wop.CodeValidation, "spawn with an unpinned systemPromptRef")
-	})
-	if writerID == "" || analystID == "" {
+	c.p = Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout, HostServices: c.host.serve})
+	t.Run("Advertised", c.advertised)
+	c.p.Configure(t, cfg.Config)
+	t.Run("Spawn", c.spawnChecks)
+	// The checks below need both agents.
+	if c.writerID == "" || c.analystID == "" {
 		return
 	}
+	t.Run("Delegate", c.delegate)
+	t.Run("Consensus", c.consensus)
+	t.Run("MessageSend", c.messageSend)
+}
 
-	t.Run("Delegate", func(t *testing.T) {
-		host.script(func(string) string { return "analysis done" })
-		before := host.generated()
-		out, err := call(t, agentruntime.MethodDelegate, &agentruntime.DelegateRequest{
-			Task:   json.RawMessage(`"statistics of this spreadsheet analysis"`),
-			Agents: []string{writerID, analystID},
-		})
-		if err != nil {
-			t.Fatalf("delegate: %s", formatError(err))
+// agentRuntimeChecks is one run of the agentRuntime checks: the plugin,
+// the host answering its callbacks and the two agents spawned.
+type agentRuntimeChecks struct {
+	cfg             AgentRuntimeConfig
+	p               *Plugin
+	host            *agentHost
+	writer, analyst *agentruntime.Manifest
+	// writerID and analystID are the instances Spawn made.
+	writerID, analystID string
+}
+
+func (c *agentRuntimeChecks) advertised(t *testing.T) {
+	f := describedFamily(t, c.p, agentruntime.Family)
+	for _, m := range []string{agentruntime.MethodSpawn, agentruntime.MethodDelegate, agentruntime.MethodConsensus, agentruntime.MethodMessageSend} {
+		if !slices.Contains(f.Methods, m) {
+			t.Errorf("%s lacks the method %s: %v", agentruntime.Family, m, f.Methods)
 		}
-		var res agentruntime.DelegateResult
-		if err := json.Unmarshal(out, &res); err != nil {
-			t.Fatalf("delegate answered %s: %v", out, err)
-		}
-		if res.SelectedAgentID != analystID {
-			t.Errorf("selectedAgentId = %q, want the analyst %q, whose skills match the task", res.SelectedAgentID, analystID)
-		}
-		if res.DelegationID == "" || res.Status != agentruntime.StatusCompleted {
-			t.Errorf("delegate = %s: want a delegationId and status completed", out)
-		}
-		if !strings.Contains(string(res.Output), "analysis done") {
-			t.Errorf("output = %s, want the agent's answer %q", res.Output, "analysis done")
-		}
-		if host.generated() == before {
-			t.Error("the agent answered without calling aiEnvelope.generate on the host")
-		}
-		_, err = call(t, agentruntime.MethodDelegate, &agentruntime.DelegateRequest{Task: json.RawMessage(`"x"`), Agents: []string{"plugintest-no-such-agent"}})
-		expectCode(t, err, agentruntime.CodeAgentNotFound, "delegate to an unknown agent")
+	}
+	if !slices.Contains(f.Needs, wop.FamilyAIEnvelope) {
+		t.Errorf("%s does not need %s (needs %v): the host must not advertise it without a model", agentruntime.Family, wop.FamilyAIEnvelope, f.Needs)
+	}
+}
+
+func (c *agentRuntimeChecks) call(t *testing.T, method string, req any) (json.RawMessage, error) {
+	t.Helper()
+	return c.p.invokeJSON(t, agentruntime.Family, method, req, wop.CallContext{RunID: "plugintest-run", Caller: "pack:plugintest", Deadline: time.Now().Add(rpcTimeout)})
+}
+
+func (c *agentRuntimeChecks) spawn(t *testing.T, key string, m *agentruntime.Manifest) *agentruntime.SpawnResult {
+	t.Helper()
+	raw, _ := json.Marshal(m)
+	out, err := c.call(t, agentruntime.MethodSpawn, &agentruntime.SpawnRequest{Manifest: raw, IdempotencyKey: key})
+	if err != nil {
+		t.Fatalf("spawn %s: %s", m.ID, formatError(err))
+	}
+	var res agentruntime.SpawnResult
+	if err := json.Unmarshal(out, &res); err != nil || res.AgentInstanceID == "" {
+		t.Fatalf("spawn %s answered %s (%v): want an agentInstanceId", m.ID, out, err)
+	}
+	return &res
+}
+
+func (c *agentRuntimeChecks) spawnChecks(t *testing.T) {
+	res := c.spawn(t, "plugintest-spawn-writer", c.writer)
+	want, err := c.writer.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ManifestDigest != want {
+		t.Errorf("manifestDigest = %q, want %q (sha256 of the canonical manifest)", res.ManifestDigest, want)
+	}
+	if res.SpawnedAt.IsZero() {
+		t.Error("spawnedAt is missing")
+	}
+	again := c.spawn(t, "plugintest-spawn-writer", c.writer)
+	if again.AgentInstanceID != res.AgentInstanceID {
+		t.Errorf("the same idempotencyKey spawned a second instance: %s then %s", res.AgentInstanceID, again.AgentInstanceID)
+	}
+	c.writerID = res.AgentInstanceID
+	c.analystID = c.spawn(t, "plugintest-spawn-analyst", c.analyst).AgentInstanceID
+	bad := *c.writer
+	bad.SystemPromptRef = "unpinned"
+	raw, _ := json.Marshal(&bad)
+	_, err = c.call(t, agentruntime.MethodSpawn, &agentruntime.SpawnRequest{Manifest: raw, IdempotencyKey: "plugintest-spawn-bad"})
+	expectCode(t, err, wop.CodeValidation, "spawn with an unpinned systemPromptRef")
+}
+
+func (c *agentRuntimeChecks) delegate(t *testing.T) {
+	c.host.script(func(string) string { return "analysis done" })
+	before := c.host.generated()
+	out, err := c.call(t, agentruntime.MethodDelegate, &agentruntime.DelegateRequest{
+		Task:   json.RawMessage(`"statistics of this spreadsheet analysis"`),
+		Agents: []string{c.writerID, c.analystID},
 	})
+	if err != nil {
+		t.Fatalf("delegate: %s", formatError(err))
+	}
+	var res agentruntime.DelegateResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("delegate answered %s: %v", out, err)
+	}
+	if res.SelectedAgentID != c.analystID {
+		t.Errorf("selectedAgentId = %q, want the analyst %q, whose skills match the task", res.SelectedAgentID, c.analystID)
+	}
+	if res.DelegationID == "" || res.Status != agentruntime.StatusCompleted {
+		t.Errorf("delegate = %s: want a delegationId and status completed", out)
+	}
+	if !strings.Contains(string(res.Output), "analysis done") {
+		t.Errorf("output = %s, want the agent's answer %q", res.Output, "analysis done")
+	}
+	if c.host.generated() == before {
+		t.Error("the agent answered without calling aiEnvelope.generate on the host")
+	}
+	_, err = c.call(t, agentruntime.MethodDelegate, &agentruntime.DelegateRequest{Task: json.RawMessage(`"x"`), Agents: []string{"plugintest-no-such-agent"}})
+	expectCode(t, err, agentruntime.CodeAgentNotFound, "delegate to an unknown agent")
+}
 
-	t.Run("Consensus", func(t *testing.T) {
-		host.script(func(string) string { return `{"vote":"approve","rationale":"fine"}` })
-		participants := []string{analystID, writerID}
-		out, err := call(t, agentruntime.MethodConsensus, &agentruntime.ConsensusRequest{
-			Proposal: json.RawMessage(`{"release":"1.0"}`), Participants: participants, Strategy: agentruntime.StrategyMajority,
-		})
-		if err != nil {
-			t.Fatalf("consensus: %s", formatError(err))
-		}
-		var res agentruntime.ConsensusResult
-		if err := json.Unmarshal(out, &res); err != nil {
-			t.Fatalf("consensus answered %s: %v", out, err)
-		}
-		if !res.Converged || !agentJSONSame(res.Decision, json.RawMessage(`"approve"`)) || res.Agreement != 1 || res.Rounds < 1 {
-			t.Errorf("consensus = %s: want converged on \"approve\" with agreement 1", out)
-		}
-		if len(res.Ballots) != len(participants) {
-			t.Fatalf("ballots = %s, want one per participant", out)
-		}
-		for i, b := range res.Ballots {
-			if b.Participant != i || b.AgentID != participants[i] {
-				t.Errorf("ballot %d = participant %d agent %q, want participant %d agent %q: ballots go in participant order",
-					i, b.Participant, b.AgentID, i, participants[i])
-			}
-		}
+// consensus checks that agreeing participants converge, then that a split
+// under unanimous does not.
+func (c *agentRuntimeChecks) consensus(t *testing.T) {
+	participants := []string{c.analystID, c.writerID}
+	c.consensusAgreed(t, participants)
+	c.consensusSplit(t, participants)
+}
 
-		host.script(func(agent string) string {
-			if strings.Contains(agent, writerID) {
-				return `{"vote":"reject"}`
-			}
-			return `{"vote":"approve"}`
-		})
-		out, err = call(t, agentruntime.MethodConsensus, &agentruntime.ConsensusRequest{
-			Proposal: json.RawMessage(`{"release":"1.0"}`), Participants: participants, Strategy: agentruntime.StrategyUnanimous,
-		})
-		if err != nil {
-			t.Fatalf("split consensus: %s", formatError(err))
-		}
-		res = agentruntime.ConsensusResult{}
-		if err := json.Unmarshal(out, &res); err != nil {
-			t.Fatalf("consensus answered %s: %v", out, err)
-		}
-		if res.Converged || len(res.Decision) != 0 {
-			t.Errorf("a split vote under unanimous = %s: want converged false and no decision", out)
-		}
+// consensusOn asks participants to decide on a release under strategy;
+// what names the call in a failure.
+func (c *agentRuntimeChecks) consensusOn(t *testing.T, what string, participants []string, strategy string) (json.RawMessage, agentruntime.ConsensusResult) {
+	t.Helper()
+	var res agentruntime.ConsensusResult
+	out, err := c.call(t, agentruntime.MethodConsensus, &agentruntime.ConsensusRequest{
+		Proposal: json.RawMessage(`{"release":"1.0"}`), Participants: participants, Strategy: strategy,
 	})
+	if err != nil {
+		t.Fatalf("%s: %s", what, formatError(err))
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("consensus answered %s: %v", out, err)
+	}
+	return out, res
+}
 
-	t.Run("MessageSend", func(t *testing.T) {
-		send := func(key string) (json.RawMessage, error) {
-			return call(t, agentruntime.MethodMessageSend, &agentruntime.MessageSendRequest{
-				FromAgentID: writerID, ToAgentID: analystID, Channel: "plugintest", Content: json.RawMessage(`{"n":1}`), IdempotencyKey: key,
-			})
+func (c *agentRuntimeChecks) consensusAgreed(t *testing.T, participants []string) {
+	c.host.script(func(string) string { return `{"vote":"approve","rationale":"fine"}` })
+	out, res := c.consensusOn(t, "consensus", participants, agentruntime.StrategyMajority)
+	if !res.Converged || !agentJSONSame(res.Decision, json.RawMessage(`"approve"`)) || res.Agreement != 1 || res.Rounds < 1 {
+		t.Errorf("consensus = %s: want converged on \"approve\" with agreement 1", out)
+	}
+	if len(res.Ballots) != len(participants) {
+		t.Fatalf("ballots = %s, want one per participant", out)
+	}
+	for i, b := range res.Ballots {
+		if b.Participant != i || b.AgentID != participants[i] {
+			t.Errorf("ballot %d = participant %d agent %q, want participant %d agent %q: ballots go in participant order",
+				i, b.Participant, b.AgentID, i, participants[i])
 		}
-		first, err := send("plugintest-msg-0")
-		if err != nil {
-			t.Fatalf("messageSend: %s", formatError(err))
+	}
+}
+
+func (c *agentRuntimeChecks) consensusSplit(t *testing.T, participants []string) {
+	c.host.script(func(agent string) string {
+		if strings.Contains(agent, c.writerID) {
+			return `{"vote":"reject"}`
 		}
-		again, err := send("plugintest-msg-0")
-		if err != nil {
-			t.Fatalf("messageSend again: %s", formatError(err))
-		}
-		var a, b agentruntime.MessageSendResult
-		_ = json.Unmarshal(first, &a)
-		_ = json.Unmarshal(again, &b)
-		if a.MessageID == "" || a.MessageID != b.MessageID {
-			t.Errorf("the same idempotencyKey gave messages %q and %q; want one message", a.MessageID, b.MessageID)
-		}
-		_, err = call(t, agentruntime.MethodMessageSend, &agentruntime.MessageSendRequest{
-			FromAgentID: writerID, ToAgentID: "plugintest-no-such-agent", Channel: "plugintest", Content: json.RawMessage(`1`), IdempotencyKey: "k",
-		})
-		expectCode(t, err, agentruntime.CodeAgentNotFound, "messageSend to an unknown agent")
-		if cfg.MailboxCapacity <= 0 {
-			return
-		}
-		var full error
-		for i := 1; i <= cfg.MailboxCapacity; i++ {
-			if _, full = send(fmt.Sprint("plugintest-msg-", i)); full != nil {
-				break
-			}
-		}
-		if we := expectCode(t, full, agentruntime.CodeMailboxFull, fmt.Sprintf("message %d to a mailbox of %d", cfg.MailboxCapacity+1, cfg.MailboxCapacity)); we != nil && !we.Retryable {
-			t.Errorf("mailbox_full is not retryable: %s", formatError(full))
-		}
+		return `{"vote":"approve"}`
 	})
+	out, res := c.consensusOn(t, "split consensus", participants, agentruntime.StrategyUnanimous)
+	if res.Converged || len(res.Decision) != 0 {
+		t.Errorf("a split vote under unanimous = %s: want converged false and no decision", out)
+	}
+}
+
+// messageSend checks deduplication by key and an unknown recipient, then,
+// when the mailbox capacity is known, a full mailbox.
+func (c *agentRuntimeChecks) messageSend(t *testing.T) {
+	first, err := c.send(t, "plugintest-msg-0")
+	if err != nil {
+		t.Fatalf("messageSend: %s", formatError(err))
+	}
+	again, err := c.send(t, "plugintest-msg-0")
+	if err != nil {
+		t.Fatalf("messageSend again: %s", formatError(err))
+	}
+	var a, b agentruntime.MessageSendResult
+	_ = json.Unmarshal(first, &a)
+	_ = json.Unmarshal(again, &b)
+	if a.MessageID == "" || a.MessageID != b.MessageID {
+		t.Errorf("the same idempotencyKey gave messages %q and %q; want one message", a.MessageID, b.MessageID)
+	}
+	_, err = c.call(t, agentruntime.MethodMessageSend, &agentruntime.MessageSendRequest{
+		FromAgentID: c.writerID, ToAgentID: "plugintest-no-such-agent", Channel: "plugintest", Content: json.RawMessage(`1`), IdempotencyKey: "k",
+	})
+	expectCode(t, err, agentruntime.CodeAgentNotFound, "messageSend to an unknown agent")
+	if c.cfg.MailboxCapacity > 0 {
+		c.mailboxFull(t)
+	}
+}
+
+// send sends the writer's message with key to the analyst.
+func (c *agentRuntimeChecks) send(t *testing.T, key string) (json.RawMessage, error) {
+	return c.call(t, agentruntime.MethodMessageSend, &agentruntime.MessageSendRequest{
+		FromAgentID: c.writerID, ToAgentID: c.analystID, Channel: "plugintest", Content: json.RawMessage(`{"n":1}`), IdempotencyKey: key,
+	})
+}
+
+// mailboxFull fills the analyst's mailbox, which holds one message
+// already, and expects a retryable mailbox_full.
+func (c *agentRuntimeChecks) mailboxFull(t *testing.T) {
+	capacity := c.cfg.MailboxCapacity
+	var full error
+	for i := 1; i <= capacity; i++ {
+		if _, full = c.send(t, fmt.Sprint("plugintest-msg-", i)); full != nil {
+			break
+		}
+	}
+	if we := expectCode(t, full, agentruntime.CodeMailboxFull, fmt.Sprintf("message %d to a mailbox of %d", capacity+1, capacity)); we != nil && !we.Retryable {
+		t.Errorf("mailbox_full is not retryable: %s", formatError(full))
+	}
 }
 
 func agentCheckManifest(id, description, skill, tag string) *agentruntime.Manifest {

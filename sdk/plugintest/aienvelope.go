@@ -58,150 +58,161 @@ type AIEnvelopeConfig struct {
 //     is not_found.
 func AIEnvelope(t *testing.T, cfg AIEnvelopeConfig) {
 	t.Helper()
-	msg := cfg.UserMessage
-	if msg == "" {
-		msg = "Say hello."
+	c := &aiEnvelopeChecks{cfg: cfg, msg: cfg.UserMessage}
+	if c.msg == "" {
+		c.msg = "Say hello."
 	}
-	p := Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
-	t.Run("Advertised", func(t *testing.T) {
-		desc := p.Describe(t)
-		i := slices.IndexFunc(desc.Families, func(f FamilyDescription) bool { return f.Name == aienvelope.Family })
-		if i < 0 {
-			t.Fatalf("the plugin does not describe the %s family", aienvelope.Family)
-		}
-		if !slices.Contains(desc.Families[i].Methods, aienvelope.MethodGenerate) {
-			t.Errorf("%s lacks the method %s: %v", aienvelope.Family, aienvelope.MethodGenerate, desc.Families[i].Methods)
-		}
-	})
-	facets := p.Configure(t, cfg.Config)
+	c.p = Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	t.Run("Advertised", c.advertised)
+	facets := c.p.Configure(t, cfg.Config)
 	_, hasAwait := facets[aienvelope.Family][aienvelope.FacetAwait]
 
-	call := func(t *testing.T, method string, req any) (json.RawMessage, error) {
-		t.Helper()
+	t.Run("Generate", c.generate)
+	t.Run("Variables", c.variables)
+	t.Run("Idempotency", c.idempotency)
+	if !hasAwait {
+		t.Run("AsyncRefused", c.asyncRefused)
+	}
+	if len(cfg.JSONSchema) > 0 {
+		t.Run("JSONOutput", c.jsonOutput)
+	}
+	if len(cfg.AsyncConfig) > 0 {
+		t.Run("Await", c.await)
+	}
+}
+
+// aiEnvelopeChecks is one run of the aiEnvelope checks against the plugin
+// configured with cfg.Config.
+type aiEnvelopeChecks struct {
+	cfg AIEnvelopeConfig
+	msg string // the user message every request sends
+	p   *Plugin
+}
+
+func (c *aiEnvelopeChecks) advertised(t *testing.T) {
+	f := describedFamily(t, c.p, aienvelope.Family)
+	if !slices.Contains(f.Methods, aienvelope.MethodGenerate) {
+		t.Errorf("%s lacks the method %s: %v", aienvelope.Family, aienvelope.MethodGenerate, f.Methods)
+	}
+}
+
+func (c *aiEnvelopeChecks) call(t *testing.T, method string, req any) (json.RawMessage, error) {
+	t.Helper()
+	return c.p.invokeJSON(t, aienvelope.Family, method, req, wop.CallContext{RunID: "plugintest", Caller: "pack:plugintest", Depth: 1, Deadline: time.Now().Add(rpcTimeout)})
+}
+
+// checkKey is an idempotency key unique to the check t and suffix.
+func checkKey(t *testing.T, suffix string) string {
+	return "plugintest-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + suffix
+}
+
+func (c *aiEnvelopeChecks) generate(t *testing.T) {
+	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.generate", UserMessage: c.msg, IdempotencyKey: checkKey(t, "1")}
+	c.generateCompleted(t, "generate", req, false)
+}
+
+// generateCompleted makes req and checks the result has the contract's
+// shape; what names the call in a failure.
+func (c *aiEnvelopeChecks) generateCompleted(t *testing.T, what string, req aienvelope.GenerateRequest, jsonOutput bool) {
+	t.Helper()
+	res, err := c.call(t, aienvelope.MethodGenerate, req)
+	if err != nil {
+		t.Fatalf("%s failed: %s", what, formatError(err))
+	}
+	for _, pr := range GenerateResultProblems(res, req.EnvelopeType, jsonOutput) {
+		t.Error(pr)
+	}
+}
+
+func (c *aiEnvelopeChecks) variables(t *testing.T) {
+	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.vars", SystemPrompt: "You are {{persona}}.", UserMessage: c.msg + " {{suffix}}",
+		Variables: map[string]any{"persona": "terse", "suffix": "Thanks."}, IdempotencyKey: checkKey(t, "ok")}
+	if _, err := c.call(t, aienvelope.MethodGenerate, req); err != nil {
+		t.Errorf("generate with every variable given failed: %s", formatError(err))
+	}
+	req.Variables = map[string]any{"persona": "terse"}
+	req.IdempotencyKey = checkKey(t, "missing")
+	_, err := c.call(t, aienvelope.MethodGenerate, req)
+	expectCode(t, err, aienvelope.CodeEnvelopeValidationFailed, "generate with the variable suffix missing")
+}
+
+func (c *aiEnvelopeChecks) idempotency(t *testing.T) {
+	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.idem", UserMessage: c.msg, IdempotencyKey: checkKey(t, "k")}
+	first, err := c.call(t, aienvelope.MethodGenerate, req)
+	if err != nil {
+		t.Fatalf("generate failed: %s", formatError(err))
+	}
+	second, err := c.call(t, aienvelope.MethodGenerate, req)
+	if err != nil {
+		t.Fatalf("the same generate again failed: %s", formatError(err))
+	}
+	if id1, id2 := envelopeID(first), envelopeID(second); id1 == "" || id1 != id2 {
+		t.Errorf("the same key and request gave envelopes %q and %q; want the recorded one", id1, id2)
+	}
+	if !jsonEqual(first, second) {
+		t.Errorf("the same key and request gave different envelopes:\n%s\n%s", first, second)
+	}
+	other := req
+	other.UserMessage = c.msg + " (changed)"
+	_, err = c.call(t, aienvelope.MethodGenerate, other)
+	expectCode(t, err, wop.CodeIdempotencyKeyMismatch, "the same key with a different request")
+	nokey := req
+	nokey.IdempotencyKey = ""
+	_, err = c.call(t, aienvelope.MethodGenerate, nokey)
+	expectCode(t, err, wop.CodeValidation, "generate without an idempotencyKey")
+}
+
+func (c *aiEnvelopeChecks) asyncRefused(t *testing.T) {
+	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.async", UserMessage: c.msg, IdempotencyKey: checkKey(t, "a"), Async: true}
+	_, err := c.call(t, aienvelope.MethodGenerate, req)
+	if err == nil {
+		t.Fatal("async generate succeeded although the await facet is not advertised")
+	}
+}
+
+func (c *aiEnvelopeChecks) jsonOutput(t *testing.T) {
+	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.json", UserMessage: c.msg, IdempotencyKey: checkKey(t, "j"),
+		Output: &aienvelope.Output{Type: aienvelope.OutputJSON, Schema: c.cfg.JSONSchema}}
+	c.generateCompleted(t, "generate with JSON output", req, true)
+}
+
+// await runs against a second process configured with AsyncConfig.
+func (c *aiEnvelopeChecks) await(t *testing.T) {
+	cfg := c.cfg
+	ap := Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.AsyncConfig, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	f := ap.Configure(t, cfg.AsyncConfig)
+	// OpenWOP publishes await as the boolean true.
+	if v, ok := f[aienvelope.Family][aienvelope.FacetAwait]; !ok || string(bytes.TrimSpace(v)) != "true" {
+		t.Fatalf("under AsyncConfig the facets of %s are %v; want await: true", aienvelope.Family, f[aienvelope.Family])
+	}
+	acall := func(method string, req any) (json.RawMessage, error) {
 		ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
 		defer cancel()
-		b, err := json.Marshal(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Invoke(ctx, aienvelope.Family, method, b, wop.CallContext{RunID: "plugintest", Caller: "pack:plugintest", Depth: 1, Deadline: time.Now().Add(rpcTimeout)})
+		b, _ := json.Marshal(req)
+		return ap.Invoke(ctx, aienvelope.Family, method, b, wop.CallContext{RunID: "plugintest", Depth: 1, Deadline: time.Now().Add(rpcTimeout)})
 	}
-	key := func(t *testing.T, suffix string) string {
-		return "plugintest-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + suffix
+	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.await", UserMessage: c.msg, IdempotencyKey: checkKey(t, "w"), Async: true}
+	raw, err := acall(aienvelope.MethodGenerate, req)
+	if err != nil {
+		t.Fatalf("async generate failed: %s", formatError(err))
 	}
-
-	t.Run("Generate", func(t *testing.T) {
-		req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.generate", UserMessage: msg, IdempotencyKey: key(t, "1")}
-		res, err := call(t, aienvelope.MethodGenerate, req)
-		if err != nil {
-			t.Fatalf("generate failed: %s", formatError(err))
-		}
-		for _, pr := range GenerateResultProblems(res, req.EnvelopeType, false) {
-			t.Error(pr)
-		}
-	})
-
-	t.Run("Variables", func(t *testing.T) {
-		req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.vars", SystemPrompt: "You are {{persona}}.", UserMessage: msg + " {{suffix}}",
-			Variables: map[string]any{"persona": "terse", "suffix": "Thanks."}, IdempotencyKey: key(t, "ok")}
-		if _, err := call(t, aienvelope.MethodGenerate, req); err != nil {
-			t.Errorf("generate with every variable given failed: %s", formatError(err))
-		}
-		req.Variables = map[string]any{"persona": "terse"}
-		req.IdempotencyKey = key(t, "missing")
-		_, err := call(t, aienvelope.MethodGenerate, req)
-		expectCode(t, err, aienvelope.CodeEnvelopeValidationFailed, "generate with the variable suffix missing")
-	})
-
-	t.Run("Idempotency", func(t *testing.T) {
-		req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.idem", UserMessage: msg, IdempotencyKey: key(t, "k")}
-		first, err := call(t, aienvelope.MethodGenerate, req)
-		if err != nil {
-			t.Fatalf("generate failed: %s", formatError(err))
-		}
-		second, err := call(t, aienvelope.MethodGenerate, req)
-		if err != nil {
-			t.Fatalf("the same generate again failed: %s", formatError(err))
-		}
-		if id1, id2 := envelopeID(first), envelopeID(second); id1 == "" || id1 != id2 {
-			t.Errorf("the same key and request gave envelopes %q and %q; want the recorded one", id1, id2)
-		}
-		if !jsonEqual(first, second) {
-			t.Errorf("the same key and request gave different envelopes:\n%s\n%s", first, second)
-		}
-		other := req
-		other.UserMessage = msg + " (changed)"
-		_, err = call(t, aienvelope.MethodGenerate, other)
-		expectCode(t, err, wop.CodeIdempotencyKeyMismatch, "the same key with a different request")
-		nokey := req
-		nokey.IdempotencyKey = ""
-		_, err = call(t, aienvelope.MethodGenerate, nokey)
-		expectCode(t, err, wop.CodeValidation, "generate without an idempotencyKey")
-	})
-
-	if !hasAwait {
-		t.Run("AsyncRefused", func(t *testing.T) {
-			req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.async", UserMessage: msg, IdempotencyKey: key(t, "a"), Async: true}
-			_, err := call(t, aienvelope.MethodGenerate, req)
-			if err == nil {
-				t.Fatal("async generate succeeded although the await facet is not advertised")
-			}
-		})
+	var pending aienvelope.GenerateResult
+	if err := json.Unmarshal(raw, &pending); err != nil || pending.EnvelopeID == "" ||
+		(pending.Status != aienvelope.StatusPending && pending.Status != aienvelope.StatusCompleted) {
+		t.Fatalf("async generate answered %s; want {envelopeType, envelopeId, status: pending}", raw)
 	}
-
-	if len(cfg.JSONSchema) > 0 {
-		t.Run("JSONOutput", func(t *testing.T) {
-			req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.json", UserMessage: msg, IdempotencyKey: key(t, "j"),
-				Output: &aienvelope.Output{Type: aienvelope.OutputJSON, Schema: cfg.JSONSchema}}
-			res, err := call(t, aienvelope.MethodGenerate, req)
-			if err != nil {
-				t.Fatalf("generate with JSON output failed: %s", formatError(err))
-			}
-			for _, pr := range GenerateResultProblems(res, req.EnvelopeType, true) {
-				t.Error(pr)
-			}
-		})
+	done, err := acall(aienvelope.MethodAwait, aienvelope.AwaitRequest{EnvelopeID: pending.EnvelopeID, TimeoutMs: (rpcTimeout - 5*time.Second).Milliseconds()})
+	if err != nil {
+		t.Fatalf("await failed: %s", formatError(err))
 	}
-
-	if len(cfg.AsyncConfig) == 0 {
-		return
+	for _, pr := range GenerateResultProblems(done, req.EnvelopeType, false) {
+		t.Error("await: " + pr)
 	}
-	t.Run("Await", func(t *testing.T) {
-		ap := Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.AsyncConfig, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
-		f := ap.Configure(t, cfg.AsyncConfig)
-		// OpenWOP publishes await as the boolean true.
-		if v, ok := f[aienvelope.Family][aienvelope.FacetAwait]; !ok || string(bytes.TrimSpace(v)) != "true" {
-			t.Fatalf("under AsyncConfig the facets of %s are %v; want await: true", aienvelope.Family, f[aienvelope.Family])
-		}
-		acall := func(method string, req any) (json.RawMessage, error) {
-			ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
-			defer cancel()
-			b, _ := json.Marshal(req)
-			return ap.Invoke(ctx, aienvelope.Family, method, b, wop.CallContext{RunID: "plugintest", Depth: 1, Deadline: time.Now().Add(rpcTimeout)})
-		}
-		req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.await", UserMessage: msg, IdempotencyKey: key(t, "w"), Async: true}
-		raw, err := acall(aienvelope.MethodGenerate, req)
-		if err != nil {
-			t.Fatalf("async generate failed: %s", formatError(err))
-		}
-		var pending aienvelope.GenerateResult
-		if err := json.Unmarshal(raw, &pending); err != nil || pending.EnvelopeID == "" ||
-			(pending.Status != aienvelope.StatusPending && pending.Status != aienvelope.StatusCompleted) {
-			t.Fatalf("async generate answered %s; want {envelopeType, envelopeId, status: pending}", raw)
-		}
-		done, err := acall(aienvelope.MethodAwait, aienvelope.AwaitRequest{EnvelopeID: pending.EnvelopeID, TimeoutMs: (rpcTimeout - 5*time.Second).Milliseconds()})
-		if err != nil {
-			t.Fatalf("await failed: %s", formatError(err))
-		}
-		for _, pr := range GenerateResultProblems(done, req.EnvelopeType, false) {
-			t.Error("await: " + pr)
-		}
-		if id := envelopeID(done); id != pending.EnvelopeID {
-			t.Errorf("await answered envelope %q; want %q", id, pending.EnvelopeID)
-		}
-		_, err = acall(aienvelope.MethodAwait, aienvelope.AwaitRequest{EnvelopeID: "plugintest-no-such-envelope", TimeoutMs: 0})
-		expectCode(t, err, wop.CodeNotFound, "await of an unknown envelopeId")
-	})
+	if id := envelopeID(done); id != pending.EnvelopeID {
+		t.Errorf("await answered envelope %q; want %q", id, pending.EnvelopeID)
+	}
+	_, err = acall(aienvelope.MethodAwait, aienvelope.AwaitRequest{EnvelopeID: "plugintest-no-such-envelope", TimeoutMs: 0})
+	expectCode(t, err, wop.CodeNotFound, "await of an unknown envelopeId")
 }
 
 func envelopeID(raw json.RawMessage) string {

@@ -2,7 +2,6 @@ package plugintest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -56,168 +55,178 @@ type MCPConfig struct {
 //     or session state.
 func MCP(t *testing.T, cfg MCPConfig) {
 	t.Helper()
-	p := Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
-	configured := p.configure(t, cfg.Config)
-	facets := configured.Facets
-	call := func(t *testing.T, method string, req any) (json.RawMessage, error) {
-		t.Helper()
-		payload, err := json.Marshal(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
-		defer cancel()
-		return p.Invoke(ctx, mcp.Family, method, payload, wop.CallContext{RunID: "plugintest", NodeID: "plugintest", Deadline: time.Now().Add(rpcTimeout)})
-	}
+	c := &mcpChecks{cfg: cfg}
+	c.p = Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	c.configured = c.p.configure(t, cfg.Config)
 
-	t.Run("Advertised", func(t *testing.T) {
-		rec, ok := facets[mcp.Family]
-		if !ok {
-			t.Fatalf("the plugin does not serve %s", mcp.Family)
-		}
-		// OpenWOP's client facet is the constant true; the servers are
-		// listed in the family's details.
-		if string(bytes.TrimSpace(rec[mcp.FacetClient])) != "true" {
-			t.Errorf("client facet = %s, want true", rec[mcp.FacetClient])
-		}
-		var details struct {
-			Servers []string `json:"servers"`
-		}
-		if err := json.Unmarshal(configured.Details[mcp.Family], &details); err != nil || !slices.Contains(details.Servers, cfg.ServerID) {
-			t.Errorf("details %s do not list the server %q", configured.Details[mcp.Family], cfg.ServerID)
-		}
-		var revisions []string
-		if err := json.Unmarshal(rec["revisions"], &revisions); err != nil || !slices.Contains(revisions, "2026-07-28") {
-			t.Errorf("revisions %s does not include 2026-07-28", rec["revisions"])
-		}
-		for _, k := range []string{"preferredVersion", "minimumRevision", "refreshedAt"} {
-			var s string
-			if err := json.Unmarshal(rec[k], &s); err != nil || s == "" {
-				t.Errorf("%s = %s, want a non-empty string", k, rec[k])
-			}
-		}
-		var pref string
-		_ = json.Unmarshal(rec["preferredVersion"], &pref)
-		if !slices.Contains(revisions, pref) {
-			t.Errorf("preferredVersion %q is not among the revisions %v", pref, revisions)
-		}
-		var mrtr struct {
-			MaxRounds *int `json:"maxRounds"`
-		}
-		if err := json.Unmarshal(rec["mrtr"], &mrtr); err != nil || mrtr.MaxRounds == nil || *mrtr.MaxRounds < 1 || *mrtr.MaxRounds > 16 {
-			t.Errorf("mrtr = %s, want {maxRounds: 1..16}", rec["mrtr"])
-		}
-	})
-
-	t.Run("UnknownServer", func(t *testing.T) {
-		const id = "plugintest-no-such-server"
-		for method, req := range map[string]any{
-			mcp.MethodCallTool:     mcp.CallToolRequest{ServerID: id, Name: "x"},
-			mcp.MethodListTools:    mcp.ListToolsRequest{ServerID: id},
-			mcp.MethodReadResource: mcp.ReadResourceRequest{ServerID: id, URI: "file:///x"},
-			mcp.MethodServerHealth: mcp.ServerHealthRequest{ServerID: id},
-		} {
-			_, err := call(t, method, req)
-			expectCode(t, err, wop.CodeNotFound, method+" with an unknown serverId")
-		}
-	})
-
-	t.Run("ListTools", func(t *testing.T) {
-		res, err := call(t, mcp.MethodListTools, mcp.ListToolsRequest{ServerID: cfg.ServerID})
-		if err != nil {
-			t.Fatalf("listTools: %s", formatError(err))
-		}
-		var page struct {
-			Tools []json.RawMessage `json:"tools"`
-		}
-		if err := json.Unmarshal(res, &page); err != nil || page.Tools == nil {
-			t.Errorf("listTools result is not a ListToolsResult: %s", res)
-		}
-		empty := ""
-		if _, err := call(t, mcp.MethodListTools, mcp.ListToolsRequest{ServerID: cfg.ServerID, Cursor: &empty}); err != nil {
-			if code := wop.CodeOf(err); code != mcp.CodeMCPError {
-				t.Errorf("listTools with an empty-string cursor: %s (an mcp_error from the server is fine, a refusal by the provider is not)", formatError(err))
-			}
-		}
-	})
-
-	t.Run("CallTool", func(t *testing.T) {
-		res, err := call(t, mcp.MethodCallTool, mcp.CallToolRequest{ServerID: cfg.ServerID, Name: cfg.Tool, Arguments: cfg.ToolArguments})
-		if err != nil {
-			t.Fatalf("callTool %s: %s", cfg.Tool, formatError(err))
-		}
-		var r struct {
-			ResultType *string            `json:"resultType"`
-			Content    *[]json.RawMessage `json:"content"`
-		}
-		if err := json.Unmarshal(res, &r); err != nil || r.Content == nil {
-			t.Errorf("callTool result is not a CallToolResult: %s", res)
-		}
-		if r.ResultType != nil && *r.ResultType != "complete" {
-			t.Errorf("callTool returned resultType %q: input requests must be handled by the provider", *r.ResultType)
-		}
-	})
-
+	t.Run("Advertised", c.advertised)
+	t.Run("UnknownServer", c.unknownServer)
+	t.Run("ListTools", c.listTools)
+	t.Run("CallTool", c.callTool)
 	if cfg.ResourceURI != "" {
-		t.Run("ReadResource", func(t *testing.T) {
-			res, err := call(t, mcp.MethodReadResource, mcp.ReadResourceRequest{ServerID: cfg.ServerID, URI: cfg.ResourceURI})
-			if err != nil {
-				t.Fatalf("readResource: %s", formatError(err))
-			}
-			var r struct {
-				Contents *[]json.RawMessage `json:"contents"`
-			}
-			if err := json.Unmarshal(res, &r); err != nil || r.Contents == nil {
-				t.Errorf("readResource result is not a ReadResourceResult: %s", res)
-			}
-		})
+		t.Run("ReadResource", c.readResource)
 	}
-
 	if cfg.UnknownTool != "" {
-		t.Run("MCPError", func(t *testing.T) {
-			_, err := call(t, mcp.MethodCallTool, mcp.CallToolRequest{ServerID: cfg.ServerID, Name: cfg.UnknownTool})
-			we := expectCode(t, err, mcp.CodeMCPError, "callTool of an unknown tool")
-			if we == nil {
-				return
-			}
-			var d struct {
-				Error *struct {
-					Code    *int64  `json:"code"`
-					Message *string `json:"message"`
-				} `json:"error"`
-			}
-			if err := json.Unmarshal(we.Details, &d); err != nil || d.Error == nil || d.Error.Code == nil || d.Error.Message == nil {
-				t.Errorf("mcp_error details %s do not carry the JSON-RPC error object under error", we.Details)
-			}
-		})
+		t.Run("MCPError", c.mcpError)
 	}
+	t.Run("ServerHealth", c.serverHealth)
+}
 
-	t.Run("ServerHealth", func(t *testing.T) {
-		res, err := call(t, mcp.MethodServerHealth, mcp.ServerHealthRequest{ServerID: cfg.ServerID})
-		if err != nil {
-			t.Fatalf("serverHealth: %s", formatError(err))
+// mcpChecks is one run of the mcp checks against the configured plugin.
+type mcpChecks struct {
+	cfg        MCPConfig
+	p          *Plugin
+	configured *ConfigureResult
+}
+
+func (c *mcpChecks) call(t *testing.T, method string, req any) (json.RawMessage, error) {
+	t.Helper()
+	return c.p.invokeJSON(t, mcp.Family, method, req, wop.CallContext{RunID: "plugintest", NodeID: "plugintest", Deadline: time.Now().Add(rpcTimeout)})
+}
+
+func (c *mcpChecks) advertised(t *testing.T) {
+	rec, ok := c.configured.Facets[mcp.Family]
+	if !ok {
+		t.Fatalf("the plugin does not serve %s", mcp.Family)
+	}
+	// OpenWOP's client facet is the constant true; the servers are
+	// listed in the family's details.
+	if string(bytes.TrimSpace(rec[mcp.FacetClient])) != "true" {
+		t.Errorf("client facet = %s, want true", rec[mcp.FacetClient])
+	}
+	var details struct {
+		Servers []string `json:"servers"`
+	}
+	if err := json.Unmarshal(c.configured.Details[mcp.Family], &details); err != nil || !slices.Contains(details.Servers, c.cfg.ServerID) {
+		t.Errorf("details %s do not list the server %q", c.configured.Details[mcp.Family], c.cfg.ServerID)
+	}
+	var revisions []string
+	if err := json.Unmarshal(rec["revisions"], &revisions); err != nil || !slices.Contains(revisions, "2026-07-28") {
+		t.Errorf("revisions %s does not include 2026-07-28", rec["revisions"])
+	}
+	for _, k := range []string{"preferredVersion", "minimumRevision", "refreshedAt"} {
+		var s string
+		if err := json.Unmarshal(rec[k], &s); err != nil || s == "" {
+			t.Errorf("%s = %s, want a non-empty string", k, rec[k])
 		}
-		var fields map[string]json.RawMessage
-		dec := json.NewDecoder(bytes.NewReader(res))
-		dec.UseNumber()
-		if err := dec.Decode(&fields); err != nil {
-			t.Fatalf("serverHealth result is not an object: %s", res)
+	}
+	var pref string
+	_ = json.Unmarshal(rec["preferredVersion"], &pref)
+	if !slices.Contains(revisions, pref) {
+		t.Errorf("preferredVersion %q is not among the revisions %v", pref, revisions)
+	}
+	var mrtr struct {
+		MaxRounds *int `json:"maxRounds"`
+	}
+	if err := json.Unmarshal(rec["mrtr"], &mrtr); err != nil || mrtr.MaxRounds == nil || *mrtr.MaxRounds < 1 || *mrtr.MaxRounds > 16 {
+		t.Errorf("mrtr = %s, want {maxRounds: 1..16}", rec["mrtr"])
+	}
+}
+
+func (c *mcpChecks) unknownServer(t *testing.T) {
+	const id = "plugintest-no-such-server"
+	for method, req := range map[string]any{
+		mcp.MethodCallTool:     mcp.CallToolRequest{ServerID: id, Name: "x"},
+		mcp.MethodListTools:    mcp.ListToolsRequest{ServerID: id},
+		mcp.MethodReadResource: mcp.ReadResourceRequest{ServerID: id, URI: "file:///x"},
+		mcp.MethodServerHealth: mcp.ServerHealthRequest{ServerID: id},
+	} {
+		_, err := c.call(t, method, req)
+		expectCode(t, err, wop.CodeNotFound, method+" with an unknown serverId")
+	}
+}
+
+func (c *mcpChecks) listTools(t *testing.T) {
+	res, err := c.call(t, mcp.MethodListTools, mcp.ListToolsRequest{ServerID: c.cfg.ServerID})
+	if err != nil {
+		t.Fatalf("listTools: %s", formatError(err))
+	}
+	var page struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(res, &page); err != nil || page.Tools == nil {
+		t.Errorf("listTools result is not a ListToolsResult: %s", res)
+	}
+	empty := ""
+	if _, err := c.call(t, mcp.MethodListTools, mcp.ListToolsRequest{ServerID: c.cfg.ServerID, Cursor: &empty}); err != nil {
+		if code := wop.CodeOf(err); code != mcp.CodeMCPError {
+			t.Errorf("listTools with an empty-string cursor: %s (an mcp_error from the server is fine, a refusal by the provider is not)", formatError(err))
 		}
-		for k := range fields {
-			if !slices.Contains([]string{"serverId", "status", "checkedAt", "protocolVersion", "discover"}, k) {
-				t.Errorf("serverHealth carries %q: only serverId, status, checkedAt, protocolVersion and discover are allowed", k)
-			}
+	}
+}
+
+func (c *mcpChecks) callTool(t *testing.T) {
+	res, err := c.call(t, mcp.MethodCallTool, mcp.CallToolRequest{ServerID: c.cfg.ServerID, Name: c.cfg.Tool, Arguments: c.cfg.ToolArguments})
+	if err != nil {
+		t.Fatalf("callTool %s: %s", c.cfg.Tool, formatError(err))
+	}
+	var r struct {
+		ResultType *string            `json:"resultType"`
+		Content    *[]json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil || r.Content == nil {
+		t.Errorf("callTool result is not a CallToolResult: %s", res)
+	}
+	if r.ResultType != nil && *r.ResultType != "complete" {
+		t.Errorf("callTool returned resultType %q: input requests must be handled by the provider", *r.ResultType)
+	}
+}
+
+func (c *mcpChecks) readResource(t *testing.T) {
+	res, err := c.call(t, mcp.MethodReadResource, mcp.ReadResourceRequest{ServerID: c.cfg.ServerID, URI: c.cfg.ResourceURI})
+	if err != nil {
+		t.Fatalf("readResource: %s", formatError(err))
+	}
+	var r struct {
+		Contents *[]json.RawMessage `json:"contents"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil || r.Contents == nil {
+		t.Errorf("readResource result is not a ReadResourceResult: %s", res)
+	}
+}
+
+func (c *mcpChecks) mcpError(t *testing.T) {
+	_, err := c.call(t, mcp.MethodCallTool, mcp.CallToolRequest{ServerID: c.cfg.ServerID, Name: c.cfg.UnknownTool})
+	we := expectCode(t, err, mcp.CodeMCPError, "callTool of an unknown tool")
+	if we == nil {
+		return
+	}
+	var d struct {
+		Error *struct {
+			Code    *int64  `json:"code"`
+			Message *string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(we.Details, &d); err != nil || d.Error == nil || d.Error.Code == nil || d.Error.Message == nil {
+		t.Errorf("mcp_error details %s do not carry the JSON-RPC error object under error", we.Details)
+	}
+}
+
+func (c *mcpChecks) serverHealth(t *testing.T) {
+	res, err := c.call(t, mcp.MethodServerHealth, mcp.ServerHealthRequest{ServerID: c.cfg.ServerID})
+	if err != nil {
+		t.Fatalf("serverHealth: %s", formatError(err))
+	}
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(res))
+	dec.UseNumber()
+	if err := dec.Decode(&fields); err != nil {
+		t.Fatalf("serverHealth result is not an object: %s", res)
+	}
+	for k := range fields {
+		if !slices.Contains([]string{"serverId", "status", "checkedAt", "protocolVersion", "discover"}, k) {
+			t.Errorf("serverHealth carries %q: only serverId, status, checkedAt, protocolVersion and discover are allowed", k)
 		}
-		var h mcp.ServerHealthResult
-		if err := json.Unmarshal(res, &h); err != nil {
-			t.Fatalf("serverHealth result: %v (%s)", err, res)
-		}
-		if h.ServerID != cfg.ServerID || h.CheckedAt.IsZero() ||
-			!slices.Contains([]string{mcp.StatusReachable, mcp.StatusUnreachable, mcp.StatusIncompatible}, h.Status) {
-			t.Errorf("serverHealth = %s", res)
-		}
-		if h.Status != mcp.StatusReachable {
-			t.Errorf("serverHealth of a reachable server reports %q", h.Status)
-		}
-	})
+	}
+	var h mcp.ServerHealthResult
+	if err := json.Unmarshal(res, &h); err != nil {
+		t.Fatalf("serverHealth result: %v (%s)", err, res)
+	}
+	if h.ServerID != c.cfg.ServerID || h.CheckedAt.IsZero() ||
+		!slices.Contains([]string{mcp.StatusReachable, mcp.StatusUnreachable, mcp.StatusIncompatible}, h.Status) {
+		t.Errorf("serverHealth = %s", res)
+	}
+	if h.Status != mcp.StatusReachable {
+		t.Errorf("serverHealth of a reachable server reports %q", h.Status)
+	}
 }

@@ -2,7 +2,6 @@ package plugintest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -54,79 +53,85 @@ func PromptLibrary(t *testing.T, cfg PromptLibraryConfig) {
 	if len(cfg.Prompts) == 0 {
 		t.Fatal("plugintest: PromptLibraryConfig.Prompts is empty; publish at least one prompt and list it")
 	}
-	p := Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	c := &promptLibraryChecks{cfg: cfg, sp: cfg.Prompts[0]}
+	c.p = Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	t.Run("Advertised", c.advertised)
+	c.p.Configure(t, cfg.Config)
+	t.Run("Pinned", c.pinned)
+	t.Run("Unpinned", c.unpinned)
+	t.Run("Missing", c.missing)
+	t.Run("DigestMismatch", c.digestMismatch)
+}
 
-	t.Run("Advertised", func(t *testing.T) {
-		desc := p.Describe(t)
-		i := slices.IndexFunc(desc.Families, func(f FamilyDescription) bool { return f.Name == promptlibrary.Family })
-		if i < 0 {
-			t.Fatalf("the plugin does not describe the %s family", promptlibrary.Family)
-		}
-		if !slices.Contains(desc.Families[i].Methods, promptlibrary.MethodGet) {
-			t.Errorf("%s lacks the method %s: %v", promptlibrary.Family, promptlibrary.MethodGet, desc.Families[i].Methods)
-		}
-	})
-	p.Configure(t, cfg.Config)
+// promptLibraryChecks is one run of the promptLibrary checks against the
+// configured plugin.
+type promptLibraryChecks struct {
+	cfg PromptLibraryConfig
+	sp  StoredPrompt // the prompt the refusal checks ask about
+	p   *Plugin
+}
 
-	get := func(t *testing.T, promptID string) (json.RawMessage, error) {
-		ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
-		defer cancel()
-		req, err := json.Marshal(promptlibrary.GetRequest{PromptID: promptID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Invoke(ctx, promptlibrary.Family, promptlibrary.MethodGet, req, wop.CallContext{RunID: "plugintest", Depth: 1})
+func (c *promptLibraryChecks) advertised(t *testing.T) {
+	f := describedFamily(t, c.p, promptlibrary.Family)
+	if !slices.Contains(f.Methods, promptlibrary.MethodGet) {
+		t.Errorf("%s lacks the method %s: %v", promptlibrary.Family, promptlibrary.MethodGet, f.Methods)
 	}
-	wantCode := func(t *testing.T, promptID, code string) {
-		t.Helper()
-		res, err := get(t, promptID)
-		if err == nil {
-			t.Errorf("get %q answered %.200s; want code %s", promptID, res, code)
-			return
-		}
-		if got := wop.CodeOf(err); got != code {
-			t.Errorf("get %q: %v; want code %s", promptID, err, code)
-		}
-	}
+}
 
-	t.Run("Pinned", func(t *testing.T) {
-		for _, sp := range cfg.Prompts {
-			digest := promptlibrary.DigestOf([]byte(sp.Raw))
-			for _, id := range []string{sp.Name + "@" + sp.Version, sp.Name + "@" + digest, sp.Name + "@" + sp.Version + "#" + digest} {
-				first, err := get(t, id)
-				if err != nil {
-					t.Errorf("get %q: %v", id, err)
-					continue
-				}
-				for _, pr := range promptAnswerProblems(first, sp, id) {
-					t.Error(pr)
-				}
-				again, err := get(t, id)
-				if err != nil || !bytes.Equal(first, again) {
-					t.Errorf("get %q twice gave different answers (%v):\n%s\n%s", id, err, first, again)
-				}
+func (c *promptLibraryChecks) get(t *testing.T, promptID string) (json.RawMessage, error) {
+	return c.p.invokeJSON(t, promptlibrary.Family, promptlibrary.MethodGet, promptlibrary.GetRequest{PromptID: promptID}, wop.CallContext{RunID: "plugintest", Depth: 1})
+}
+
+// wantCode checks that get of promptID fails with code.
+func (c *promptLibraryChecks) wantCode(t *testing.T, promptID, code string) {
+	t.Helper()
+	res, err := c.get(t, promptID)
+	if err == nil {
+		t.Errorf("get %q answered %.200s; want code %s", promptID, res, code)
+		return
+	}
+	if got := wop.CodeOf(err); got != code {
+		t.Errorf("get %q: %v; want code %s", promptID, err, code)
+	}
+}
+
+func (c *promptLibraryChecks) pinned(t *testing.T) {
+	for _, sp := range c.cfg.Prompts {
+		digest := promptlibrary.DigestOf([]byte(sp.Raw))
+		for _, id := range []string{sp.Name + "@" + sp.Version, sp.Name + "@" + digest, sp.Name + "@" + sp.Version + "#" + digest} {
+			first, err := c.get(t, id)
+			if err != nil {
+				t.Errorf("get %q: %v", id, err)
+				continue
+			}
+			for _, pr := range promptAnswerProblems(first, sp, id) {
+				t.Error(pr)
+			}
+			again, err := c.get(t, id)
+			if err != nil || !bytes.Equal(first, again) {
+				t.Errorf("get %q twice gave different answers (%v):\n%s\n%s", id, err, first, again)
 			}
 		}
-	})
+	}
+}
 
-	sp := cfg.Prompts[0]
-	t.Run("Unpinned", func(t *testing.T) {
-		for _, id := range []string{sp.Name, sp.Name + "@latest", sp.Name + "@production", sp.Name + "@", sp.Name + "@~" + sp.Version,
-			sp.Name + "@>=" + sp.Version, sp.Name + "@sha256:abc", ""} {
-			wantCode(t, id, promptlibrary.CodePromptUnpinned)
-		}
-	})
+func (c *promptLibraryChecks) unpinned(t *testing.T) {
+	sp := c.sp
+	for _, id := range []string{sp.Name, sp.Name + "@latest", sp.Name + "@production", sp.Name + "@", sp.Name + "@~" + sp.Version,
+		sp.Name + "@>=" + sp.Version, sp.Name + "@sha256:abc", ""} {
+		c.wantCode(t, id, promptlibrary.CodePromptUnpinned)
+	}
+}
 
-	t.Run("Missing", func(t *testing.T) {
-		wantCode(t, "plugintest/no-such-prompt@1", promptlibrary.CodePromptNotFound)
-		wantCode(t, sp.Name+"@999999999", promptlibrary.CodePromptVersionNotFound)
-		wantCode(t, sp.Name+"@"+promptlibrary.DigestOf([]byte("plugintest: never published")), promptlibrary.CodePromptVersionNotFound)
-	})
+func (c *promptLibraryChecks) missing(t *testing.T) {
+	c.wantCode(t, "plugintest/no-such-prompt@1", promptlibrary.CodePromptNotFound)
+	c.wantCode(t, c.sp.Name+"@999999999", promptlibrary.CodePromptVersionNotFound)
+	c.wantCode(t, c.sp.Name+"@"+promptlibrary.DigestOf([]byte("plugintest: never published")), promptlibrary.CodePromptVersionNotFound)
+}
 
-	t.Run("DigestMismatch", func(t *testing.T) {
-		other := promptlibrary.DigestOf([]byte("plugintest: another version"))
-		wantCode(t, sp.Name+"@"+sp.Version+"#"+other, promptlibrary.CodePromptDigestMismatch)
-	})
+func (c *promptLibraryChecks) digestMismatch(t *testing.T) {
+	other := promptlibrary.DigestOf([]byte("plugintest: another version"))
+	c.wantCode(t, c.sp.Name+"@"+c.sp.Version+"#"+other, promptlibrary.CodePromptDigestMismatch)
 }
 
 // promptAnswerProblems lists how res fails to be the verbatim answer for

@@ -39,162 +39,197 @@ func Run(t *testing.T, cfg Config) {
 	if len(cfg.Calls) == 0 {
 		t.Fatal("plugintest: Config.Calls is empty; give at least one sample call that succeeds")
 	}
-	first := cfg.Calls[0]
-	p := Start(t, cfg)
+	c := &protocolChecks{cfg: cfg, first: cfg.Calls[0]}
+	c.p = Start(t, cfg)
 
-	var desc *Description
-	t.Run("Describe", func(t *testing.T) {
-		desc = p.Describe(t)
-		for _, pr := range descriptionProblems(desc) {
-			t.Error(pr)
-		}
-	})
+	t.Run("Describe", c.describe)
+	t.Run("ConfigSchema", c.configSchema)
+	t.Run("InvokeBeforeConfigure", c.invokeBeforeConfigure)
+	t.Run("Configure", c.configure)
+	t.Run("Invoke", c.invokeCalls)
+	t.Run("Errors", c.errorReplies)
+	t.Run("Deadline", c.deadline)
+	t.Run("KeepsServing", c.keepsServing)
+}
 
-	t.Run("ConfigSchema", func(t *testing.T) {
-		for _, pr := range schemaProblems(p.ConfigSchema(t), "") {
-			t.Error(pr)
-		}
-	})
+// protocolChecks is one run of Run's checks against one plugin process.
+type protocolChecks struct {
+	cfg   Config
+	first Call // the sample call the error and deadline checks vary
+	p     *Plugin
+	// desc is Describe's answer, nil if Describe failed.
+	desc *Description
+	// configured says Configure succeeded; the checks after it need it.
+	configured bool
+}
 
-	t.Run("InvokeBeforeConfigure", func(t *testing.T) {
-		_, err := invokeSample(t, p, first)
-		if err == nil {
-			t.Fatalf("%s.%s succeeded before Configure; a plugin must refuse every call with code %s until it is configured",
-				first.Family, first.Method, wop.CodeUnavailable)
-		}
-		if code := wop.CodeOf(err); code != wop.CodeUnavailable {
-			t.Errorf("%s.%s before Configure: got %v; want code %s: a plugin must not serve before it is configured",
-				first.Family, first.Method, err, wop.CodeUnavailable)
-		}
-	})
+func (c *protocolChecks) describe(t *testing.T) {
+	c.desc = c.p.Describe(t)
+	for _, pr := range descriptionProblems(c.desc) {
+		t.Error(pr)
+	}
+}
 
-	configured := false
-	t.Run("Configure", func(t *testing.T) {
-		facets := p.Configure(t, cfg.Config)
-		configured = true
-		if desc == nil {
-			return
+func (c *protocolChecks) configSchema(t *testing.T) {
+	for _, pr := range schemaProblems(c.p.ConfigSchema(t), "") {
+		t.Error(pr)
+	}
+}
+
+func (c *protocolChecks) invokeBeforeConfigure(t *testing.T) {
+	first := c.first
+	_, err := invokeSample(t, c.p, first)
+	if err == nil {
+		t.Fatalf("%s.%s succeeded before Configure; a plugin must refuse every call with code %s until it is configured",
+			first.Family, first.Method, wop.CodeUnavailable)
+	}
+	if code := wop.CodeOf(err); code != wop.CodeUnavailable {
+		t.Errorf("%s.%s before Configure: got %v; want code %s: a plugin must not serve before it is configured",
+			first.Family, first.Method, err, wop.CodeUnavailable)
+	}
+}
+
+func (c *protocolChecks) configure(t *testing.T) {
+	facets := c.p.Configure(t, c.cfg.Config)
+	c.configured = true
+	if c.desc == nil {
+		return
+	}
+	for _, pr := range facetProblems(c.desc, facets) {
+		t.Error(pr)
+	}
+}
+
+// needConfigured skips t when Configure failed.
+func (c *protocolChecks) needConfigured(t *testing.T) {
+	t.Helper()
+	if !c.configured {
+		t.Skip("skipped: Configure failed")
+	}
+}
+
+func (c *protocolChecks) invokeCalls(t *testing.T) {
+	c.needConfigured(t)
+	for _, call := range c.cfg.Calls {
+		t.Run(call.Family+"."+call.Method, func(t *testing.T) { c.invokeCall(t, call) })
+	}
+}
+
+// invokeCall makes the sample call and checks it succeeds with JSON that
+// passes its Check, or fails with its WantCode.
+func (c *protocolChecks) invokeCall(t *testing.T, call Call) {
+	if c.desc != nil && !describes(c.desc, call.Family, call.Method) {
+		t.Errorf("Describe does not list method %s of family %s", call.Method, call.Family)
+	}
+	res, err := invokeSample(t, c.p, call)
+	if call.WantCode != "" {
+		if why := checkWantCode(call.Family, call.WantCode); why != "" {
+			t.Fatalf("WantCode %q of %s.%s: %s", call.WantCode, call.Family, call.Method, why)
 		}
-		for _, pr := range facetProblems(desc, facets) {
-			t.Error(pr)
+		if got := wop.CodeOf(err); got != call.WantCode {
+			t.Fatalf("%s.%s with payload %s: got %s; want it to fail with code %s (the plugin's vendor codes must follow OpenWOP's grammar)",
+				call.Family, call.Method, orEmptyObject(call.Payload), orSuccess(err), call.WantCode)
 		}
-	})
-	needConfigured := func(t *testing.T) {
-		t.Helper()
-		if !configured {
-			t.Skip("skipped: Configure failed")
+		return
+	}
+	if err != nil {
+		t.Fatalf("%s.%s with payload %s failed: %s", call.Family, call.Method, orEmptyObject(call.Payload), formatError(err))
+	}
+	if !json.Valid(res) {
+		t.Fatalf("%s.%s returned a result that is not valid JSON: %q", call.Family, call.Method, res)
+	}
+	if call.Check != nil {
+		call.Check(t, res)
+	}
+}
+
+func (c *protocolChecks) errorReplies(t *testing.T) {
+	c.needConfigured(t)
+	first := c.first
+	families := []string{first.Family}
+	if c.desc != nil && len(c.desc.Families) > 0 {
+		families = families[:0]
+		for _, f := range c.desc.Families {
+			families = append(families, f.Name)
 		}
 	}
-
-	t.Run("Invoke", func(t *testing.T) {
-		needConfigured(t)
-		for _, c := range cfg.Calls {
-			t.Run(c.Family+"."+c.Method, func(t *testing.T) {
-				if desc != nil && !describes(desc, c.Family, c.Method) {
-					t.Errorf("Describe does not list method %s of family %s", c.Method, c.Family)
-				}
-				res, err := invokeSample(t, p, c)
-				if c.WantCode != "" {
-					if why := checkWantCode(c.Family, c.WantCode); why != "" {
-						t.Fatalf("WantCode %q of %s.%s: %s", c.WantCode, c.Family, c.Method, why)
-					}
-					if got := wop.CodeOf(err); got != c.WantCode {
-						t.Fatalf("%s.%s with payload %s: got %s; want it to fail with code %s (the plugin's vendor codes must follow OpenWOP's grammar)",
-							c.Family, c.Method, orEmptyObject(c.Payload), orSuccess(err), c.WantCode)
-					}
-					return
-				}
-				if err != nil {
-					t.Fatalf("%s.%s with payload %s failed: %s", c.Family, c.Method, orEmptyObject(c.Payload), formatError(err))
-				}
-				if !json.Valid(res) {
-					t.Fatalf("%s.%s returned a result that is not valid JSON: %q", c.Family, c.Method, res)
-				}
-				if c.Check != nil {
-					c.Check(t, res)
-				}
-			})
-		}
+	for _, fam := range families {
+		t.Run("UnknownMethod/"+fam, func(t *testing.T) {
+			_, err := invoke(t, c.p, fam, unknownMethod, nil, time.Now().Add(rpcTimeout))
+			we := expectCode(t, err, wop.CodeNotFound, "an unknown method of family "+fam)
+			if we != nil && we.Capability == "" {
+				t.Errorf("not_found for an unknown method names no capability; set it to %q", "host."+fam+"."+unknownMethod)
+			}
+		})
+	}
+	t.Run("UnknownFamily", func(t *testing.T) {
+		_, err := invoke(t, c.p, unknownFamily, first.Method, nil, time.Now().Add(rpcTimeout))
+		expectCode(t, err, wop.CodeNotFound, "an unknown family")
 	})
-
-	t.Run("Errors", func(t *testing.T) {
-		needConfigured(t)
-		families := []string{first.Family}
-		if desc != nil && len(desc.Families) > 0 {
-			families = families[:0]
-			for _, f := range desc.Families {
-				families = append(families, f.Name)
-			}
-		}
-		for _, fam := range families {
-			t.Run("UnknownMethod/"+fam, func(t *testing.T) {
-				_, err := invoke(t, p, fam, unknownMethod, nil, time.Now().Add(rpcTimeout))
-				we := expectCode(t, err, wop.CodeNotFound, "an unknown method of family "+fam)
-				if we != nil && we.Capability == "" {
-					t.Errorf("not_found for an unknown method names no capability; set it to %q", "host."+fam+"."+unknownMethod)
-				}
-			})
-		}
-		t.Run("UnknownFamily", func(t *testing.T) {
-			_, err := invoke(t, p, unknownFamily, first.Method, nil, time.Now().Add(rpcTimeout))
-			expectCode(t, err, wop.CodeNotFound, "an unknown family")
-		})
-		t.Run("MalformedPayload", func(t *testing.T) {
-			_, err := invoke(t, p, first.Family, first.Method, json.RawMessage("{"), time.Now().Add(rpcTimeout))
-			expectCode(t, err, wop.CodeValidation, fmt.Sprintf("%s.%s with the malformed payload %q", first.Family, first.Method, "{"))
-		})
+	t.Run("MalformedPayload", func(t *testing.T) {
+		_, err := invoke(t, c.p, first.Family, first.Method, json.RawMessage("{"), time.Now().Add(rpcTimeout))
+		expectCode(t, err, wop.CodeValidation, fmt.Sprintf("%s.%s with the malformed payload %q", first.Family, first.Method, "{"))
 	})
+}
 
-	t.Run("Deadline", func(t *testing.T) {
-		needConfigured(t)
-		// grpc-go refuses an expired context before sending, so this pins
-		// the error a caller sees; CallContextExpired below checks the
-		// plugin's own handling.
-		t.Run("Expired", func(t *testing.T) {
-			past := time.Now().Add(-time.Second)
-			_, err := invoke(t, p, first.Family, first.Method, first.Payload, past)
-			if err == nil {
-				t.Fatalf("%s.%s succeeded although its deadline had passed; want code %s", first.Family, first.Method, wop.CodeDeadlineExceeded)
-			}
-			if code := wop.CodeOf(err); code != wop.CodeDeadlineExceeded {
-				t.Errorf("%s.%s with a passed deadline: got %s; want code %s", first.Family, first.Method, formatError(err), wop.CodeDeadlineExceeded)
-			}
-		})
-		// The call context's deadline is the run's: a plugin must refuse a
-		// call whose run deadline passed even when the transport's
-		// deadline is later (a re-dispatched call, a slow hop).
-		t.Run("CallContextExpired", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
-			defer cancel()
-			call := wop.CallContext{RunID: "plugintest-run", Caller: "pack:plugintest", Depth: 1, Deadline: time.Now().Add(-time.Second)}
-			_, err := p.Invoke(ctx, first.Family, first.Method, orEmptyObject(first.Payload), call)
-			if err == nil {
-				t.Fatalf("%s.%s with a passed call-context deadline succeeded; want code %s", first.Family, first.Method, wop.CodeDeadlineExceeded)
-			}
-			if code := wop.CodeOf(err); code != wop.CodeDeadlineExceeded {
-				t.Errorf("%s.%s with a passed call-context deadline: got %s; want code %s", first.Family, first.Method, formatError(err), wop.CodeDeadlineExceeded)
-			}
-		})
-		t.Run("Generous", func(t *testing.T) {
-			res, err := invoke(t, p, first.Family, first.Method, first.Payload, time.Now().Add(rpcTimeout))
-			if err != nil {
-				t.Fatalf("%s.%s with a deadline %s away failed: %s", first.Family, first.Method, rpcTimeout, formatError(err))
-			}
-			if !json.Valid(res) {
-				t.Errorf("%s.%s returned a result that is not valid JSON: %q", first.Family, first.Method, res)
-			}
-		})
-	})
+func (c *protocolChecks) deadline(t *testing.T) {
+	c.needConfigured(t)
+	t.Run("Expired", c.deadlineExpired)
+	t.Run("CallContextExpired", c.deadlineCallContextExpired)
+	t.Run("Generous", c.deadlineGenerous)
+}
 
-	t.Run("KeepsServing", func(t *testing.T) {
-		needConfigured(t)
-		if p.Exited() {
-			t.Fatal("the plugin process exited during the checks")
-		}
-		if _, err := invokeSample(t, p, first); err != nil {
-			t.Fatalf("%s.%s failed after the error checks: %s; a plugin must keep serving after a failed call", first.Family, first.Method, formatError(err))
-		}
-	})
+// deadlineExpired pins the error a caller sees: grpc-go refuses an expired
+// context before sending; deadlineCallContextExpired checks the plugin's
+// own handling.
+func (c *protocolChecks) deadlineExpired(t *testing.T) {
+	first := c.first
+	past := time.Now().Add(-time.Second)
+	_, err := invoke(t, c.p, first.Family, first.Method, first.Payload, past)
+	if err == nil {
+		t.Fatalf("%s.%s succeeded although its deadline had passed; want code %s", first.Family, first.Method, wop.CodeDeadlineExceeded)
+	}
+	if code := wop.CodeOf(err); code != wop.CodeDeadlineExceeded {
+		t.Errorf("%s.%s with a passed deadline: got %s; want code %s", first.Family, first.Method, formatError(err), wop.CodeDeadlineExceeded)
+	}
+}
+
+// deadlineCallContextExpired: the call context's deadline is the run's: a
+// plugin must refuse a call whose run deadline passed even when the
+// transport's deadline is later (a re-dispatched call, a slow hop).
+func (c *protocolChecks) deadlineCallContextExpired(t *testing.T) {
+	first := c.first
+	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+	defer cancel()
+	call := wop.CallContext{RunID: "plugintest-run", Caller: "pack:plugintest", Depth: 1, Deadline: time.Now().Add(-time.Second)}
+	_, err := c.p.Invoke(ctx, first.Family, first.Method, orEmptyObject(first.Payload), call)
+	if err == nil {
+		t.Fatalf("%s.%s with a passed call-context deadline succeeded; want code %s", first.Family, first.Method, wop.CodeDeadlineExceeded)
+	}
+	if code := wop.CodeOf(err); code != wop.CodeDeadlineExceeded {
+		t.Errorf("%s.%s with a passed call-context deadline: got %s; want code %s", first.Family, first.Method, formatError(err), wop.CodeDeadlineExceeded)
+	}
+}
+
+func (c *protocolChecks) deadlineGenerous(t *testing.T) {
+	first := c.first
+	res, err := invoke(t, c.p, first.Family, first.Method, first.Payload, time.Now().Add(rpcTimeout))
+	if err != nil {
+		t.Fatalf("%s.%s with a deadline %s away failed: %s", first.Family, first.Method, rpcTimeout, formatError(err))
+	}
+	if !json.Valid(res) {
+		t.Errorf("%s.%s returned a result that is not valid JSON: %q", first.Family, first.Method, res)
+	}
+}
+
+func (c *protocolChecks) keepsServing(t *testing.T) {
+	c.needConfigured(t)
+	if c.p.Exited() {
+		t.Fatal("the plugin process exited during the checks")
+	}
+	if _, err := invokeSample(t, c.p, c.first); err != nil {
+		t.Fatalf("%s.%s failed after the error checks: %s; a plugin must keep serving after a failed call", c.first.Family, c.first.Method, formatError(err))
+	}
 }
 
 // invokeSample makes c with a deadline far enough away not to matter.
@@ -217,6 +252,19 @@ func invoke(t testing.TB, p *Plugin, family, method string, payload json.RawMess
 		Deadline: deadline,
 	}
 	return p.Invoke(ctx, family, method, orEmptyObject(payload), call)
+}
+
+// invokeJSON makes the call of family.method with req as its JSON payload
+// and the kit's RPC timeout.
+func (p *Plugin) invokeJSON(t *testing.T, family, method string, req any, call wop.CallContext) (json.RawMessage, error) {
+	t.Helper()
+	payload, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+	defer cancel()
+	return p.Invoke(ctx, family, method, payload, call)
 }
 
 // expectCode fails t unless err is a *wop.Error with code and a message,
@@ -264,6 +312,18 @@ func describes(d *Description, family, method string) bool {
 		}
 	}
 	return false
+}
+
+// describedFamily returns p's description of family, failing t if p does
+// not describe it.
+func describedFamily(t *testing.T, p *Plugin, family string) FamilyDescription {
+	t.Helper()
+	desc := p.Describe(t)
+	i := slices.IndexFunc(desc.Families, func(f FamilyDescription) bool { return f.Name == family })
+	if i < 0 {
+		t.Fatalf("the plugin does not describe the %s family", family)
+	}
+	return desc.Families[i]
 }
 
 // descriptionProblems lists what is wrong with a Describe answer.

@@ -252,169 +252,231 @@ func limitOf(we *wop.Error) string {
 // allowlist refused in the plugin, and budget and turn exhaustion.
 func TestAgentsThroughTheHost(t *testing.T) {
 	e := newAgentEnv(t, "", map[string][]agentDef{"private.test.agents": testAgents})
-	h := startHost(t, e.cfg)
+	a := &agentsHost{h: startHost(t, e.cfg), e: e, ids: map[string]string{}}
 
-	t.Run("registry", func(t *testing.T) {
-		list := h.Agents()
-		if len(list) != len(testAgents) {
-			t.Fatalf("registry holds %d agents, want %d", len(list), len(testAgents))
-		}
-		for _, a := range list {
-			if a.Pack != "private.test.agents" || a.SystemPrompt.Digest == "" || !strings.HasPrefix(a.Digest, "sha256:") {
-				t.Errorf("entry %+v", a)
-			}
-		}
-		for _, p := range h.Packs() {
-			if p.Name == "private.test.agents" && len(p.Agents) != len(testAgents) {
-				t.Errorf("pack lists agents %v", p.Agents)
-			}
-		}
-	})
-
-	ids := map[string]string{}
-	for _, a := range testAgents {
-		ids[a.ID] = spawn(t, h, a.ID)
+	t.Run("the registry lists every installed agent with its pack and digests", a.registry)
+	if !t.Run("every installed agent spawns", a.spawnAll) {
+		t.FailNow()
 	}
+	t.Run("spawn with the same key answers the same instance", a.spawnAgain)
+	t.Run("spawn of an unknown manifest is agent_not_found", a.spawnUnknown)
+	t.Run("an inline manifest gets the install checks", a.spawnInlineRefused)
+	t.Run("a valid inline agent runs under the manifest it was spawned with", a.spawnInlineRuns)
+	t.Run("best-match picks the agent whose skills fit the task", a.delegateBestMatch)
+	t.Run("a sole candidate under the threshold escalates", a.delegateEscalates)
+	t.Run("load-balanced picks the agent with the emptier mailbox", a.delegateLoadBalanced)
+	t.Run("a tool outside the allowlist is refused in the plugin", a.allowlistRefused)
+	t.Run("an agent that keeps calling tools runs out of turns", a.turnsExhausted)
+	t.Run("an agent that keeps talking runs out of token budget", a.tokensExhausted)
+	t.Run("majority decides on two votes of three", a.consensusMajority)
+	t.Run("a split unanimous vote does not converge", a.consensusSplit)
+	t.Run("a quorum met early asks no more voters", a.consensusQuorum)
+}
 
-	t.Run("spawn", func(t *testing.T) {
-		if again := spawn(t, h, "math"); again != ids["math"] {
-			t.Errorf("spawn with the same key: %s, want %s", again, ids["math"])
-		}
-		err := agentCall(t, h, agentruntime.MethodSpawn, agentruntime.SpawnRequest{ManifestID: "nobody", IdempotencyKey: "k"}, nil)
-		if we := wantCode(t, err, agentruntime.CodeAgentNotFound); we.Capability != agentruntime.CapabilitySpawn {
-			t.Errorf("capability %q", we.Capability)
-		}
-		// An inline manifest gets the install checks.
-		bad := json.RawMessage(fmt.Sprintf(`{"id":"inline","name":"i","description":"d","systemPromptRef":%q,"toolAllowlist":["nowhere/add"]}`, e.pins["math"]))
-		err = agentCall(t, h, agentruntime.MethodSpawn, agentruntime.SpawnRequest{Manifest: bad, IdempotencyKey: "inline-bad"}, nil)
-		if we := wantCode(t, err, wop.CodeValidation); !strings.Contains(we.Message, "/manifest/toolAllowlist/0") {
-			t.Errorf("inline refusal does not name the field: %s", we.Message)
-		}
-		unpublished := json.RawMessage(`{"id":"inline","name":"i","description":"d","systemPromptRef":"t/absent@1","toolAllowlist":[]}`)
-		err = agentCall(t, h, agentruntime.MethodSpawn, agentruntime.SpawnRequest{Manifest: unpublished, IdempotencyKey: "inline-absent"}, nil)
-		if we := wantCode(t, err, wop.CodeValidation); !strings.Contains(we.Message, "/manifest/systemPromptRef") {
-			t.Errorf("inline refusal does not name the field: %s", we.Message)
-		}
-		// A valid inline agent runs, its tool calls checked by the host
-		// against the manifest it was spawned with.
-		good := json.RawMessage(fmt.Sprintf(`{"id":"inline-math","name":"i","description":"adds","systemPromptRef":%q,"toolAllowlist":["tools/add"]}`, e.pins["math"]))
-		var res agentruntime.SpawnResult
-		if err := agentCall(t, h, agentruntime.MethodSpawn, agentruntime.SpawnRequest{Manifest: good, IdempotencyKey: "inline-good"}, &res); err != nil {
-			t.Fatalf("inline spawn: %v", err)
-		}
-		var d agentruntime.DelegateResult
-		if err := agentCall(t, h, agentruntime.MethodDelegate, agentruntime.DelegateRequest{Task: json.RawMessage(`"add 2 and 3"`), Agents: []string{res.AgentInstanceID}}, &d); err != nil {
-			t.Fatalf("delegate to the inline agent: %v", err)
-		}
-		if string(d.Output) != `"math-done: 2 + 3 = 5"` {
-			t.Errorf("inline agent output %s", d.Output)
-		}
-	})
+// agentsHost is a host serving testAgents and the instances spawned of
+// them, by manifest id.
+type agentsHost struct {
+	h   *host.Host
+	e   *agentEnv
+	ids map[string]string
+}
 
-	delegate := func(t *testing.T, req agentruntime.DelegateRequest) agentruntime.DelegateResult {
-		t.Helper()
-		var res agentruntime.DelegateResult
-		if err := agentCall(t, h, agentruntime.MethodDelegate, req, &res); err != nil {
-			t.Fatalf("delegate %s: %v", req.Task, err)
-		}
-		return res
+func (a *agentsHost) registry(t *testing.T) {
+	list := a.h.Agents()
+	if len(list) != len(testAgents) {
+		t.Fatalf("registry holds %d agents, want %d", len(list), len(testAgents))
 	}
-
-	t.Run("delegate", func(t *testing.T) {
-		// best-match: the task's terms "add" and "numbers" are math's
-		// skill tags; the loop calls tools/add on the MCP server, then
-		// answers from the tool's result.
-		res := delegate(t, agentruntime.DelegateRequest{Task: json.RawMessage(`"add the numbers 2 and 3"`), Agents: []string{ids["writer"], ids["math"]}})
-		if res.SelectedAgentID != ids["math"] || res.Status != agentruntime.StatusCompleted || string(res.Output) != `"math-done: 2 + 3 = 5"` {
-			t.Errorf("best-match: %+v output %s", res, res.Output)
+	for _, ag := range list {
+		if ag.Pack != "private.test.agents" || ag.SystemPrompt.Digest == "" || !strings.HasPrefix(ag.Digest, "sha256:") {
+			t.Errorf("entry %+v", ag)
 		}
-		res = delegate(t, agentruntime.DelegateRequest{Task: json.RawMessage(`"write a poem"`), Agents: []string{ids["math"], ids["writer"]}})
-		if res.SelectedAgentID != ids["writer"] || string(res.Output) != `"a poem"` {
-			t.Errorf("best-match poem: %+v output %s", res, res.Output)
-		}
-		// Escalation: math is the only candidate and scores 0 for a poem.
-		threshold := 0.5
-		res = delegate(t, agentruntime.DelegateRequest{Task: json.RawMessage(`"write a poem"`), Agents: []string{ids["math"]}, EscalationThreshold: &threshold})
-		if res.Status != agentruntime.StatusEscalated || !res.Escalated || res.SelectedAgentID != ids["math"] || len(res.Output) != 0 {
-			t.Errorf("escalation: %+v", res)
-		}
-		// load-balanced: both idle, the first listed; once writer has a
-		// message waiting in its mailbox, math.
-		lb := agentruntime.DelegateRequest{Task: json.RawMessage(`"add 2 and 3"`), Agents: []string{ids["writer"], ids["math"]}, Strategy: agentruntime.StrategyLoadBalanced}
-		if res = delegate(t, lb); res.SelectedAgentID != ids["writer"] {
-			t.Errorf("load-balanced, both idle: %s, want writer", res.SelectedAgentID)
-		}
-		if err := agentCall(t, h, agentruntime.MethodMessageSend, agentruntime.MessageSendRequest{
-			FromAgentID: ids["math"], ToAgentID: ids["writer"], Channel: "notes", Content: json.RawMessage(`"later"`), IdempotencyKey: "lb-1",
-		}, nil); err != nil {
-			t.Fatal(err)
-		}
-		if res = delegate(t, lb); res.SelectedAgentID != ids["math"] || string(res.Output) != `"math-done: 2 + 3 = 5"` {
-			t.Errorf("load-balanced, writer busy: %+v output %s", res, res.Output)
-		}
-	})
-
-	t.Run("allowlist refused in the plugin", func(t *testing.T) {
-		// sneaky's model asks for tools__fail, which its allowlist does
-		// not offer: the loop answers the model with an error result
-		// without calling mcp, and the model's next turn sees it.
-		res := delegate(t, agentruntime.DelegateRequest{Task: json.RawMessage(`"do it"`), Agents: []string{ids["sneaky"]}})
-		if string(res.Output) != `"refused-locally"` {
-			t.Errorf("sneaky output %s, want the scripted answer to the refusal", res.Output)
-		}
-	})
-
-	t.Run("limits", func(t *testing.T) {
-		err := agentCall(t, h, agentruntime.MethodDelegate, agentruntime.DelegateRequest{Task: json.RawMessage(`"loop"`), Agents: []string{ids["looper"]}}, nil)
-		we := wantCode(t, err, agentruntime.CodeAgentBudgetExceeded)
-		if limitOf(we) != "turns" {
-			t.Errorf("looper details %v, want limit turns", we.Details)
-		}
-		err = agentCall(t, h, agentruntime.MethodDelegate, agentruntime.DelegateRequest{Task: json.RawMessage(`"talk"`), Agents: []string{ids["spender"]}}, nil)
-		we = wantCode(t, err, agentruntime.CodeAgentBudgetExceeded)
-		if limitOf(we) != "tokenBudget" {
-			t.Errorf("spender details %v, want limit tokenBudget", we.Details)
-		}
-	})
-
-	consensus := func(t *testing.T, req agentruntime.ConsensusRequest) agentruntime.ConsensusResult {
-		t.Helper()
-		req.Proposal = json.RawMessage(`"ship it?"`)
-		var res agentruntime.ConsensusResult
-		if err := agentCall(t, h, agentruntime.MethodConsensus, req, &res); err != nil {
-			t.Fatalf("consensus: %v", err)
-		}
-		return res
 	}
-	votes := func(res agentruntime.ConsensusResult) string {
-		var parts []string
-		for _, b := range res.Ballots {
-			parts = append(parts, fmt.Sprintf("%d=%s", b.Participant, b.Vote))
+	for _, p := range a.h.Packs() {
+		if p.Name == "private.test.agents" && len(p.Agents) != len(testAgents) {
+			t.Errorf("pack lists agents %v", p.Agents)
 		}
-		return strings.Join(parts, " ")
 	}
+}
 
-	t.Run("consensus", func(t *testing.T) {
-		abc := []string{ids["voter-a"], ids["voter-b"], ids["voter-c"]}
-		res := consensus(t, agentruntime.ConsensusRequest{Participants: abc, Strategy: agentruntime.StrategyMajority})
-		if !res.Converged || res.Rounds != 1 || string(res.Decision) != `"yes"` || votes(res) != `0="yes" 1=" YES " 2="no"` {
-			t.Errorf("majority: %+v (%s)", res, votes(res))
-		}
-		if res.Agreement < 0.66 || res.Agreement > 0.67 {
-			t.Errorf("majority agreement %v, want 2/3", res.Agreement)
-		}
-		// Split: a and c disagree, and a debate round changes nothing.
-		res = consensus(t, agentruntime.ConsensusRequest{Participants: []string{ids["voter-a"], ids["voter-c"]}, Strategy: agentruntime.StrategyUnanimous, MaxRounds: 2})
-		if res.Converged || res.Rounds != 2 || len(res.Decision) != 0 || res.Agreement != 0.5 || votes(res) != `0="yes" 1="no"` {
-			t.Errorf("split: %+v (%s)", res, votes(res))
-		}
-		// Quorum of 2 out of 3 is met by a and b: c is never asked.
-		threshold := 0.5
-		res = consensus(t, agentruntime.ConsensusRequest{Participants: abc, Strategy: agentruntime.StrategyQuorum, Threshold: &threshold})
-		if !res.Converged || res.Rounds != 1 || len(res.Ballots) != 2 || votes(res) != `0="yes" 1=" YES "` {
-			t.Errorf("quorum met early: %+v (%s)", res, votes(res))
-		}
-	})
+func (a *agentsHost) spawnAll(t *testing.T) {
+	for _, ag := range testAgents {
+		a.ids[ag.ID] = spawn(t, a.h, ag.ID)
+	}
+}
+
+func (a *agentsHost) spawnAgain(t *testing.T) {
+	if again := spawn(t, a.h, "math"); again != a.ids["math"] {
+		t.Errorf("spawn with the same key: %s, want %s", again, a.ids["math"])
+	}
+}
+
+func (a *agentsHost) spawnUnknown(t *testing.T) {
+	err := agentCall(t, a.h, agentruntime.MethodSpawn, agentruntime.SpawnRequest{ManifestID: "nobody", IdempotencyKey: "k"}, nil)
+	if we := wantCode(t, err, agentruntime.CodeAgentNotFound); we.Capability != agentruntime.CapabilitySpawn {
+		t.Errorf("capability %q", we.Capability)
+	}
+}
+
+// spawnInlineRefused spawns inline manifests that fail the install checks:
+// a tool nobody serves, a prompt nobody published. Each refusal names the
+// field.
+func (a *agentsHost) spawnInlineRefused(t *testing.T) {
+	bad := json.RawMessage(fmt.Sprintf(`{"id":"inline","name":"i","description":"d","systemPromptRef":%q,"toolAllowlist":["nowhere/add"]}`, a.e.pins["math"]))
+	err := agentCall(t, a.h, agentruntime.MethodSpawn, agentruntime.SpawnRequest{Manifest: bad, IdempotencyKey: "inline-bad"}, nil)
+	if we := wantCode(t, err, wop.CodeValidation); !strings.Contains(we.Message, "/manifest/toolAllowlist/0") {
+		t.Errorf("inline refusal does not name the field: %s", we.Message)
+	}
+	unpublished := json.RawMessage(`{"id":"inline","name":"i","description":"d","systemPromptRef":"t/absent@1","toolAllowlist":[]}`)
+	err = agentCall(t, a.h, agentruntime.MethodSpawn, agentruntime.SpawnRequest{Manifest: unpublished, IdempotencyKey: "inline-absent"}, nil)
+	if we := wantCode(t, err, wop.CodeValidation); !strings.Contains(we.Message, "/manifest/systemPromptRef") {
+		t.Errorf("inline refusal does not name the field: %s", we.Message)
+	}
+}
+
+// spawnInlineRuns spawns a valid inline agent; its tool calls are checked
+// by the host against the manifest it was spawned with.
+func (a *agentsHost) spawnInlineRuns(t *testing.T) {
+	good := json.RawMessage(fmt.Sprintf(`{"id":"inline-math","name":"i","description":"adds","systemPromptRef":%q,"toolAllowlist":["tools/add"]}`, a.e.pins["math"]))
+	var res agentruntime.SpawnResult
+	if err := agentCall(t, a.h, agentruntime.MethodSpawn, agentruntime.SpawnRequest{Manifest: good, IdempotencyKey: "inline-good"}, &res); err != nil {
+		t.Fatalf("inline spawn: %v", err)
+	}
+	var d agentruntime.DelegateResult
+	if err := agentCall(t, a.h, agentruntime.MethodDelegate, agentruntime.DelegateRequest{Task: json.RawMessage(`"add 2 and 3"`), Agents: []string{res.AgentInstanceID}}, &d); err != nil {
+		t.Fatalf("delegate to the inline agent: %v", err)
+	}
+	if string(d.Output) != `"math-done: 2 + 3 = 5"` {
+		t.Errorf("inline agent output %s", d.Output)
+	}
+}
+
+func (a *agentsHost) delegate(t *testing.T, req agentruntime.DelegateRequest) agentruntime.DelegateResult {
+	t.Helper()
+	var res agentruntime.DelegateResult
+	if err := agentCall(t, a.h, agentruntime.MethodDelegate, req, &res); err != nil {
+		t.Fatalf("delegate %s: %v", req.Task, err)
+	}
+	return res
+}
+
+// delegateBestMatch: the task's terms "add" and "numbers" are math's skill
+// tags; the loop calls tools/add on the MCP server, then answers from the
+// tool's result. A poem goes to the writer.
+func (a *agentsHost) delegateBestMatch(t *testing.T) {
+	ids := a.ids
+	res := a.delegate(t, agentruntime.DelegateRequest{Task: json.RawMessage(`"add the numbers 2 and 3"`), Agents: []string{ids["writer"], ids["math"]}})
+	if res.SelectedAgentID != ids["math"] || res.Status != agentruntime.StatusCompleted || string(res.Output) != `"math-done: 2 + 3 = 5"` {
+		t.Errorf("best-match: %+v output %s", res, res.Output)
+	}
+	res = a.delegate(t, agentruntime.DelegateRequest{Task: json.RawMessage(`"write a poem"`), Agents: []string{ids["math"], ids["writer"]}})
+	if res.SelectedAgentID != ids["writer"] || string(res.Output) != `"a poem"` {
+		t.Errorf("best-match poem: %+v output %s", res, res.Output)
+	}
+}
+
+// delegateEscalates: math is the only candidate and scores 0 for a poem.
+func (a *agentsHost) delegateEscalates(t *testing.T) {
+	threshold := 0.5
+	res := a.delegate(t, agentruntime.DelegateRequest{Task: json.RawMessage(`"write a poem"`), Agents: []string{a.ids["math"]}, EscalationThreshold: &threshold})
+	if res.Status != agentruntime.StatusEscalated || !res.Escalated || res.SelectedAgentID != a.ids["math"] || len(res.Output) != 0 {
+		t.Errorf("escalation: %+v", res)
+	}
+}
+
+// delegateLoadBalanced: both idle, the first listed; once writer has a
+// message waiting in its mailbox, math.
+func (a *agentsHost) delegateLoadBalanced(t *testing.T) {
+	ids := a.ids
+	lb := agentruntime.DelegateRequest{Task: json.RawMessage(`"add 2 and 3"`), Agents: []string{ids["writer"], ids["math"]}, Strategy: agentruntime.StrategyLoadBalanced}
+	if res := a.delegate(t, lb); res.SelectedAgentID != ids["writer"] {
+		t.Errorf("load-balanced, both idle: %s, want writer", res.SelectedAgentID)
+	}
+	if err := agentCall(t, a.h, agentruntime.MethodMessageSend, agentruntime.MessageSendRequest{
+		FromAgentID: ids["math"], ToAgentID: ids["writer"], Channel: "notes", Content: json.RawMessage(`"later"`), IdempotencyKey: "lb-1",
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res := a.delegate(t, lb); res.SelectedAgentID != ids["math"] || string(res.Output) != `"math-done: 2 + 3 = 5"` {
+		t.Errorf("load-balanced, writer busy: %+v output %s", res, res.Output)
+	}
+}
+
+// allowlistRefused: sneaky's model asks for tools__fail, which its
+// allowlist does not offer: the loop answers the model with an error
+// result without calling mcp, and the model's next turn sees it.
+func (a *agentsHost) allowlistRefused(t *testing.T) {
+	res := a.delegate(t, agentruntime.DelegateRequest{Task: json.RawMessage(`"do it"`), Agents: []string{a.ids["sneaky"]}})
+	if string(res.Output) != `"refused-locally"` {
+		t.Errorf("sneaky output %s, want the scripted answer to the refusal", res.Output)
+	}
+}
+
+func (a *agentsHost) turnsExhausted(t *testing.T) {
+	err := agentCall(t, a.h, agentruntime.MethodDelegate, agentruntime.DelegateRequest{Task: json.RawMessage(`"loop"`), Agents: []string{a.ids["looper"]}}, nil)
+	we := wantCode(t, err, agentruntime.CodeAgentBudgetExceeded)
+	if limitOf(we) != "turns" {
+		t.Errorf("looper details %v, want limit turns", we.Details)
+	}
+}
+
+func (a *agentsHost) tokensExhausted(t *testing.T) {
+	err := agentCall(t, a.h, agentruntime.MethodDelegate, agentruntime.DelegateRequest{Task: json.RawMessage(`"talk"`), Agents: []string{a.ids["spender"]}}, nil)
+	we := wantCode(t, err, agentruntime.CodeAgentBudgetExceeded)
+	if limitOf(we) != "tokenBudget" {
+		t.Errorf("spender details %v, want limit tokenBudget", we.Details)
+	}
+}
+
+func (a *agentsHost) consensus(t *testing.T, req agentruntime.ConsensusRequest) agentruntime.ConsensusResult {
+	t.Helper()
+	req.Proposal = json.RawMessage(`"ship it?"`)
+	var res agentruntime.ConsensusResult
+	if err := agentCall(t, a.h, agentruntime.MethodConsensus, req, &res); err != nil {
+		t.Fatalf("consensus: %v", err)
+	}
+	return res
+}
+
+// votes lists a consensus result's ballots as "participant=vote".
+func votes(res agentruntime.ConsensusResult) string {
+	var parts []string
+	for _, b := range res.Ballots {
+		parts = append(parts, fmt.Sprintf("%d=%s", b.Participant, b.Vote))
+	}
+	return strings.Join(parts, " ")
+}
+
+// voters are the three voting agents, a, b and c.
+func (a *agentsHost) voters() []string {
+	return []string{a.ids["voter-a"], a.ids["voter-b"], a.ids["voter-c"]}
+}
+
+func (a *agentsHost) consensusMajority(t *testing.T) {
+	res := a.consensus(t, agentruntime.ConsensusRequest{Participants: a.voters(), Strategy: agentruntime.StrategyMajority})
+	if !res.Converged || res.Rounds != 1 || string(res.Decision) != `"yes"` || votes(res) != `0="yes" 1=" YES " 2="no"` {
+		t.Errorf("majority: %+v (%s)", res, votes(res))
+	}
+	if res.Agreement < 0.66 || res.Agreement > 0.67 {
+		t.Errorf("majority agreement %v, want 2/3", res.Agreement)
+	}
+}
+
+// consensusSplit: a and c disagree, and a debate round changes nothing.
+func (a *agentsHost) consensusSplit(t *testing.T) {
+	res := a.consensus(t, agentruntime.ConsensusRequest{Participants: []string{a.ids["voter-a"], a.ids["voter-c"]}, Strategy: agentruntime.StrategyUnanimous, MaxRounds: 2})
+	if res.Converged || res.Rounds != 2 || len(res.Decision) != 0 || res.Agreement != 0.5 || votes(res) != `0="yes" 1="no"` {
+		t.Errorf("split: %+v (%s)", res, votes(res))
+	}
+}
+
+// consensusQuorum: a quorum of 2 out of 3 is met by a and b: c is never
+// asked.
+func (a *agentsHost) consensusQuorum(t *testing.T) {
+	threshold := 0.5
+	res := a.consensus(t, agentruntime.ConsensusRequest{Participants: a.voters(), Strategy: agentruntime.StrategyQuorum, Threshold: &threshold})
+	if !res.Converged || res.Rounds != 1 || len(res.Ballots) != 2 || votes(res) != `0="yes" 1=" YES "` {
+		t.Errorf("quorum met early: %+v (%s)", res, votes(res))
+	}
 }
 
 // capture is an OpenAI-compatible endpoint that records each request body

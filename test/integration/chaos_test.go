@@ -62,6 +62,55 @@ func TestChaos(t *testing.T) {
 		t.Skip("chaos test skipped in -short mode")
 	}
 	goroutinesBefore, fdsBefore := runtime.NumGoroutine(), openFDs()
+	c := startChaosHost(t)
+	if !t.Run("two agents are spawned", c.spawnAgents) {
+		t.FailNow()
+	}
+	c.startLoad()
+	if !t.Run("each killed plugin comes back while every family keeps serving", c.killInTurn) {
+		t.FailNow()
+	}
+	c.load.halt()
+
+	t.Run("every accepted envelope answers again with the same id", c.envelopesKept)
+	t.Run("every accepted mailbox message is recognised by its key", c.messagesKept)
+	t.Run("the published prompt resolves and verifies", c.promptKept)
+
+	leaks := c.closeHost(goroutinesBefore, fdsBefore)
+	c.logFigures(t, leaks)
+
+	t.Run("the families nobody killed never failed", c.unkilledNeverFailed)
+	t.Run("the killed families failed only as unavailable or not provided", c.killedFailedOnlyAsUnavailable)
+	t.Run("every family served under load", c.everyFamilyServed)
+	t.Run("something was accepted to check for loss", c.somethingAccepted)
+	t.Run("each plugin came back within the first restart backoff plus a margin", c.recoveredOnFirstRestart)
+	t.Run("nothing outlives Close", leaks.check)
+}
+
+// chaosRun is the host under chaos, its load and what the load saw.
+type chaosRun struct {
+	h        *host.Host
+	cfg      string
+	families []string // the five families under load
+	agents   []string // the two agents messages go between
+
+	load workers
+	// mu guards what the load records.
+	mu           sync.Mutex
+	served       map[string]int    // family → calls served
+	errorsByCode map[string]int    // "family code" of the killed families → count
+	accepted     map[string]string // idempotency key → envelopeId
+	messages     map[int]string    // message index → messageId
+	echoFailures []string          // failures of the families nobody kills
+
+	recoveries []time.Duration // per kill, in order
+	lost       int             // accepted things not found again
+}
+
+// startChaosHost lays out the kvdemo pack, publishes the chaos prompt and
+// starts a host serving five families to two packs.
+func startChaosHost(t *testing.T) *chaosRun {
+	t.Helper()
 	dir := t.TempDir()
 	kvdemo := filepath.Join(dir, "kvdemo")
 	if err := testbin.LayOutPack("examples/packs/kvdemo", binary(t, "./examples/packs/kvdemo"), kvdemo); err != nil {
@@ -103,264 +152,325 @@ pack "community.wophost.kvdemo" { path = %q }
 	if res := runHost(t, "", "--config", cfg, "prompts", "publish", prompt); res.code != 0 {
 		t.Fatalf("publish: %s%s", res.stdout, res.stderr)
 	}
-	h := startHost(t, cfg)
-
-	call := func(family, method, payload string) (json.RawMessage, error) {
-		in := fmt.Sprintf(`{"family":%q,"method":%q,"payload":%s}`, family, method, payload)
-		res, err := h.Run(context.Background(), "probe.call", json.RawMessage(in), host.RunOptions{Timeout: 30 * time.Second})
-		if err != nil {
-			return nil, err
-		}
-		return res.Output, nil
+	return &chaosRun{
+		h:            startHost(t, cfg),
+		cfg:          cfg,
+		families:     []string{"test.echo", "acme.kv", "aiEnvelope", "promptLibrary", "agentRuntime"},
+		agents:       make([]string, 2),
+		served:       map[string]int{},
+		errorsByCode: map[string]int{},
+		accepted:     map[string]string{},
+		messages:     map[int]string{},
 	}
+}
 
-	// Two agents to send messages between.
-	agents := make([]string, 2)
-	for i := range agents {
+// call makes one ctx call from the probe pack.
+func (c *chaosRun) call(family, method, payload string) (json.RawMessage, error) {
+	in := fmt.Sprintf(`{"family":%q,"method":%q,"payload":%s}`, family, method, payload)
+	res, err := c.h.Run(context.Background(), "probe.call", json.RawMessage(in), host.RunOptions{Timeout: 30 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	return res.Output, nil
+}
+
+// message is the i-th message from the first agent to the second.
+func (c *chaosRun) message(i int) string {
+	return fmt.Sprintf(`{"fromAgentId":%q,"toAgentId":%q,"channel":"chaos","content":{"n":%d},"idempotencyKey":"msg-%d"}`, c.agents[0], c.agents[1], i, i)
+}
+
+// envelopeRequest is the generate request the load sends with key.
+func envelopeRequest(i int, key string) string {
+	return fmt.Sprintf(`{"envelopeType":"chaos","userMessage":"n %d","idempotencyKey":%q}`, i, key)
+}
+
+func (c *chaosRun) spawnAgents(t *testing.T) {
+	for i := range c.agents {
 		manifest := fmt.Sprintf(`{"id":"chaos-%d","name":"Chaos %d","description":"takes messages","systemPromptRef":"chaos/system@1","toolAllowlist":[]}`, i, i)
-		out, err := call("agentRuntime", "spawn", fmt.Sprintf(`{"manifest":%s,"idempotencyKey":"spawn-%d"}`, manifest, i))
+		out, err := c.call("agentRuntime", "spawn", fmt.Sprintf(`{"manifest":%s,"idempotencyKey":"spawn-%d"}`, manifest, i))
 		var r struct {
 			AgentInstanceID string `json:"agentInstanceId"`
 		}
 		if err != nil || json.Unmarshal(out, &r) != nil || r.AgentInstanceID == "" {
 			t.Fatalf("spawn %d: %s %v", i, out, err)
 		}
-		agents[i] = r.AgentInstanceID
+		c.agents[i] = r.AgentInstanceID
 	}
-	message := func(i int) string {
-		return fmt.Sprintf(`{"fromAgentId":%q,"toAgentId":%q,"channel":"chaos","content":{"n":%d},"idempotencyKey":"msg-%d"}`, agents[0], agents[1], i, i)
-	}
-	messages := map[int]string{} // index → messageId
+}
 
-	var mu sync.Mutex
-	served := map[string]int{}
-	errorsByCode := map[string]int{}
-	accepted := map[string]string{} // idempotency key → envelopeId
-	var echoFailures []string       // failures of the families nobody kills
-
-	var load workers
-	worker := load.loop
+// startLoad starts five workers: kvdemo storing values, messages between
+// the agents, and three probe workers each calling echo, a pinned prompt
+// and an envelope.
+func (c *chaosRun) startLoad() {
 	// The second pack: kvdemo stores values through acme.kv, never killed.
-	worker(func(i int) {
+	c.load.loop(func(i int) {
 		in := fmt.Sprintf(`{"key":"k%d","value":"v%d"}`, i%10, i)
-		_, err := h.Run(context.Background(), "kvdemo.remember", json.RawMessage(in), host.RunOptions{Timeout: 30 * time.Second})
-		mu.Lock()
-		defer mu.Unlock()
+		_, err := c.h.Run(context.Background(), "kvdemo.remember", json.RawMessage(in), host.RunOptions{Timeout: 30 * time.Second})
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		if err != nil {
-			echoFailures = append(echoFailures, "kvdemo.remember: "+err.Error())
+			c.echoFailures = append(c.echoFailures, "kvdemo.remember: "+err.Error())
 		} else {
-			served["acme.kv"]++
+			c.served["acme.kv"]++
 		}
 	})
 	// Messages between the two agents, into a durable mailbox.
-	worker(func(i int) {
-		out, err := call("agentRuntime", "messageSend", message(i))
+	c.load.loop(func(i int) {
+		out, err := c.call("agentRuntime", "messageSend", c.message(i))
 		var r struct {
 			MessageID string `json:"messageId"`
 		}
-		mu.Lock()
-		defer mu.Unlock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		if err != nil {
-			errorsByCode["agentRuntime "+wop.CodeOf(err)]++
+			c.errorsByCode["agentRuntime "+wop.CodeOf(err)]++
 		} else if json.Unmarshal(out, &r) == nil && r.MessageID != "" {
-			messages[i] = r.MessageID
-			served["agentRuntime"]++
+			c.messages[i] = r.MessageID
+			c.served["agentRuntime"]++
 		}
 	})
-	// Three workers in the probe pack: echo, a pinned prompt, an envelope.
 	for w := range 3 {
-		worker(func(i int) {
-			_, echoErr := call("test.echo", "echo", `{"w":1}`)
-			prompt, promptErr := call("promptLibrary", "get", `{"promptId":"chaos/system@1"}`)
-			key := fmt.Sprintf("chaos-%d-%d", w, i)
-			envelope, aiErr := call("aiEnvelope", "generate", fmt.Sprintf(`{"envelopeType":"chaos","userMessage":"n %d","idempotencyKey":%q}`, i, key))
-			var r struct {
-				EnvelopeID string `json:"envelopeId"`
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if echoErr != nil {
-				echoFailures = append(echoFailures, echoErr.Error())
-			} else {
-				served["test.echo"]++
-			}
-			if promptErr != nil {
-				errorsByCode["promptLibrary "+wop.CodeOf(promptErr)]++
-			} else if strings.Contains(string(prompt), "You are under chaos.") {
-				served["promptLibrary"]++
-			}
-			if aiErr != nil {
-				errorsByCode["aiEnvelope "+wop.CodeOf(aiErr)]++
-			} else if json.Unmarshal(envelope, &r) == nil && r.EnvelopeID != "" {
-				accepted[key] = r.EnvelopeID
-				served["aiEnvelope"]++
-			}
-		})
+		c.load.loop(func(i int) { c.probeWorker(w, i) })
 	}
+}
 
-	// Before each kill, every family has served calls since the last one:
-	// the load is running on all five, whatever the machine's speed.
-	families := []string{"test.echo", "acme.kv", "aiEnvelope", "promptLibrary", "agentRuntime"}
-	progressed := func(k int) {
-		mu.Lock()
-		since := maps.Clone(served)
-		mu.Unlock()
-		deadline := time.Now().Add(time.Minute)
-		for {
-			mu.Lock()
-			var idle []string
-			for _, f := range families {
-				if served[f] <= since[f] {
-					idle = append(idle, f)
-				}
-			}
-			mu.Unlock()
-			if len(idle) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("before kill %d: no call of %v served within a minute (errors of killed families: %v)", k, idle, errorsByCode)
-			}
-			time.Sleep(20 * time.Millisecond)
+// probeWorker is the i-th round of probe worker w: echo, a pinned prompt,
+// an envelope.
+func (c *chaosRun) probeWorker(w, i int) {
+	_, echoErr := c.call("test.echo", "echo", `{"w":1}`)
+	prompt, promptErr := c.call("promptLibrary", "get", `{"promptId":"chaos/system@1"}`)
+	key := fmt.Sprintf("chaos-%d-%d", w, i)
+	envelope, aiErr := c.call("aiEnvelope", "generate", envelopeRequest(i, key))
+	var r struct {
+		EnvelopeID string `json:"envelopeId"`
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if echoErr != nil {
+		c.echoFailures = append(c.echoFailures, echoErr.Error())
+	} else {
+		c.served["test.echo"]++
+	}
+	if promptErr != nil {
+		c.errorsByCode["promptLibrary "+wop.CodeOf(promptErr)]++
+	} else if strings.Contains(string(prompt), "You are under chaos.") {
+		c.served["promptLibrary"]++
+	}
+	if aiErr != nil {
+		c.errorsByCode["aiEnvelope "+wop.CodeOf(aiErr)]++
+	} else if json.Unmarshal(envelope, &r) == nil && r.EnvelopeID != "" {
+		c.accepted[key] = r.EnvelopeID
+		c.served["aiEnvelope"]++
+	}
+}
+
+// killInTurn kills the aiEnvelope, promptLibrary and agentRuntime plugins
+// in turn, each once every family has served calls since the last kill,
+// and waits for each to serve again.
+func (c *chaosRun) killInTurn(t *testing.T) {
+	for k := range chaosKills {
+		target, up := c.killTarget(k)
+		if !t.Run(fmt.Sprintf("kill %d of %s", k, target), func(t *testing.T) {
+			c.progressed(t, k)
+			c.killAndRecover(t, k, target, up)
+		}) {
+			t.FailNow()
 		}
 	}
+	t.Run("every family serves after the last kill", func(t *testing.T) { c.progressed(t, chaosKills) })
+}
 
-	var recoveries []time.Duration
-	for k := range chaosKills {
-		progressed(k)
-		// Recovered when a call from pack code succeeds again.
-		target, up := "aienvelope", func() error {
-			_, err := call("aiEnvelope", "generate", fmt.Sprintf(`{"envelopeType":"probe","userMessage":"up?","idempotencyKey":"probe-%d-%d"}`, k, time.Now().UnixNano()))
+// killTarget is the plugin kill k takes and the call that succeeds once it
+// is back, from pack code.
+func (c *chaosRun) killTarget(k int) (string, func() error) {
+	switch k % 3 {
+	case 1:
+		return "promptlib", func() error {
+			_, err := c.call("promptLibrary", "get", `{"promptId":"chaos/system@1"}`)
 			return err
 		}
-		switch k % 3 {
-		case 1:
-			target, up = "promptlib", func() error {
-				_, err := call("promptLibrary", "get", `{"promptId":"chaos/system@1"}`)
-				return err
-			}
-		case 2:
-			target, up = "agentrt", func() error {
-				_, err := call("agentRuntime", "messageSend", fmt.Sprintf(`{"fromAgentId":%q,"toAgentId":%q,"channel":"up","content":1,"idempotencyKey":"up-%d-%d"}`, agents[0], agents[1], k, time.Now().UnixNano()))
-				return err
-			}
+	case 2:
+		return "agentrt", func() error {
+			_, err := c.call("agentRuntime", "messageSend", fmt.Sprintf(`{"fromAgentId":%q,"toAgentId":%q,"channel":"up","content":1,"idempotencyKey":"up-%d-%d"}`, c.agents[0], c.agents[1], k, time.Now().UnixNano()))
+			return err
 		}
-		pids := children(target)
-		if len(pids) != 1 {
-			t.Fatalf("kill %d: %s plugin processes %v, want one", k, target, pids)
-		}
-		killed := time.Now()
-		if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		deadline := killed.Add(time.Minute)
-		for up() != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("kill %d: %s did not come back within a minute", k, target)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		recoveries = append(recoveries, time.Since(killed))
 	}
-	progressed(chaosKills)
-	load.halt()
+	return "aienvelope", func() error {
+		_, err := c.call("aiEnvelope", "generate", fmt.Sprintf(`{"envelopeType":"probe","userMessage":"up?","idempotencyKey":"probe-%d-%d"}`, k, time.Now().UnixNano()))
+		return err
+	}
+}
 
-	// Nothing accepted is lost: every envelope answers again, same id.
-	mu.Lock()
-	keys := make([]string, 0, len(accepted))
-	for k := range accepted {
-		keys = append(keys, k)
+// progressed waits until every family has served calls since it was
+// called: the load is running on all five, whatever the machine's speed.
+func (c *chaosRun) progressed(t *testing.T, k int) {
+	c.mu.Lock()
+	since := maps.Clone(c.served)
+	c.mu.Unlock()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c.mu.Lock()
+		var idle []string
+		for _, f := range c.families {
+			if c.served[f] <= since[f] {
+				idle = append(idle, f)
+			}
+		}
+		c.mu.Unlock()
+		if len(idle) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.mu.Lock()
+			errs := maps.Clone(c.errorsByCode)
+			c.mu.Unlock()
+			t.Fatalf("before kill %d: no call of %v served within a minute (errors of killed families: %v)", k, idle, errs)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	mu.Unlock()
-	lost := 0
-	for _, key := range keys {
-		var i int
+}
+
+// killAndRecover kills target's one process with SIGKILL and records how
+// long until up succeeds again.
+func (c *chaosRun) killAndRecover(t *testing.T, k int, target string, up func() error) {
+	pids := children(target)
+	if len(pids) != 1 {
+		t.Fatalf("kill %d: %s plugin processes %v, want one", k, target, pids)
+	}
+	killed := time.Now()
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := killed.Add(time.Minute)
+	for up() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("kill %d: %s did not come back within a minute", k, target)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.recoveries = append(c.recoveries, time.Since(killed))
+}
+
+func (c *chaosRun) envelopesKept(t *testing.T) {
+	for key, id := range c.accepted {
 		parts := strings.Split(key, "-")
-		i, _ = strconv.Atoi(parts[len(parts)-1])
-		out, err := call("aiEnvelope", "generate", fmt.Sprintf(`{"envelopeType":"chaos","userMessage":"n %d","idempotencyKey":%q}`, i, key))
+		i, _ := strconv.Atoi(parts[len(parts)-1])
+		out, err := c.call("aiEnvelope", "generate", envelopeRequest(i, key))
 		var r struct {
 			EnvelopeID string `json:"envelopeId"`
 		}
-		if err != nil || json.Unmarshal(out, &r) != nil || r.EnvelopeID != accepted[key] {
-			lost++
-			t.Errorf("envelope %s (%s) lost: %s %v", key, accepted[key], out, err)
+		if err != nil || json.Unmarshal(out, &r) != nil || r.EnvelopeID != id {
+			c.lost++
+			t.Errorf("envelope %s (%s) lost: %s %v", key, id, out, err)
 		}
 	}
+}
 
-	// The mailboxes lost nothing: every accepted message is recognised by
-	// its key and answers with the same id.
-	for i, id := range messages {
-		out, err := call("agentRuntime", "messageSend", message(i))
+func (c *chaosRun) messagesKept(t *testing.T) {
+	for i, id := range c.messages {
+		out, err := c.call("agentRuntime", "messageSend", c.message(i))
 		var r struct {
 			MessageID string `json:"messageId"`
 		}
 		if err != nil || json.Unmarshal(out, &r) != nil || r.MessageID != id {
-			lost++
+			c.lost++
 			t.Errorf("message %d (%s) lost: %s %v", i, id, out, err)
 		}
 	}
-	// The prompt store lost nothing either: the published version resolves
-	// to the same bytes, and verify finds nothing wrong.
-	if out, err := call("promptLibrary", "get", `{"promptId":"chaos/system@1"}`); err != nil || !strings.Contains(string(out), "Answer anyway.") {
-		lost++
+}
+
+// promptKept checks that the published version resolves to the same bytes
+// and that verify finds nothing wrong.
+func (c *chaosRun) promptKept(t *testing.T) {
+	if out, err := c.call("promptLibrary", "get", `{"promptId":"chaos/system@1"}`); err != nil || !strings.Contains(string(out), "Answer anyway.") {
+		c.lost++
 		t.Errorf("the published prompt after the kills: %s %v", out, err)
 	}
-	if res := runHost(t, "", "--config", cfg, "prompts", "verify"); res.code != 0 {
+	if res := runHost(t, "", "--config", c.cfg, "prompts", "verify"); res.code != 0 {
 		t.Errorf("prompts verify after the kills: %s%s", res.stdout, res.stderr)
 	}
+}
 
-	h.Close()
+// chaosLeaks is what outlived the host's Close.
+type chaosLeaks struct {
+	procs, goroutines, fds int
+}
+
+// closeHost closes the host, gives its processes and goroutines ten
+// seconds to go, and measures what is left against the counts before.
+func (c *chaosRun) closeHost(goroutinesBefore, fdsBefore int) chaosLeaks {
+	c.h.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && (len(children("")) > 0 || runtime.NumGoroutine() > goroutinesBefore+5) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	procsLeft, goroutineLeak, fdLeak := len(children("")), runtime.NumGoroutine()-goroutinesBefore, openFDs()-fdsBefore
+	return chaosLeaks{procs: len(children("")), goroutines: runtime.NumGoroutine() - goroutinesBefore, fds: openFDs() - fdsBefore}
+}
 
-	recoveriesInOrder := slices.Clone(recoveries)
+func (l chaosLeaks) check(t *testing.T) {
+	if l.procs > 0 {
+		t.Errorf("%d processes outlived Close", l.procs)
+	}
+	if l.goroutines > 5 {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines more than before the host started:\n%s", l.goroutines, buf[:runtime.Stack(buf, true)])
+	}
+	if l.fds > 3 {
+		t.Errorf("%d file descriptors more than before the host started", l.fds)
+	}
+}
+
+func (c *chaosRun) logFigures(t *testing.T, leaks chaosLeaks) {
+	recoveries := slices.Clone(c.recoveries)
 	slices.Sort(recoveries)
 	t.Logf("chaos: %d kills (aiEnvelope, promptLibrary and agentRuntime in turn) under load from two packs, five workers", chaosKills)
 	t.Logf("calls served: test.echo %d, acme.kv %d, aiEnvelope %d, promptLibrary %d, agentRuntime %d; failures of unkilled families %d; errors of killed families by code %v",
-		served["test.echo"], served["acme.kv"], served["aiEnvelope"], served["promptLibrary"], served["agentRuntime"], len(echoFailures), errorsByCode)
+		c.served["test.echo"], c.served["acme.kv"], c.served["aiEnvelope"], c.served["promptLibrary"], c.served["agentRuntime"], len(c.echoFailures), c.errorsByCode)
 	t.Logf("recovery after a kill: p50 %s, max %s", recoveries[len(recoveries)/2].Round(time.Millisecond), recoveries[len(recoveries)-1].Round(time.Millisecond))
 	t.Logf("accepted envelopes %d, messages %d, lost %d; after Close: processes left %d, goroutines %+d, file descriptors %+d",
-		len(keys), len(messages), lost, procsLeft, goroutineLeak, fdLeak)
+		len(c.accepted), len(c.messages), c.lost, leaks.procs, leaks.goroutines, leaks.fds)
+}
 
-	if len(echoFailures) > 0 {
-		t.Errorf("families nobody killed failed: %v", echoFailures[:min(3, len(echoFailures))])
+func (c *chaosRun) unkilledNeverFailed(t *testing.T) {
+	if len(c.echoFailures) > 0 {
+		t.Errorf("families nobody killed failed: %v", c.echoFailures[:min(3, len(c.echoFailures))])
 	}
-	for fc := range errorsByCode {
+}
+
+func (c *chaosRun) killedFailedOnlyAsUnavailable(t *testing.T) {
+	for fc := range c.errorsByCode {
 		_, code, _ := strings.Cut(fc, " ")
 		if code != wop.CodeUnavailable && code != wop.CodeCapabilityNotProvided {
 			t.Errorf("%s during the kills; want only unavailable or capability_not_provided", fc)
 		}
 	}
-	for _, f := range families {
-		if served[f] == 0 {
+}
+
+func (c *chaosRun) everyFamilyServed(t *testing.T) {
+	for _, f := range c.families {
+		if c.served[f] == 0 {
 			t.Errorf("no %s call succeeded under load", f)
 		}
 	}
-	if len(keys) == 0 || len(messages) == 0 {
-		t.Errorf("nothing accepted to check for loss: %d envelopes, %d mailbox messages", len(keys), len(messages))
+}
+
+func (c *chaosRun) somethingAccepted(t *testing.T) {
+	if len(c.accepted) == 0 || len(c.messages) == 0 {
+		t.Errorf("nothing accepted to check for loss: %d envelopes, %d mailbox messages", len(c.accepted), len(c.messages))
 	}
-	// A killed plugin is restarted after the first step of the backoff; the
-	// margin covers starting its process, its handshake and configuration
-	// and the call that sees it back on a loaded machine, which take well
-	// under a second unloaded: a recovery past it is a restart that did not
-	// happen on the first attempt, not a slow machine.
+}
+
+// recoveredOnFirstRestart bounds each recovery. A killed plugin is
+// restarted after the first step of the backoff; the margin covers
+// starting its process, its handshake and configuration and the call that
+// sees it back on a loaded machine, which take well under a second
+// unloaded: a recovery past it is a restart that did not happen on the
+// first attempt, not a slow machine.
+func (c *chaosRun) recoveredOnFirstRestart(t *testing.T) {
 	const recoveryBound = firstRestartBackoff + 10*time.Second
-	for k, r := range recoveriesInOrder {
+	for k, r := range c.recoveries {
 		if r > recoveryBound {
 			t.Errorf("kill %d: the plugin came back after %s, over the first restart backoff (%s) plus a 10 s margin", k, r.Round(time.Millisecond), firstRestartBackoff)
 		}
-	}
-	if procsLeft > 0 {
-		t.Errorf("%d processes outlived Close", procsLeft)
-	}
-	if goroutineLeak > 5 {
-		buf := make([]byte, 1<<20)
-		t.Errorf("%d goroutines more than before the host started:\n%s", goroutineLeak, buf[:runtime.Stack(buf, true)])
-	}
-	if fdLeak > 3 {
-		t.Errorf("%d file descriptors more than before the host started", fdLeak)
 	}
 }

@@ -267,63 +267,112 @@ func TestChaosReload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test skipped in -short mode")
 	}
-	const reloads = 6
-	cfg := reloadDeployment(t)
-	d := startServe(t, cfg)
-	kvPID := childrenOf(d.cmd.Process.Pid, "wophost-kv")
-	aiPID := childrenOf(d.cmd.Process.Pid, "aienvelope")
-	if len(kvPID) != 1 || len(aiPID) != 1 {
-		t.Fatalf("kv plugin processes %v, aiEnvelope %v; want one each", kvPID, aiPID)
+	c := startReloadChaos(t)
+	c.startLoad()
+	if !t.Run("each reload completes under load, replacing exactly the changed plugins", c.reloadInTurn) {
+		t.FailNow()
 	}
+	c.load.halt()
 
-	execute := d.execute
-	generate := func(key string) string {
-		return fmt.Sprintf(`{"family":"aiEnvelope","method":"generate","payload":{"envelopeType":"reload","userMessage":%q,"idempotencyKey":%q}}`, key, key)
-	}
+	t.Run("every accepted envelope answers again with the same id", c.envelopesKept)
+	t.Run("requests fail only around a changed reload, and then retryably", c.failuresOnlyAroundChanges)
+	c.logFigures(t)
+	t.Run("envelopes are accepted under load", func(t *testing.T) {
+		if len(c.accepted) == 0 {
+			t.Error("no envelope was accepted under load")
+		}
+	})
+	t.Run("every kv process opens its store", func(t *testing.T) {
+		if strings.Contains(c.d.log(), "timeout") && strings.Contains(c.d.log(), "open store") {
+			t.Errorf("a kv process could not open its store:\n%s", c.d.log())
+		}
+	})
+	t.Run("serve exits 0 on SIGTERM", func(t *testing.T) {
+		if code := c.d.stop(t, syscall.SIGTERM); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, c.d.log())
+		}
+	})
+}
 
-	type outcome struct {
-		start, end time.Time
-		status     int
-		body       string
+const (
+	// chaosReloads is how many times TestChaosReload reloads, unchanged
+	// and changed in turn.
+	chaosReloads = 6
+	// reloadClients is how many clients load TestChaosReload's host.
+	reloadClients = 4
+)
+
+// reloadOutcome is one request of TestChaosReload's load.
+type reloadOutcome struct {
+	start, end time.Time
+	status     int
+	body       string
+}
+
+// reloadChaos is host serve reloaded under load, and what the load saw.
+type reloadChaos struct {
+	cfg          string
+	d            *daemon
+	kvPID, aiPID []int // the plugin processes of the moment
+
+	load workers
+	// mu guards what the load records.
+	mu       sync.Mutex
+	outcomes []reloadOutcome
+	answered [reloadClients]int // requests each client has had answered
+	accepted map[string]string  // idempotency key → envelopeId
+
+	took []time.Duration // per reload, from SIGHUP to "reloaded"
+	// windows are the spans of the changed reloads, from SIGHUP to the
+	// "reloaded" line.
+	windows [][2]time.Time
+	lost    int
+	// What failed, by the kind of reload it overlapped.
+	byPhase                                      map[string]int
+	failedUnchanged, failedChanged, notRetryable int
+}
+
+// startReloadChaos starts host serve with one kv and one aiEnvelope
+// plugin process.
+func startReloadChaos(t *testing.T) *reloadChaos {
+	t.Helper()
+	c := &reloadChaos{cfg: reloadDeployment(t), accepted: map[string]string{}, byPhase: map[string]int{}}
+	c.d = startServe(t, c.cfg)
+	c.kvPID, c.aiPID = c.plugins()
+	if len(c.kvPID) != 1 || len(c.aiPID) != 1 {
+		t.Fatalf("kv plugin processes %v, aiEnvelope %v; want one each", c.kvPID, c.aiPID)
 	}
-	const clients = 4
-	var mu sync.Mutex
-	var outcomes []outcome
-	var answered [clients]int       // requests each client has had answered
-	accepted := map[string]string{} // idempotency key → envelopeId
-	// loadRuns returns once every client has had two more requests
-	// answered, whatever their status: the load runs on the host of the
-	// moment, before a reload and after the last.
-	loadRuns := func() {
-		mu.Lock()
-		before := answered
-		mu.Unlock()
-		waitUntil(t, "every client to be answered twice more", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			for w := range clients {
-				if answered[w] < before[w]+2 {
-					return false
-				}
-			}
-			return true
-		})
-	}
-	var load workers
-	for w := range clients {
-		load.loop(func(i int) {
+	return c
+}
+
+// plugins are the kv and aiEnvelope plugin processes of the moment.
+func (c *reloadChaos) plugins() (kv, ai []int) {
+	return childrenOf(c.d.cmd.Process.Pid, "wophost-kv"), childrenOf(c.d.cmd.Process.Pid, "aienvelope")
+}
+
+// generateCall is a probe call of aiEnvelope.generate under key.
+func generateCall(key string) string {
+	return fmt.Sprintf(`{"family":"aiEnvelope","method":"generate","payload":{"envelopeType":"reload","userMessage":%q,"idempotencyKey":%q}}`, key, key)
+}
+
+// startLoad starts the clients: even ones remember values with kvdemo,
+// odd ones generate envelopes.
+func (c *reloadChaos) startLoad() {
+	for w := range reloadClients {
+		c.load.loop(func(i int) {
 			start := time.Now()
 			var status int
 			var body, key string
 			if w%2 == 0 {
-				status, body = execute("kvdemo.remember", fmt.Sprintf(`{"key":"w%d-%d","value":"v%d"}`, w, i%20, i))
+				status, body = c.d.execute("kvdemo.remember", fmt.Sprintf(`{"key":"w%d-%d","value":"v%d"}`, w, i%20, i))
 			} else {
 				key = fmt.Sprintf("reload-%d-%d", w, i)
-				status, body = execute("probe.call", generate(key))
+				status, body = c.d.execute("probe.call", generateCall(key))
 			}
-			mu.Lock()
-			outcomes = append(outcomes, outcome{start, time.Now(), status, body})
-			answered[w]++
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.outcomes = append(c.outcomes, reloadOutcome{start, time.Now(), status, body})
+			c.answered[w]++
 			if key != "" && succeeded(status, body) {
 				var r struct {
 					Output struct {
@@ -331,99 +380,135 @@ func TestChaosReload(t *testing.T) {
 					} `json:"output"`
 				}
 				if json.Unmarshal([]byte(body), &r) == nil && r.Output.EnvelopeID != "" {
-					accepted[key] = r.Output.EnvelopeID
+					c.accepted[key] = r.Output.EnvelopeID
 				}
 			}
-			mu.Unlock()
 		})
 	}
+}
 
-	var took []time.Duration
-	// windows are the spans of the changed reloads, from SIGHUP to the
-	// "reloaded" line.
-	var windows [][2]time.Time
-	for k := range reloads {
-		loadRuns()
-		changed := k%2 == 1
-		if changed {
-			reloadConfig(t, cfg, 65536+k, 2+(k/2)%2)
-		}
-		t0 := time.Now()
-		if got := d.reloadAndWait(t, k+1); got != "reloaded" {
-			t.Fatalf("reload %d: %s\n%s", k, got, d.log())
-		}
-		took = append(took, time.Since(t0))
-		if changed {
-			windows = append(windows, [2]time.Time{t0, time.Now()})
-		}
-		kvNow, aiNow := childrenOf(d.cmd.Process.Pid, "wophost-kv"), childrenOf(d.cmd.Process.Pid, "aienvelope")
-		if !changed && (fmt.Sprint(kvNow) != fmt.Sprint(kvPID) || fmt.Sprint(aiNow) != fmt.Sprint(aiPID)) {
-			t.Errorf("reload %d (unchanged) replaced a plugin: kv %v → %v, aiEnvelope %v → %v", k, kvPID, kvNow, aiPID, aiNow)
-		}
-		if changed {
-			if len(kvNow) != 1 || len(aiNow) != 1 || kvNow[0] == kvPID[0] || aiNow[0] == aiPID[0] {
-				t.Errorf("reload %d (changed) left kv %v → %v, aiEnvelope %v → %v; want one new process each", k, kvPID, kvNow, aiPID, aiNow)
+// loadRuns returns once every client has had two more requests answered,
+// whatever their status: the load runs on the host of the moment, before
+// a reload and after the last.
+func (c *reloadChaos) loadRuns(t *testing.T) {
+	c.mu.Lock()
+	before := c.answered
+	c.mu.Unlock()
+	waitUntil(t, "every client to be answered twice more", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for w := range reloadClients {
+			if c.answered[w] < before[w]+2 {
+				return false
 			}
-			kvPID, aiPID = kvNow, aiNow
 		}
-	}
-	loadRuns()
-	load.halt()
+		return true
+	})
+}
 
-	// Nothing accepted is lost: every envelope answers again, same id.
-	lost := 0
-	for key, id := range accepted {
-		status, body := execute("probe.call", generate(key))
+// reloadInTurn reloads unchanged and changed (kv's and aiEnvelope's
+// config) in turn, each once the load has run on the host of the moment.
+func (c *reloadChaos) reloadInTurn(t *testing.T) {
+	for k := range chaosReloads {
+		changed := k%2 == 1
+		if !changed {
+			if !t.Run(fmt.Sprintf("reload %d, unchanged, completes", k), func(t *testing.T) { c.reload(t, k, false) }) {
+				t.FailNow()
+			}
+			t.Run(fmt.Sprintf("reload %d keeps kv and aiEnvelope", k), func(t *testing.T) { c.pluginsKept(t, k) })
+			continue
+		}
+		if !t.Run(fmt.Sprintf("reload %d, with kv and aiEnvelope changed, completes", k), func(t *testing.T) { c.reload(t, k, true) }) {
+			t.FailNow()
+		}
+		t.Run(fmt.Sprintf("reload %d replaces kv and aiEnvelope", k), func(t *testing.T) { c.pluginsReplaced(t, k) })
+	}
+	t.Run("every client is answered after the last reload", c.loadRuns)
+}
+
+// reload lets the load run, then reloads, with kv's and aiEnvelope's
+// config changed if changed, and waits for the reload to finish.
+func (c *reloadChaos) reload(t *testing.T, k int, changed bool) {
+	c.loadRuns(t)
+	if changed {
+		reloadConfig(t, c.cfg, 65536+k, 2+(k/2)%2)
+	}
+	t0 := time.Now()
+	if got := c.d.reloadAndWait(t, k+1); got != "reloaded" {
+		t.Fatalf("reload %d: %s\n%s", k, got, c.d.log())
+	}
+	c.took = append(c.took, time.Since(t0))
+	if changed {
+		c.windows = append(c.windows, [2]time.Time{t0, time.Now()})
+	}
+}
+
+func (c *reloadChaos) pluginsKept(t *testing.T, k int) {
+	kvNow, aiNow := c.plugins()
+	if fmt.Sprint(kvNow) != fmt.Sprint(c.kvPID) || fmt.Sprint(aiNow) != fmt.Sprint(c.aiPID) {
+		t.Errorf("reload %d (unchanged) replaced a plugin: kv %v → %v, aiEnvelope %v → %v", k, c.kvPID, kvNow, c.aiPID, aiNow)
+	}
+}
+
+func (c *reloadChaos) pluginsReplaced(t *testing.T, k int) {
+	kvNow, aiNow := c.plugins()
+	if len(kvNow) != 1 || len(aiNow) != 1 || kvNow[0] == c.kvPID[0] || aiNow[0] == c.aiPID[0] {
+		t.Errorf("reload %d (changed) left kv %v → %v, aiEnvelope %v → %v; want one new process each", k, c.kvPID, kvNow, c.aiPID, aiNow)
+	}
+	c.kvPID, c.aiPID = kvNow, aiNow
+}
+
+func (c *reloadChaos) envelopesKept(t *testing.T) {
+	for key, id := range c.accepted {
+		status, body := c.d.execute("probe.call", generateCall(key))
 		if !succeeded(status, body) || !strings.Contains(body, id) {
-			lost++
-			if lost <= 3 {
+			c.lost++
+			if c.lost <= 3 {
 				t.Errorf("envelope %s (%s) lost: %d %s", key, id, status, body)
 			}
 		}
 	}
+}
 
-	byPhase := map[string]int{}
-	failedUnchanged, failedChanged, notRetryable := 0, 0, 0
-	for _, o := range outcomes {
+// failuresOnlyAroundChanges classes each request by whether it
+// overlapped a changed reload: one that did not must have succeeded, one
+// that did may only have failed retryably.
+func (c *reloadChaos) failuresOnlyAroundChanges(t *testing.T) {
+	for _, o := range c.outcomes {
 		kind := "unchanged"
-		for _, w := range windows {
+		for _, w := range c.windows {
 			if o.start.Before(w[1]) && o.end.After(w[0]) {
 				kind = "changed"
 			}
 		}
 		if succeeded(o.status, o.body) {
-			byPhase[kind+" ok"]++
+			c.byPhase[kind+" ok"]++
 			continue
 		}
-		byPhase[fmt.Sprintf("%s %d", kind, o.status)]++
+		c.byPhase[fmt.Sprintf("%s %d", kind, o.status)]++
 		if kind == "unchanged" {
-			failedUnchanged++
-			if failedUnchanged <= 3 {
+			c.failedUnchanged++
+			if c.failedUnchanged <= 3 {
 				t.Errorf("a request that overlapped no changed reload failed: %d %s", o.status, o.body)
 			}
 			continue
 		}
-		failedChanged++
+		c.failedChanged++
 		if !strings.Contains(o.body, `"retryable":true`) {
-			notRetryable++
-			if notRetryable <= 3 {
+			c.notRetryable++
+			if c.notRetryable <= 3 {
 				t.Errorf("a request failed around a changed reload without being retryable: %d %s", o.status, o.body)
 			}
 		}
 	}
+}
+
+func (c *reloadChaos) logFigures(t *testing.T) {
+	took := append([]time.Duration(nil), c.took...)
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-	t.Logf("chaos reload: %d reloads (unchanged and changed kv + aiEnvelope in turn) under %d clients; %d requests: %v", reloads, clients, len(outcomes), byPhase)
+	t.Logf("chaos reload: %d reloads (unchanged and changed kv + aiEnvelope in turn) under %d clients; %d requests: %v", chaosReloads, reloadClients, len(c.outcomes), c.byPhase)
 	t.Logf("failed around unchanged reloads %d, around changed reloads %d (not retryable %d); accepted envelopes %d, lost %d; reload took p50 %s, max %s",
-		failedUnchanged, failedChanged, notRetryable, len(accepted), lost, took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
-	if len(accepted) == 0 {
-		t.Error("no envelope was accepted under load")
-	}
-	if strings.Contains(d.log(), "timeout") && strings.Contains(d.log(), "open store") {
-		t.Errorf("a kv process could not open its store:\n%s", d.log())
-	}
-	if code := d.stop(t, syscall.SIGTERM); code != 0 {
-		t.Fatalf("exit %d:\n%s", code, d.log())
-	}
+		c.failedUnchanged, c.failedChanged, c.notRetryable, len(c.accepted), c.lost, took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
 }
 
 // execute runs a node through d's HTTP API and returns the status and

@@ -492,6 +492,72 @@ func TestServeFullDisk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full-disk test skipped in -short mode")
 	}
+	f := startFullDiskServe(t)
+	f.startLoad(t)
+	if !t.Run("the load is answered", f.loadAnswered) {
+		t.FailNow()
+	}
+	if !t.Run("a full disk turns readyz 503 and runs are refused", f.fillDisk) {
+		t.FailNow()
+	}
+	if !t.Run("freed space turns readyz 200 and runs are answered again", f.freeDisk) {
+		t.FailNow()
+	}
+	f.stopLoad()
+
+	t.Run("every op is written once and every failure is retryable", f.opsWrittenOnce)
+	t.Run("every keyed op is answered again from its record", f.keyedOpsReplayed)
+	t.Run("no idempotency claim is left pending", f.noClaimPending)
+	f.logFigures(t)
+	t.Run("runs without a key are refused on the full disk", f.keylessRefused)
+	t.Run("no more run records are lost than runs were in flight", f.fewRecordsLost)
+	t.Run("readyz says why it is not ready", f.readyzReason)
+	t.Run("serve exits 0 on SIGTERM", func(t *testing.T) {
+		if code := f.d.stop(t, syscall.SIGTERM); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, f.d.log())
+		}
+	})
+}
+
+// fullDiskClients is how many clients load the full-disk test's host.
+const fullDiskClients = 6
+
+// fullDiskServe is host serve on a small disk under load, and what the
+// full-disk test measured.
+type fullDiskServe struct {
+	disk *smallDisk
+	d    *daemon
+
+	// stop ends the load after the op in hand; abort, at a failed test's
+	// end, ends it at once.
+	stop, abort chan struct{}
+	stopOnce    sync.Once
+	wg          sync.WaitGroup
+	// mu guards ops and the counts below it.
+	mu  sync.Mutex
+	ops []*op
+	// What the clients have seen so far, for the test to wait on: requests
+	// answered 200, and runs refused before they started for want of
+	// space, with and without an Idempotency-Key.
+	answered, refusedKeyed, refusedKeyless int
+
+	notReady              reply         // /readyz while the disk was full
+	sawFull, recovered    time.Duration // from filling and freeing the disk to /readyz seeing it
+	tally                 fullDiskTally
+	rereplayed, pending   int
+	recordsLost, keysLost float64
+}
+
+// fullDiskTally counts the attempts of every op.
+type fullDiskTally struct {
+	requests, ok, replays, doubles, refusedBeforeRun, refusedKeyless, unfinished int
+	failures                                                                     map[string]int // "status code" → count
+}
+
+// startFullDiskServe starts host serve with its state_dir on a 16 MiB
+// tmpfs and checks it is ready.
+func startFullDiskServe(t *testing.T) *fullDiskServe {
+	t.Helper()
 	kvDir := t.TempDir()
 	cfgPath := filepath.Join(t.TempDir(), "host.hcl")
 	disk, cmd := mountSmallDisk(t, "16m", kvDir, cfgPath)
@@ -507,210 +573,251 @@ func TestServeFullDisk(t *testing.T) {
 	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startServeCommand(t, cmd)
-	readyz := func() reply { return request(t, "GET", d.base+"/readyz", "", nil) }
-	if r := readyz(); r.status != 200 {
+	f := &fullDiskServe{disk: disk, d: startServeCommand(t, cmd), stop: make(chan struct{}), abort: make(chan struct{})}
+	if r := f.readyz(t); r.status != 200 {
 		t.Fatalf("readyz before the test: %d %s", r.status, r.body)
 	}
+	return f
+}
 
-	const workers = 6
-	// stop ends the load after the op in hand; abort, at a failed test's
-	// end, ends it at once.
-	stop, abort := make(chan struct{}), make(chan struct{})
-	var stopOnce sync.Once
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var ops []*op
-	// What the clients have seen so far, for the test to wait on: requests
-	// answered 200, and runs refused before they started for want of
-	// space, with and without an Idempotency-Key.
-	var answered, refusedKeyed, refusedKeyless int
-	seen := func() (ok, keyed, keyless int) {
-		mu.Lock()
-		defer mu.Unlock()
-		return answered, refusedKeyed, refusedKeyless
-	}
+func (f *fullDiskServe) readyz(t *testing.T) reply {
+	return request(t, "GET", f.d.base+"/readyz", "", nil)
+}
+
+func (f *fullDiskServe) seen() (ok, keyed, keyless int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.answered, f.refusedKeyed, f.refusedKeyless
+}
+
+// startLoad starts the clients; at t's end they are aborted.
+func (f *fullDiskServe) startLoad(t *testing.T) {
 	t.Cleanup(func() {
-		stopOnce.Do(func() { close(stop) })
-		close(abort)
-		wg.Wait()
+		f.stopOnce.Do(func() { close(f.stop) })
+		close(f.abort)
+		f.wg.Wait()
 	})
-	for w := range workers {
-		wg.Add(1)
+	for w := range fullDiskClients {
+		f.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				o := &op{kvKey: fmt.Sprintf("w%d-op%d", w, i)}
-				if w%2 == 0 {
-					o.idemKey = newKey(fmt.Sprintf("w%d-op%d", w, i))
-				}
-				// Each op is retried until it is answered 200, also after
-				// stop: an op is never left half done.
-				deadline := time.Now().Add(time.Minute)
-				for time.Now().Before(deadline) {
-					select {
-					case <-abort:
-						return
-					default:
-					}
-					r, err := tryRemember(d.base, o.kvKey, "value", o.idemKey)
-					if err != nil {
-						// A request the host never answered: counted as a
-						// retryable failure, and the op is retried.
-						t.Errorf("%s: %v", o.kvKey, err)
-						r = executeReply{Code: "transport", Retryable: true}
-					}
-					o.attempts = append(o.attempts, r)
-					mu.Lock()
-					switch {
-					case r.ok():
-						answered++
-					case r.Details.Storage != "" && o.idemKey != "":
-						refusedKeyed++
-					case r.Details.Storage != "":
-						refusedKeyless++
-					}
-					mu.Unlock()
-					if r.ok() || !r.Retryable {
-						break
-					}
-					time.Sleep(25 * time.Millisecond) // a client's back-off before it retries
-				}
-				mu.Lock()
-				ops = append(ops, o)
-				mu.Unlock()
-				time.Sleep(10 * time.Millisecond) // the load's pace: an op per client every 10ms at most
-			}
+			defer f.wg.Done()
+			f.client(t, w)
 		}()
 	}
+}
 
-	// The load is under way: every client has been answered a few times.
-	waitFor(t, "the load to be answered", func() bool { ok, _, _ := seen(); return ok >= 4*workers })
+// stopLoad ends the load once each client's op in hand is done.
+func (f *fullDiskServe) stopLoad() {
+	f.stopOnce.Do(func() { close(f.stop) })
+	f.wg.Wait()
+}
+
+// client w remembers one key after another until stop; clients of even
+// w send an Idempotency-Key.
+func (f *fullDiskServe) client(t *testing.T, w int) {
+	for i := 0; ; i++ {
+		select {
+		case <-f.stop:
+			return
+		default:
+		}
+		o := &op{kvKey: fmt.Sprintf("w%d-op%d", w, i)}
+		if w%2 == 0 {
+			o.idemKey = newKey(fmt.Sprintf("w%d-op%d", w, i))
+		}
+		if !f.complete(t, o) {
+			return
+		}
+		f.mu.Lock()
+		f.ops = append(f.ops, o)
+		f.mu.Unlock()
+		time.Sleep(10 * time.Millisecond) // the load's pace: an op per client every 10ms at most
+	}
+}
+
+// complete retries o until it is answered 200, also after stop: an op is
+// never left half done. It reports false if the load was aborted.
+func (f *fullDiskServe) complete(t *testing.T, o *op) bool {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-f.abort:
+			return false
+		default:
+		}
+		r, err := tryRemember(f.d.base, o.kvKey, "value", o.idemKey)
+		if err != nil {
+			// A request the host never answered: counted as a
+			// retryable failure, and the op is retried.
+			t.Errorf("%s: %v", o.kvKey, err)
+			r = executeReply{Code: "transport", Retryable: true}
+		}
+		o.attempts = append(o.attempts, r)
+		f.mu.Lock()
+		switch {
+		case r.ok():
+			f.answered++
+		case r.Details.Storage != "" && o.idemKey != "":
+			f.refusedKeyed++
+		case r.Details.Storage != "":
+			f.refusedKeyless++
+		}
+		f.mu.Unlock()
+		if r.ok() || !r.Retryable {
+			break
+		}
+		time.Sleep(25 * time.Millisecond) // a client's back-off before it retries
+	}
+	return true
+}
+
+// loadAnswered waits until every client has been answered a few times.
+func (f *fullDiskServe) loadAnswered(t *testing.T) {
+	waitFor(t, "the load to be answered", func() bool { ok, _, _ := f.seen(); return ok >= 4*fullDiskClients })
+}
+
+// fillDisk fills the disk, and leaves it full until clients with and
+// without a key have had runs refused for want of space; then frees it.
+func (f *fullDiskServe) fillDisk(t *testing.T) {
 	filledAt := time.Now()
-	filler := disk.fill(t)
-	var notReady reply
-	waitFor(t, "/readyz to report the full disk", func() bool { notReady = readyz(); return notReady.status == 503 })
-	sawFull := time.Since(filledAt)
-	// The disk stays full until clients with and without a key have had
-	// runs refused for want of space.
-	_, keyedBefore, keylessBefore := seen()
+	filler := f.disk.fill(t)
+	waitFor(t, "/readyz to report the full disk", func() bool { f.notReady = f.readyz(t); return f.notReady.status == 503 })
+	f.sawFull = time.Since(filledAt)
+	_, keyedBefore, keylessBefore := f.seen()
 	waitFor(t, "runs with and without a key to be refused on the full disk", func() bool {
-		_, keyed, keyless := seen()
+		_, keyed, keyless := f.seen()
 		return keyed > keyedBefore && keyless > keylessBefore
 	})
-	if r := readyz(); r.status != 503 {
+	if r := f.readyz(t); r.status != 503 {
 		t.Errorf("readyz while the disk is still full: %d %s", r.status, r.body)
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	freedAt := time.Now()
-	waitFor(t, "/readyz to recover once space returned", func() bool { return readyz().status == 200 })
-	recovered := time.Since(freedAt)
-	// Runs are accepted again: the clients get answers once more.
-	okFreed, _, _ := seen()
-	waitFor(t, "runs to be answered after the disk was freed", func() bool { ok, _, _ := seen(); return ok >= okFreed+4*workers })
-	stopOnce.Do(func() { close(stop) })
-	wg.Wait()
+}
 
-	// Every op, and what the store holds for it.
-	requests, ok, replays, doubles, refusedBeforeRun, refusedKeyless, unfinished := 0, 0, 0, 0, 0, 0, 0
-	failures := map[string]int{}
-	for _, o := range ops {
+func (f *fullDiskServe) freeDisk(t *testing.T) {
+	freedAt := time.Now()
+	waitFor(t, "/readyz to recover once space returned", func() bool { return f.readyz(t).status == 200 })
+	f.recovered = time.Since(freedAt)
+	okFreed, _, _ := f.seen()
+	waitFor(t, "runs to be answered after the disk was freed", func() bool { ok, _, _ := f.seen(); return ok >= okFreed+4*fullDiskClients })
+}
+
+// opsWrittenOnce checks every attempt of every op, and what the store
+// holds for it: every 200 carries version 1, every failure is
+// retryable, every op ends answered, and the store holds version 1.
+func (f *fullDiskServe) opsWrittenOnce(t *testing.T) {
+	n := &f.tally
+	n.failures = map[string]int{}
+	for _, o := range f.ops {
 		for _, r := range o.attempts {
-			requests++
+			n.requests++
 			switch {
 			case r.ok():
-				ok++
+				n.ok++
 				if r.replayed {
-					replays++
+					n.replays++
 				}
 				if r.Output.Version != 1 {
-					doubles++
+					n.doubles++
 					t.Errorf("%s answered version %d: written more than once", o.kvKey, r.Output.Version)
 				}
 			default:
-				failures[fmt.Sprintf("%d %s", r.status, r.Code)]++
+				n.failures[fmt.Sprintf("%d %s", r.status, r.Code)]++
 				if !r.Retryable {
 					t.Errorf("%s: a failure that is not retryable: %+v", o.kvKey, r)
 				}
 				if r.Code == "wophost.storage_unavailable" && r.Details.Storage != "" && strings.Contains(r.Message, "refused before it started") {
-					refusedBeforeRun++
+					n.refusedBeforeRun++
 					if o.idemKey == "" {
-						refusedKeyless++
+						n.refusedKeyless++
 					}
 				}
 			}
 		}
 		if last := o.attempts[len(o.attempts)-1]; !last.ok() {
-			unfinished++
+			n.unfinished++
 			t.Errorf("%s never succeeded: %+v", o.kvKey, last)
 			continue
 		}
-		if v := recallVersion(t, d.base, o.kvKey); v != 1 {
-			doubles++
+		if v := recallVersion(t, f.d.base, o.kvKey); v != 1 {
+			n.doubles++
 			t.Errorf("%s: the store holds version %d, want 1", o.kvKey, v)
 		}
 	}
-	// Every keyed op is answered again from its key, never run again, and
-	// no claim is left pending: outcomes that could not be written while
-	// the disk was full were answered from memory, then written.
-	rereplayed := 0
-	for _, o := range ops {
+}
+
+// keyedOpsReplayed repeats every keyed op: it is answered from its key,
+// never run again.
+func (f *fullDiskServe) keyedOpsReplayed(t *testing.T) {
+	for _, o := range f.ops {
 		if o.idemKey == "" {
 			continue
 		}
-		r := remember(t, d.base, o.kvKey, "value", o.idemKey)
+		r := remember(t, f.d.base, o.kvKey, "value", o.idemKey)
 		if !r.ok() || !r.replayed || r.Output.Version != 1 {
 			t.Errorf("%s repeated under its key: %+v; want its recorded outcome", o.kvKey, r)
 			continue
 		}
-		rereplayed++
+		f.rereplayed++
 	}
-	pendingClaims := -1
+}
+
+// noClaimPending waits for every idempotency outcome to be written:
+// outcomes that could not be written while the disk was full were
+// answered from memory, then written.
+func (f *fullDiskServe) noClaimPending(t *testing.T) {
+	f.pending = -1
 	waitFor(t, "every idempotency outcome written", func() bool {
-		pendingClaims = countPending(t, filepath.Join(disk.access(), "idempotency"))
-		return pendingClaims == 0
+		f.pending = countPending(t, filepath.Join(f.disk.access(), "idempotency"))
+		return f.pending == 0
 	})
-	metrics := request(t, "GET", d.base+"/metrics", "", nil).body
-	recordsLost := metricValue(metrics, `wophost_state_write_failures_total{store="run_records"}`)
-	keysLost := metricValue(metrics, `wophost_state_write_failures_total{store="idempotency_keys"}`)
-	codes := make([]string, 0, len(failures))
-	for c, n := range failures {
-		codes = append(codes, fmt.Sprintf("%s ×%d", c, n))
+}
+
+func (f *fullDiskServe) logFigures(t *testing.T) {
+	metrics := request(t, "GET", f.d.base+"/metrics", "", nil).body
+	f.recordsLost = metricValue(metrics, `wophost_state_write_failures_total{store="run_records"}`)
+	f.keysLost = metricValue(metrics, `wophost_state_write_failures_total{store="idempotency_keys"}`)
+	n := f.tally
+	codes := make([]string, 0, len(n.failures))
+	for c, k := range n.failures {
+		codes = append(codes, fmt.Sprintf("%s ×%d", c, k))
 	}
 	slices.Sort(codes)
 	keyed := 0
-	for _, o := range ops {
+	for _, o := range f.ops {
 		if o.idemKey != "" {
 			keyed++
 		}
 	}
 	t.Logf("%d ops (%d with an Idempotency-Key) by %d clients: %d requests, %d answered 200 (%d replayed), failures by code: [%s]",
-		len(ops), keyed, workers, requests, ok, replays, strings.Join(codes, ", "))
+		len(f.ops), keyed, fullDiskClients, n.requests, n.ok, n.replays, strings.Join(codes, ", "))
 	t.Logf("refused before running: %d; double writes: %d; unfinished ops: %d; writes lost to the full disk: %v run records, %v idempotency records",
-		refusedBeforeRun, doubles, unfinished, recordsLost, keysLost)
-	t.Logf("every keyed op repeated under its key afterwards: %d answered from its record, %d claims left pending", rereplayed, pendingClaims)
+		n.refusedBeforeRun, n.doubles, n.unfinished, f.recordsLost, f.keysLost)
+	t.Logf("every keyed op repeated under its key afterwards: %d answered from its record, %d claims left pending", f.rereplayed, f.pending)
 	t.Logf("/readyz turned 503 %v after the disk filled (%q) and 200 %v after it was freed",
-		sawFull.Round(time.Millisecond), notReady.body, recovered.Round(time.Millisecond))
-	if refusedKeyless == 0 {
+		f.sawFull.Round(time.Millisecond), f.notReady.body, f.recovered.Round(time.Millisecond))
+}
+
+func (f *fullDiskServe) keylessRefused(t *testing.T) {
+	if f.tally.refusedKeyless == 0 {
 		t.Error("no run without a key was refused while the disk was full")
 	}
-	// Runs are refused before they act, so only the runs already under way
-	// when the disk filled (at most one per client, and those that passed
-	// the cached check just before) can act without a record.
-	if recordsLost > 2*workers {
-		t.Errorf("%v run records lost: more runs acted on a full disk than were in flight when it filled", recordsLost)
+}
+
+// fewRecordsLost: runs are refused before they act, so only the runs
+// already under way when the disk filled (at most one per client, and
+// those that passed the cached check just before) can act without a
+// record.
+func (f *fullDiskServe) fewRecordsLost(t *testing.T) {
+	if f.recordsLost > 2*fullDiskClients {
+		t.Errorf("%v run records lost: more runs acted on a full disk than were in flight when it filled", f.recordsLost)
 	}
-	if !strings.Contains(notReady.body, "state directory cannot take writes") {
-		t.Errorf("readyz reason: %s", notReady.body)
-	}
-	if code := d.stop(t, syscall.SIGTERM); code != 0 {
-		t.Fatalf("exit %d:\n%s", code, d.log())
+}
+
+func (f *fullDiskServe) readyzReason(t *testing.T) {
+	if !strings.Contains(f.notReady.body, "state directory cannot take writes") {
+		t.Errorf("readyz reason: %s", f.notReady.body)
 	}
 }
