@@ -89,3 +89,50 @@ func TestTypedServerPassesTheKit(t *testing.T) {
 	}}})
 	plugintest.AIEnvelope(t, plugintest.AIEnvelopeConfig{InProcess: newPlugin()})
 }
+
+// storedProvider replays one stored result, as a plugin with a durable
+// idempotency store does.
+type storedProvider struct{ stored json.RawMessage }
+
+func (p storedProvider) Generate(context.Context, *plugin.Request, *aienvelope.GenerateRequest) (*aienvelope.GenerateResult, error) {
+	return &aienvelope.GenerateResult{Raw: p.stored}, nil
+}
+
+func (p storedProvider) Await(context.Context, *plugin.Request, *aienvelope.AwaitRequest) (*aienvelope.GenerateResult, error) {
+	return &aienvelope.GenerateResult{Raw: p.stored}, nil
+}
+
+// A result carrying Raw leaves the family as the stored bytes, not
+// re-encoded: spacing and key order are kept.
+func TestRawResultSentAsStored(t *testing.T) {
+	stored := json.RawMessage(`{ "status":"completed", "envelopeId":"env_1", "payload":{"b":1,"a":2}, "warnings":[] }`)
+	f := aienvelope.NewFamily(storedProvider{stored: stored})
+	for method, payload := range map[string]string{
+		aienvelope.MethodGenerate: `{"envelopeType":"t","idempotencyKey":"k"}`,
+		aienvelope.MethodAwait:    `{"envelopeId":"env_1","timeoutMs":0}`,
+	} {
+		out, err := f.Methods[method](context.Background(), &plugin.Request{Payload: json.RawMessage(payload)})
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		if b, ok := out.(json.RawMessage); !ok || string(b) != string(stored) {
+			t.Errorf("%s sent %T %s, want the stored bytes %s", method, out, out, stored)
+		}
+	}
+	b, err := json.Marshal(aienvelope.GenerateResult{Raw: stored, Status: aienvelope.StatusPending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(b) || !reflect.DeepEqual(mustDecode(t, b), mustDecode(t, stored)) {
+		t.Errorf("MarshalJSON = %s, want the stored result %s", b, stored)
+	}
+}
+
+func mustDecode(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
