@@ -49,6 +49,10 @@ const (
 	vacuumBudget = 10 * time.Second
 )
 
+// NewFamily serves Await only from an AwaitServer: this keeps a missing
+// Await the compiler's error.
+var _ aienvelope.AwaitServer = (*service)(nil)
+
 // service serves the family. Configure swaps its instance; calls read the
 // current one.
 type service struct {
