@@ -41,7 +41,7 @@ func NewAgentPolicy(reg *agents.Registry, check *agents.Checker) *AgentPolicy {
 }
 
 // Call implements Policy.
-func (p *AgentPolicy) Call(ctx context.Context, _ wop.CallContext, method string, payload []byte, next func([]byte) ([]byte, error)) ([]byte, error) {
+func (p *AgentPolicy) Call(ctx context.Context, _ Caller, _ wop.CallContext, method string, payload []byte, next func([]byte) ([]byte, error)) ([]byte, error) {
 	if method != agentruntime.MethodSpawn {
 		return next(payload)
 	}

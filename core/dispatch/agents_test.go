@@ -64,7 +64,7 @@ func TestAgentPolicySpawn(t *testing.T) {
 	p := NewAgentPolicy(reg, testChecker())
 	rt := &fakeRuntime{}
 	call := func(payload string) ([]byte, error) {
-		return p.Call(context.Background(), wop.CallContext{}, agentruntime.MethodSpawn, []byte(payload), rt.next)
+		return p.Call(context.Background(), Caller{}, wop.CallContext{}, agentruntime.MethodSpawn, []byte(payload), rt.next)
 	}
 
 	// By id: the canonical manifest travels beside it, and other fields
@@ -107,7 +107,7 @@ func TestAgentPolicySpawn(t *testing.T) {
 		t.Errorf("wrong digest: %v", err)
 	}
 	// Other methods pass through untouched.
-	got, err := p.Call(context.Background(), wop.CallContext{}, agentruntime.MethodDelegate, []byte(`{"x":1}`), func(b []byte) ([]byte, error) { return b, nil })
+	got, err := p.Call(context.Background(), Caller{}, wop.CallContext{}, agentruntime.MethodDelegate, []byte(`{"x":1}`), func(b []byte) ([]byte, error) { return b, nil })
 	if err != nil || string(got) != `{"x":1}` {
 		t.Errorf("delegate: %s %v", got, err)
 	}

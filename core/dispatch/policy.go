@@ -11,12 +11,13 @@ import (
 )
 
 // Policy wraps the calls to one family with host-side checks: a family's
-// host rules live in one Policy (PromptPolicy, AgentPolicy), installed on
-// the router with SetPolicy, beside the facet rules below that every
-// family's calls obey. next sends a (possibly rewritten) payload on to the
+// host rules live in one Policy (PromptPolicy, AgentPolicy, MCPPolicy),
+// installed on the router with SetPolicy, beside the facet rules below
+// that every family's calls obey. caller is who makes the call, as the router's own
+// checks saw it. next sends a (possibly rewritten) payload on to the
 // plugin through the router's usual path and returns its answer.
 type Policy interface {
-	Call(ctx context.Context, call wop.CallContext, method string, payload []byte, next func([]byte) ([]byte, error)) ([]byte, error)
+	Call(ctx context.Context, caller Caller, call wop.CallContext, method string, payload []byte, next func([]byte) ([]byte, error)) ([]byte, error)
 }
 
 // requiredFacet names the facet a core family's call needs declared and

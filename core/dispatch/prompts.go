@@ -111,7 +111,7 @@ func (p *PromptPolicy) trace(runID string) *PromptTrace {
 }
 
 // Call implements Policy.
-func (p *PromptPolicy) Call(_ context.Context, call wop.CallContext, method string, payload []byte, next func([]byte) ([]byte, error)) ([]byte, error) {
+func (p *PromptPolicy) Call(_ context.Context, _ Caller, call wop.CallContext, method string, payload []byte, next func([]byte) ([]byte, error)) ([]byte, error) {
 	if method != promptlibrary.MethodGet {
 		return next(payload)
 	}

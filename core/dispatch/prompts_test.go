@@ -53,7 +53,7 @@ func TestPromptPolicyLockMapAndTrace(t *testing.T) {
 	defer stop()
 	call := wop.CallContext{RunID: "run1", Pack: "demo.pack"}
 
-	out, err := p.Call(context.Background(), call, "get", getPayload("sys"), st.next)
+	out, err := p.Call(context.Background(), Caller{}, call, "get", getPayload("sys"), st.next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +64,10 @@ func TestPromptPolicyLockMapAndTrace(t *testing.T) {
 	if ans.PromptID != "sys" || ans.Raw != "one" || st.asked[0] != "sys@1#"+d1 {
 		t.Errorf("answer %+v after asking %v", ans, st.asked)
 	}
-	if _, err := p.Call(context.Background(), call, "get", getPayload("sys@2"), st.next); err != nil {
+	if _, err := p.Call(context.Background(), Caller{}, call, "get", getPayload("sys@2"), st.next); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Call(context.Background(), call, "get", getPayload("sys"), st.next); err != nil {
+	if _, err := p.Call(context.Background(), Caller{}, call, "get", getPayload("sys"), st.next); err != nil {
 		t.Fatal(err)
 	}
 	got := tr.Resolved()
@@ -77,7 +77,7 @@ func TestPromptPolicyLockMapAndTrace(t *testing.T) {
 
 	for _, id := range []string{"other", "broken", "sys@latest"} {
 		asked := len(st.asked)
-		_, err := p.Call(context.Background(), call, "get", getPayload(id), st.next)
+		_, err := p.Call(context.Background(), Caller{}, call, "get", getPayload(id), st.next)
 		if wop.CodeOf(err) != promptlibrary.CodePromptUnpinned {
 			t.Errorf("%s: %v, want prompt_unpinned", id, err)
 		}
@@ -86,10 +86,10 @@ func TestPromptPolicyLockMapAndTrace(t *testing.T) {
 		}
 	}
 	// No pack (the operator): no lock map.
-	if _, err := p.Call(context.Background(), wop.CallContext{RunID: "x"}, "get", getPayload("sys"), st.next); wop.CodeOf(err) != promptlibrary.CodePromptUnpinned {
+	if _, err := p.Call(context.Background(), Caller{}, wop.CallContext{RunID: "x"}, "get", getPayload("sys"), st.next); wop.CodeOf(err) != promptlibrary.CodePromptUnpinned {
 		t.Errorf("operator bare name: %v", err)
 	}
-	if _, err := p.Call(context.Background(), call, "get", []byte(`{"promptId":"sys@1","extra":1}`), st.next); wop.CodeOf(err) != wop.CodeValidation {
+	if _, err := p.Call(context.Background(), Caller{}, call, "get", []byte(`{"promptId":"sys@1","extra":1}`), st.next); wop.CodeOf(err) != wop.CodeValidation {
 		t.Errorf("unknown field: %v", err)
 	}
 }
@@ -101,7 +101,7 @@ func TestPromptPolicyReplay(t *testing.T) {
 	_, stop := p.Track("r", []ResolvedPrompt{{PromptID: "sys", Name: "sys", Version: "1", Digest: d1}})
 	defer stop()
 	call := wop.CallContext{RunID: "r", Pack: "demo.pack"}
-	out, err := p.Call(context.Background(), call, "get", getPayload("sys"), st.next)
+	out, err := p.Call(context.Background(), Caller{}, call, "get", getPayload("sys"), st.next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestPromptPolicyReplay(t *testing.T) {
 	if ans.Raw != "one" || st.asked[0] != "sys@1#"+d1 {
 		t.Errorf("replay resolved %q by asking %v; want the recorded version 1", ans.Raw, st.asked)
 	}
-	if _, err := p.Call(context.Background(), call, "get", getPayload("sys@2"), st.next); wop.CodeOf(err) != promptlibrary.CodePromptUnpinned {
+	if _, err := p.Call(context.Background(), Caller{}, call, "get", getPayload("sys@2"), st.next); wop.CodeOf(err) != promptlibrary.CodePromptUnpinned {
 		t.Errorf("unrecorded prompt in a replay: %v", err)
 	}
 }
@@ -129,17 +129,17 @@ func TestPromptPolicyChecksAnswers(t *testing.T) {
 		ans := good
 		lie(&ans)
 		next := func([]byte) ([]byte, error) { return json.Marshal(ans) }
-		if _, err := p.Call(context.Background(), call, "get", getPayload("sys@1"), next); wop.CodeOf(err) != promptlibrary.CodePromptDigestMismatch {
+		if _, err := p.Call(context.Background(), Caller{}, call, "get", getPayload("sys@1"), next); wop.CodeOf(err) != promptlibrary.CodePromptDigestMismatch {
 			t.Errorf("%s: %v, want prompt_digest_mismatch", label, err)
 		}
 	}
 	next := func([]byte) ([]byte, error) { return []byte(`"not a prompt"`), nil }
-	if _, err := p.Call(context.Background(), call, "get", getPayload("sys@1"), next); wop.CodeOf(err) != wop.CodeUpstreamUnavailable {
+	if _, err := p.Call(context.Background(), Caller{}, call, "get", getPayload("sys@1"), next); wop.CodeOf(err) != wop.CodeUpstreamUnavailable {
 		t.Errorf("garbage answer: %v", err)
 	}
 	other := promptlibrary.DigestOf([]byte("other"))
 	next = func([]byte) ([]byte, error) { return json.Marshal(good) }
-	if _, err := p.Call(context.Background(), call, "get", getPayload("sys@1#"+other), next); wop.CodeOf(err) != promptlibrary.CodePromptDigestMismatch {
+	if _, err := p.Call(context.Background(), Caller{}, call, "get", getPayload("sys@1#"+other), next); wop.CodeOf(err) != promptlibrary.CodePromptDigestMismatch {
 		t.Errorf("answer with another digest than pinned: %v", err)
 	}
 }
@@ -156,7 +156,7 @@ func TestPromptPolicyConcurrentRuns(t *testing.T) {
 			tr, stop := p.Track(id, nil)
 			defer stop()
 			for range 10 {
-				if _, err := p.Call(context.Background(), wop.CallContext{RunID: id}, "get", getPayload("sys@1"), st.next); err != nil {
+				if _, err := p.Call(context.Background(), Caller{}, wop.CallContext{RunID: id}, "get", getPayload("sys@1"), st.next); err != nil {
 					t.Error(err)
 				}
 			}

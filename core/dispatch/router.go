@@ -22,6 +22,10 @@ type Caller struct {
 	Name string
 	// Allowed reports whether the caller may call family (and facet).
 	Allowed func(family, facet string) bool
+	// Agent is set when a plugin calls on behalf of an agent it runs.
+	Agent *Agent
+	// RunsAgents is set for the plugin that runs agents.
+	RunsAgents bool
 }
 
 // Router sends host-service calls to the plugin serving each family.
@@ -143,7 +147,7 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 		return out, nil
 	}
 	if p := r.policies[family]; p != nil {
-		return p.Call(ctx, call, method, payload, invoke)
+		return p.Call(ctx, caller, call, method, payload, invoke)
 	}
 	return invoke(payload)
 }

@@ -23,7 +23,8 @@ const installCallTimeout = 30 * time.Second
 
 // setUpAgents creates the agent registry, advertises agents.manifestRuntime
 // whenever agentRuntime is advertised (which itself needs aiEnvelope), and
-// puts the spawn policy in front of the agentRuntime plugin.
+// puts the spawn policy in front of the agentRuntime plugin and the
+// agents' toolAllowlists in front of the mcp plugin.
 func (h *Host) setUpAgents() {
 	h.agents = agents.New()
 	h.agentCheck = &agents.Checker{ResolvePrompt: h.resolvePrompt, MCPServers: h.mcpServers}
@@ -33,6 +34,7 @@ func (h *Host) setUpAgents() {
 		Facets: map[string]json.RawMessage{agentruntime.FacetManifestRuntime: json.RawMessage(manifestRuntimeFacet)},
 	})
 	h.router.SetPolicy(wop.FamilyAgentRuntime, dispatch.NewAgentPolicy(h.agents, h.agentCheck))
+	h.router.SetPolicy(wop.FamilyMCP, dispatch.MCPPolicy{})
 }
 
 // Agents lists the agent registry, sorted by id.

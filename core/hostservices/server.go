@@ -7,15 +7,12 @@ package hostservices
 
 import (
 	"context"
-	"encoding/json"
-	"slices"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
-	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wop"
@@ -110,7 +107,7 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 	} else {
 		caller = dispatch.Caller{Name: "plugin " + s.plugin, Allowed: s.pluginAllowed}
 		call = run.CallContext("plugin:" + s.plugin)
-		if err := s.checkAgent(tgt, claimed.Caller, req.GetFamily(), req.GetMethod(), req.GetPayload(), &caller); err != nil {
+		if err := s.checkAgent(tgt, claimed.Caller, req.GetFamily(), req.GetMethod(), &caller); err != nil {
 			s.logger.Debug("host-service call refused", "run_id", run.ID, "node_id", run.NodeID,
 				"family", req.GetFamily(), "method", req.GetMethod(), "caller", claimed.Caller, "code", wop.CodeOf(err))
 			return nil, hostwire.ToStatus(err)
@@ -167,23 +164,17 @@ func (s *Server) checkToken(run *dispatch.Run, claimed wop.CallContext, family, 
 		WithCapability("host." + family + "." + method)
 }
 
-// checkAgent enforces an agent's manifest on a call its runtime makes for
-// it: the agent may reach only the MCP servers its toolAllowlist names,
-// and call only the tools it lists. The agent runtime's own calls to mcp
-// without an agent claim are refused; other calls that do not claim to be
-// an agent pass. A claim from a plugin that does not run agents, a
-// malformed claim or an unknown manifest digest is refused.
-func (s *Server) checkAgent(tgt *target, claimed, family, method string, payload []byte, caller *dispatch.Caller) error {
+// checkAgent binds a call its plugin makes for an agent to the agent's
+// manifest, which the router's mcp policy holds the call to. A claim from
+// a plugin that does not run agents, a malformed claim or an unknown
+// manifest digest is refused; a call that claims no agent passes.
+func (s *Server) checkAgent(tgt *target, claimed, family, method string, caller *dispatch.Caller) error {
+	caller.RunsAgents = s.runsAgents
 	agent, isAgent, err := dispatch.ParseAgentCaller(claimed)
-	capability := "host." + family + "." + method
 	refuse := func(format string, args ...any) *wop.Error {
-		return wop.Errorf(wop.CodeCapabilityNotDeclared, format, args...).WithCapability(capability)
+		return wop.Errorf(wop.CodeCapabilityNotDeclared, format, args...).WithCapability("host." + family + "." + method)
 	}
 	switch {
-	case !isAgent && s.runsAgents && family == wop.FamilyMCP:
-		// The agent runtime reaches MCP only for an agent, so that no call
-		// of it escapes an allowlist by leaving out the claim.
-		return refuse("plugin %s runs agents and may call mcp only on behalf of one (Caller agent:<instance>@<digest>)", s.plugin)
 	case !isAgent:
 		return nil
 	case !s.runsAgents || tgt.agentManifest == nil:
@@ -196,26 +187,6 @@ func (s *Server) checkAgent(tgt *target, claimed, family, method string, payload
 		return refuse("agent %s runs a manifest (%s) the host did not install or let through spawn", agent.InstanceID, agent.Digest)
 	}
 	caller.Name = "plugin " + s.plugin + " agent " + agent.InstanceID + " (" + m.ID + ")"
-	if family != wop.FamilyMCP {
-		return nil
-	}
-	var req struct {
-		ServerID string `json:"serverId"`
-		Name     string `json:"name"`
-	}
-	if err := json.Unmarshal(payload, &req); err != nil {
-		return wop.Errorf(wop.CodeValidation, "%s request: %v", capability, err).WithCapability(capability)
-	}
-	details := map[string]string{"agentInstanceId": agent.InstanceID, "manifestId": m.ID, "manifestDigest": agent.Digest, "serverId": req.ServerID}
-	if method == mcp.MethodCallTool {
-		details["name"] = req.Name
-		if !m.Allows(req.ServerID, req.Name) {
-			return refuse("agent %s (%s) may not call %s/%s: it is not in the manifest's toolAllowlist", agent.InstanceID, m.ID, req.ServerID, req.Name).WithDetails(details)
-		}
-		return nil
-	}
-	if !slices.Contains(m.MCPServers(), req.ServerID) {
-		return refuse("agent %s (%s) may not reach MCP server %q: no toolAllowlist entry names it", agent.InstanceID, m.ID, req.ServerID).WithDetails(details)
-	}
+	caller.Agent = &dispatch.Agent{AgentCaller: agent, Manifest: m}
 	return nil
 }

@@ -56,6 +56,7 @@ func newAgentFixture(t *testing.T) *agentFixture {
 		{Name: wop.FamilyAIEnvelope, Methods: []string{"generate"}},
 	}, f.inv)
 	f.router = dispatch.NewRouter(reg, 8, 1<<20)
+	f.router.SetPolicy(wop.FamilyMCP, dispatch.MCPPolicy{})
 	f.run = &dispatch.Run{ID: "run_1", NodeID: "node_1", TypeID: "operator.call", Token: dispatch.NewRunToken()}
 	t.Cleanup(f.runs.Add(f.run))
 	m, err := agentruntime.ParseManifest([]byte(`{"id":"math","name":"Math","description":"adds",` +

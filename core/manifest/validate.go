@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -372,7 +373,7 @@ func parseRequire(s string, known func(string) bool) (family, facet, msg string)
 	if rest, ok := strings.CutPrefix(s, legacyPrefix); ok {
 		return parseLegacy(rest)
 	}
-	family, facet = wop.SplitCapability(s, known)
+	family, facet = registry.SplitCapability(s, known)
 	if wop.IsCoreFamily(family) || known(family) {
 		if family != s && !facetPattern.MatchString(facet) {
 			return "", "", "needs a facet name after " + family + "."

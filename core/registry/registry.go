@@ -342,7 +342,7 @@ func (r *Registry) recompute() {
 		changed = false
 		for name, s := range adv {
 			for _, need := range append(append([]string(nil), s.family.Needs...), implied[name]...) {
-				fam, facet := wop.SplitCapability(need, func(f string) bool { _, ok := adv[f]; return ok })
+				fam, facet := SplitCapability(need, func(f string) bool { _, ok := adv[f]; return ok })
 				if !has(adv, fam, facet) {
 					delete(adv, name)
 					changed = true

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/plugintest"
 )
 
@@ -26,7 +27,7 @@ func TestConformance(t *testing.T) {
 		plugintest.Run(t, plugintest.Config{
 			Binary: bin,
 			Config: json.RawMessage(`{}`),
-			Calls: []plugintest.Call{{Family: "aiEnvelope", Method: "generate",
+			Calls: []plugintest.Call{{Family: aienvelope.Family, Method: aienvelope.MethodGenerate,
 				Payload: json.RawMessage(`{"envelopeType":"conformance","userMessage":"hello","idempotencyKey":"conformance-1"}`)}},
 		})
 	})

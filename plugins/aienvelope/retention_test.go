@@ -155,9 +155,9 @@ func TestSecondProcessLeavesTheFirstsEnvelopesAlone(t *testing.T) {
 		defer wg.Done()
 		var in aienvelope.GenerateRequest
 		_ = json.Unmarshal([]byte(fmt.Sprintf(hello, "in-flight")), &in)
-		out, err := h.svc.generate(context.Background(), nil, &in)
+		out, err := h.svc.Generate(context.Background(), nil, &in)
 		if gerr = err; err == nil {
-			gerr = json.Unmarshal(out, &res)
+			gerr = sent(out, &res)
 		}
 	}()
 	waitFor(t, func() bool { return srv.Calls() == 1 })

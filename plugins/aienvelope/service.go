@@ -49,6 +49,10 @@ const (
 	vacuumBudget = 10 * time.Second
 )
 
+// NewFamily serves Await only from an AwaitServer: this keeps a missing
+// Await the compiler's error.
+var _ aienvelope.AwaitServer = (*service)(nil)
+
 // service serves the family. Configure swaps its instance; calls read the
 // current one.
 type service struct {
@@ -100,18 +104,17 @@ func (s *service) plugin() *plugin.Plugin {
 		Configure:    s.configure,
 		Shutdown:     s.shutdown,
 		SingleWriter: true,
-		Families: []*plugin.Family{{
-			Name:    aienvelope.Family,
-			Status:  "stable",
-			Since:   "2.0",
-			Witness: "witnessable-gated",
-			Methods: map[string]plugin.Handler{
-				aienvelope.MethodGenerate: plugin.Typed(s.generate),
-				aienvelope.MethodAwait:    plugin.Typed(s.await),
-			},
-			Facets: s.facets,
-		}},
+		Families:     []*plugin.Family{s.family()},
 	}
+}
+
+// family serves generate and await; await is always served, answering
+// capability_not_provided while async is off, and advertised by facets.
+func (s *service) family() *plugin.Family {
+	f := aienvelope.NewFamily(s)
+	f.Status, f.Since, f.Witness = wop.StatusStable, "2.0", wop.WitnessGated
+	f.Facets = s.facets
+	return f
 }
 
 // facets advertises await only while async is on, so ctx.aiEnvelope.await
@@ -318,7 +321,9 @@ func newEnvelopeID() string {
 	return "env_" + hex.EncodeToString(b[:])
 }
 
-func (s *service) generate(ctx context.Context, _ *plugin.Request, in *aienvelope.GenerateRequest) (json.RawMessage, error) {
+// Generate implements aienvelope.Server. A replayed result carries the
+// stored bytes in Raw.
+func (s *service) Generate(ctx context.Context, _ *plugin.Request, in *aienvelope.GenerateRequest) (*aienvelope.GenerateResult, error) {
 	inst := s.current()
 	if inst == nil {
 		return nil, wop.Errorf(wop.CodeUnavailable, "the aiEnvelope plugin is not configured").WithRetryable(true)
@@ -342,7 +347,7 @@ func (s *service) generate(ctx context.Context, _ *plugin.Request, in *aienvelop
 		if claimed {
 			if in.Async {
 				inst.start(e.ID, reqJSON)
-				return pendingResult(in.EnvelopeType, e.ID, false)
+				return pendingResult(in.EnvelopeType, e.ID, false), nil
 			}
 			return inst.runSync(ctx, e.ID, p)
 		}
@@ -365,7 +370,7 @@ func (s *service) generate(ctx context.Context, _ *plugin.Request, in *aienvelop
 
 // runSync runs a claimed synchronous envelope. A failure releases the key:
 // only successes are recorded for synchronous calls.
-func (in *instance) runSync(ctx context.Context, id string, p *prepared) (json.RawMessage, error) {
+func (in *instance) runSync(ctx context.Context, id string, p *prepared) (*aienvelope.GenerateResult, error) {
 	res, werr := in.run(ctx, id, p)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
@@ -380,7 +385,7 @@ func (in *instance) runSync(ctx context.Context, id string, p *prepared) (json.R
 		// The caller still gets the result; a retry would call again.
 		in.logger.Error("cannot record an envelope", "envelope_id", id, "error", err)
 	}
-	return res, nil
+	return &aienvelope.GenerateResult{Raw: res}, nil
 }
 
 // start runs an async envelope in the background, at most workers at once.
@@ -467,10 +472,10 @@ func providerError(ctx context.Context, err error, attempts int) *wop.Error {
 }
 
 // outcome turns a finished (or pending) stored envelope into the answer.
-func (in *instance) outcome(e *store.Envelope) (json.RawMessage, error) {
+func (in *instance) outcome(e *store.Envelope) (*aienvelope.GenerateResult, error) {
 	switch e.State {
 	case store.StateCompleted:
-		return json.RawMessage(e.Result), nil
+		return &aienvelope.GenerateResult{Raw: e.Result}, nil
 	case store.StateFailed:
 		var we wop.Error
 		if err := json.Unmarshal(e.Error, &we); err != nil || we.Code == "" {
@@ -478,11 +483,11 @@ func (in *instance) outcome(e *store.Envelope) (json.RawMessage, error) {
 		}
 		return nil, &we
 	}
-	return pendingResult(e.Type, e.ID, false)
+	return pendingResult(e.Type, e.ID, false), nil
 }
 
-func pendingResult(envelopeType, id string, timedOut bool) (json.RawMessage, error) {
-	return json.Marshal(aienvelope.GenerateResult{EnvelopeType: envelopeType, EnvelopeID: id, Status: aienvelope.StatusPending, TimedOut: timedOut})
+func pendingResult(envelopeType, id string, timedOut bool) *aienvelope.GenerateResult {
+	return &aienvelope.GenerateResult{EnvelopeType: envelopeType, EnvelopeID: id, Status: aienvelope.StatusPending, TimedOut: timedOut}
 }
 
 // waitChan returns the channel closed when the next envelope finishes.
@@ -503,7 +508,7 @@ func (in *instance) notify() {
 // wait waits for envelope id until it finishes, ctx ends or until (zero:
 // no limit of its own). done is false when the envelope vanished (a
 // synchronous twin failed and released its key).
-func (in *instance) wait(ctx context.Context, id string, until time.Time) (res json.RawMessage, done bool, err error) {
+func (in *instance) wait(ctx context.Context, id string, until time.Time) (res *aienvelope.GenerateResult, done bool, err error) {
 	var timer <-chan time.Time
 	if !until.IsZero() {
 		t := time.NewTimer(time.Until(until))
@@ -526,8 +531,7 @@ func (in *instance) wait(ctx context.Context, id string, until time.Time) (res j
 		select {
 		case <-ch:
 		case <-timer:
-			res, err := pendingResult("", id, true)
-			return res, true, err
+			return pendingResult("", id, true), true, nil
 		case <-ctx.Done():
 			return nil, true, ctxError(ctx.Err())
 		}
@@ -545,7 +549,8 @@ func storeError(err error) *wop.Error {
 	return wop.Errorf(wop.CodeUnavailable, "aiEnvelope store: %v", err).WithRetryable(true)
 }
 
-func (s *service) await(ctx context.Context, _ *plugin.Request, in *aienvelope.AwaitRequest) (json.RawMessage, error) {
+// Await implements aienvelope.AwaitServer.
+func (s *service) Await(ctx context.Context, _ *plugin.Request, in *aienvelope.AwaitRequest) (*aienvelope.GenerateResult, error) {
 	inst := s.current()
 	if inst == nil {
 		return nil, wop.Errorf(wop.CodeUnavailable, "the aiEnvelope plugin is not configured").WithRetryable(true)

@@ -91,17 +91,27 @@ func (h *harness) generateCtx(t *testing.T, ctx context.Context, req string) (ai
 	if err := json.Unmarshal([]byte(req), &in); err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.svc.generate(ctx, nil, &in)
+	out, err := h.svc.Generate(ctx, nil, &in)
 	return decodeResult(t, out, err)
 }
 
 func (h *harness) await(t *testing.T, id string, timeoutMs int64) (aienvelope.GenerateResult, *wop.Error) {
 	t.Helper()
-	out, err := h.svc.await(context.Background(), nil, &aienvelope.AwaitRequest{EnvelopeID: id, TimeoutMs: timeoutMs})
+	out, err := h.svc.Await(context.Background(), nil, &aienvelope.AwaitRequest{EnvelopeID: id, TimeoutMs: timeoutMs})
 	return decodeResult(t, out, err)
 }
 
-func decodeResult(t *testing.T, out json.RawMessage, err error) (aienvelope.GenerateResult, *wop.Error) {
+// sent decodes out as the caller receives it: marshalled, which sends a
+// replay's Raw as stored.
+func sent(out *aienvelope.GenerateResult, res *aienvelope.GenerateResult) error {
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, res)
+}
+
+func decodeResult(t *testing.T, out *aienvelope.GenerateResult, err error) (aienvelope.GenerateResult, *wop.Error) {
 	t.Helper()
 	var res aienvelope.GenerateResult
 	if err != nil {
@@ -111,8 +121,8 @@ func decodeResult(t *testing.T, out json.RawMessage, err error) (aienvelope.Gene
 		}
 		return res, we
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("result %s: %v", out, err)
+	if err := sent(out, &res); err != nil {
+		t.Fatalf("result %+v: %v", out, err)
 	}
 	return res, nil
 }
@@ -358,7 +368,7 @@ func TestAsyncAndAwait(t *testing.T) {
 	srv := wiretest.NewServer(t, "openai_success")
 	srv.Gate = make(chan struct{})
 	h := configured(t, t.TempDir(), openaiConfig(srv.URL, `,"async":{"enabled":true,"workers":1}`))
-	if _, ok := h.svc.facets()["await"]; !ok {
+	if _, ok := h.svc.facets()[aienvelope.FacetAwait]; !ok {
 		t.Fatalf("facets %v lack await", h.svc.facets())
 	}
 	p := h.mustGenerate(t, `{"envelopeType":"answer","userMessage":"Capital of France?","idempotencyKey":"as1","async":true}`)
@@ -426,9 +436,9 @@ func TestSynchronousTwinsShareOneCall(t *testing.T) {
 			defer wg.Done()
 			var in aienvelope.GenerateRequest
 			_ = json.Unmarshal([]byte(fmt.Sprintf(hello, "twin")), &in)
-			out, err := h.svc.generate(context.Background(), nil, &in)
+			out, err := h.svc.Generate(context.Background(), nil, &in)
 			if err == nil {
-				_ = json.Unmarshal(out, &results[i])
+				_ = sent(out, &results[i])
 			}
 		}()
 	}

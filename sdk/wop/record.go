@@ -37,13 +37,13 @@ const (
 	WitnessNegativeExistence = "negative-existence"
 )
 
-// RecordStatuses lists the values a family record's status may take in
+// recordStatuses lists the values a family record's status may take in
 // OpenWOP's discovery document.
-func RecordStatuses() []string { return []string{StatusStable, StatusExperimental, StatusDeprecated} }
+func recordStatuses() []string { return []string{StatusStable, StatusExperimental, StatusDeprecated} }
 
-// RecordWitnesses lists OpenWOP's witness classes, the values a family
+// recordWitnesses lists OpenWOP's witness classes, the values a family
 // record's witness may take.
-func RecordWitnesses() []string {
+func recordWitnesses() []string {
 	return []string{WitnessUnaided, WitnessGated, WitnessSeamGated, WitnessClaimsCheck, WitnessNegativeExistence}
 }
 
@@ -62,14 +62,14 @@ var (
 // OpenWOP's witness classes; until ("N.N" or a date YYYY-MM-DD) is
 // required unless the family is stable, and forbidden when it is.
 func CheckFamilyRecord(status, since, until, witness string) error {
-	if !slices.Contains(RecordStatuses(), status) {
-		return fmt.Errorf("status %q: must be one of %s", status, strings.Join(RecordStatuses(), ", "))
+	if !slices.Contains(recordStatuses(), status) {
+		return fmt.Errorf("status %q: must be one of %s", status, strings.Join(recordStatuses(), ", "))
 	}
 	if !protocolVersion.MatchString(since) {
 		return fmt.Errorf(`since %q: must be a protocol version "N.N", e.g. "2.0"`, since)
 	}
-	if !slices.Contains(RecordWitnesses(), witness) {
-		return fmt.Errorf("witness %q: must be one of %s", witness, strings.Join(RecordWitnesses(), ", "))
+	if !slices.Contains(recordWitnesses(), witness) {
+		return fmt.Errorf("witness %q: must be one of %s", witness, strings.Join(recordWitnesses(), ", "))
 	}
 	switch {
 	case status == StatusStable && until != "":

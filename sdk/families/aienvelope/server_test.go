@@ -1,6 +1,7 @@
 package aienvelope_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -88,4 +89,48 @@ func TestTypedServerPassesTheKit(t *testing.T) {
 		Payload: json.RawMessage(`{"envelopeType":"t","userMessage":"hi","idempotencyKey":"k-1"}`),
 	}}})
 	plugintest.AIEnvelope(t, plugintest.AIEnvelopeConfig{InProcess: newPlugin()})
+}
+
+// storedProvider replays one stored result, as a plugin with a durable
+// idempotency store does.
+type storedProvider struct{ stored json.RawMessage }
+
+func (p storedProvider) Generate(context.Context, *plugin.Request, *aienvelope.GenerateRequest) (*aienvelope.GenerateResult, error) {
+	return &aienvelope.GenerateResult{Raw: p.stored}, nil
+}
+
+func (p storedProvider) Await(context.Context, *plugin.Request, *aienvelope.AwaitRequest) (*aienvelope.GenerateResult, error) {
+	return &aienvelope.GenerateResult{Raw: p.stored}, nil
+}
+
+// A result carrying Raw leaves the family as the stored bytes, not
+// re-encoded: spacing and key order are kept.
+func TestRawResultSentAsStored(t *testing.T) {
+	stored := json.RawMessage(`{ "status":"completed", "envelopeId":"env_1", "payload":{"b":1,"a":2}, "warnings":[] }`)
+	f := aienvelope.NewFamily(storedProvider{stored: stored})
+	for method, payload := range map[string]string{
+		aienvelope.MethodGenerate: `{"envelopeType":"t","idempotencyKey":"k"}`,
+		aienvelope.MethodAwait:    `{"envelopeId":"env_1","timeoutMs":0}`,
+	} {
+		out, err := f.Methods[method](context.Background(), &plugin.Request{Payload: json.RawMessage(payload)})
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		if b, ok := out.(json.RawMessage); !ok || string(b) != string(stored) {
+			t.Errorf("%s sent %T %s, want the stored bytes %s", method, out, out, stored)
+		}
+	}
+	b, err := json.Marshal(aienvelope.GenerateResult{Raw: stored, Status: aienvelope.StatusPending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// encoding/json compacts what a MarshalJSON method returns; key order
+	// and values stay the stored ones.
+	var want bytes.Buffer
+	if err := json.Compact(&want, stored); err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != want.String() {
+		t.Errorf("json.Marshal = %s, want the stored result %s", b, want.String())
+	}
 }

@@ -152,6 +152,11 @@ type GenerateResult struct {
 	// TimedOut is set on a pending await result whose timeout ran out;
 	// a timeout is not an error.
 	TimedOut bool `json:"timedOut,omitempty"`
+	// Raw, when set, is the whole result as JSON, sent in place of the
+	// other fields byte for byte: a plugin replaying a result it stored
+	// sets Raw alone, so the replay is exactly what it first sent.
+	// Decoding never sets it.
+	Raw json.RawMessage `json:"-"`
 }
 
 // Usage counts the tokens a generation consumed.
@@ -175,10 +180,14 @@ type pendingResult struct {
 	TimedOut     bool   `json:"timedOut,omitempty"`
 }
 
-// MarshalJSON writes the contract's shape for the status: a pending result
-// carries no completion fields, and a completed one always carries
-// "warnings" as an array, never null, because the contract makes it a list.
+// MarshalJSON writes Raw when set. Otherwise it writes the contract's
+// shape for the status: a pending result carries no completion fields,
+// and a completed one always carries "warnings" as an array, never null,
+// because the contract makes it a list.
 func (r GenerateResult) MarshalJSON() ([]byte, error) {
+	if r.Raw != nil {
+		return r.Raw, nil
+	}
 	if r.Status == StatusPending {
 		return json.Marshal(pendingResult{
 			EnvelopeType: r.EnvelopeType,
