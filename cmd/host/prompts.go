@@ -21,7 +21,7 @@ import (
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
-	"github.com/wophost/wophost/core/manifest"
+	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/internal/atomicfile"
 	"github.com/wophost/wophost/internal/promptfile"
 	"github.com/wophost/wophost/internal/promptstore"
@@ -403,23 +403,23 @@ func lockPack(st *promptstore.Store, path string, refs []string) (map[string]str
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if _, legacy := m["prompts"]; legacy {
-		return nil, fmt.Errorf("%s: the lock map is spelled %q in OpenWOP v2 manifests: rename the \"prompts\" key, then lock again", path, manifest.PromptsKey)
+		return nil, fmt.Errorf("%s: the lock map is spelled %q in OpenWOP v2 manifests: rename the \"prompts\" key, then lock again", path, packmanifest.PromptsKey)
 	}
 	var prompts map[string]string
-	if raw, ok := m[manifest.PromptsKey]; ok {
+	if raw, ok := m[packmanifest.PromptsKey]; ok {
 		if err := json.Unmarshal(raw, &prompts); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, manifest.PromptsKey, err)
+			return nil, fmt.Errorf("%s: %s: %w", path, packmanifest.PromptsKey, err)
 		}
 	}
 	lock := map[string]string{}
 	for key, ref := range prompts {
 		pin, err := promptlibrary.ParsePin(ref)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s[%q]: %w", path, manifest.PromptsKey, key, err)
+			return nil, fmt.Errorf("%s: %s[%q]: %w", path, packmanifest.PromptsKey, key, err)
 		}
 		v, err := st.Resolve(pin)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s[%q] = %q: %w", path, manifest.PromptsKey, key, ref, err)
+			return nil, fmt.Errorf("%s: %s[%q] = %q: %w", path, packmanifest.PromptsKey, key, ref, err)
 		}
 		lock[key] = v.Pin().String()
 	}
@@ -442,7 +442,7 @@ func lockPack(st *promptstore.Store, path string, refs []string) (map[string]str
 		}
 		lock[v.Name] = v.Pin().String()
 	}
-	out, err := spliceJSONKey(data, manifest.PromptsKey, lock)
+	out, err := spliceJSONKey(data, packmanifest.PromptsKey, lock)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

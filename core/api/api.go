@@ -21,7 +21,7 @@ import (
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/httpstatus"
 	"github.com/wophost/wophost/core/idempotency"
-	"github.com/wophost/wophost/core/manifest"
+	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -265,10 +265,10 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wop.Errorf(wop.CodeNotFound, "no route POST %s; nodes run at POST /v1/nodes/{typeId}:execute", clip(r.URL.Path, maxEchoBytes)))
 		return
 	}
-	if len(typeID) > manifest.MaxTypeIDBytes {
+	if len(typeID) > packmanifest.MaxTypeIDBytes {
 		// No pack can declare it; neither the answer nor a metric label
 		// carries it.
-		writeError(w, wop.Errorf(wop.CodeNotFound, "no node has a typeId of %d bytes; a typeId is at most %d", len(typeID), manifest.MaxTypeIDBytes))
+		writeError(w, wop.Errorf(wop.CodeNotFound, "no node has a typeId of %d bytes; a typeId is at most %d", len(typeID), packmanifest.MaxTypeIDBytes))
 		return
 	}
 	var req executeRequest

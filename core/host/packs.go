@@ -18,7 +18,7 @@ import (
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/hostservices"
 	"github.com/wophost/wophost/core/loader"
-	"github.com/wophost/wophost/core/manifest"
+	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -51,11 +51,11 @@ type Pack struct {
 	Degraded []string
 	// Notes are the OpenWOP features of the pack's manifest that the
 	// host reads without acting on.
-	Notes []manifest.Note
+	Notes []packmanifest.Note
 	Err   error
 
 	cfg      *config.Pack
-	manifest *manifest.Manifest
+	manifest *packmanifest.Manifest
 	// raw is pack.json as read, and entry the binary's path: a restarted
 	// binary must still carry the same manifest.
 	raw          []byte
@@ -88,8 +88,8 @@ type PackInfo struct {
 	Degraded []string  `json:"degraded,omitempty"`
 	// Notes are the OpenWOP features the pack uses that the host does not
 	// act on, each with what that means.
-	Notes []manifest.Note `json:"notes,omitempty"`
-	Error string          `json:"error,omitempty"`
+	Notes []packmanifest.Note `json:"notes,omitempty"`
+	Error string              `json:"error,omitempty"`
 	// Restarts counts the restarts of the pack's process since the host
 	// started.
 	Restarts int `json:"restarts"`
@@ -238,7 +238,7 @@ func (h *Host) launchPack(ctx context.Context, p *Pack) error {
 	if d := config.CheckPackDir(p.cfg); d != nil {
 		return wop.Errorf(wop.CodePackValidationFailed, "%s: %s", d.Summary, d.Detail)
 	}
-	m, raw, err := manifest.Load(p.Path)
+	m, raw, err := packmanifest.Load(p.Path)
 	if err != nil {
 		return err
 	}
@@ -342,7 +342,7 @@ func (h *Host) admitPack(ctx context.Context, p *Pack) error {
 const manifestRuntimeTier = wop.FamilyAgents + "." + agentruntime.FacetManifestRuntime
 
 // sameManifest compares pack.json with the copy embedded in the binary,
-// ignoring the prompt lock map (manifest.PromptsKey): the operator rewrites that
+// ignoring the prompt lock map (packmanifest.PromptsKey): the operator rewrites that
 // map with `host prompts lock` after the binary was built (to pin prompts
 // to new versions without a rebuild), and only the host reads it.
 func sameManifest(file, embedded []byte) bool {
@@ -353,8 +353,8 @@ func sameManifest(file, embedded []byte) bool {
 	if json.Unmarshal(file, &a) != nil || json.Unmarshal(embedded, &b) != nil {
 		return false
 	}
-	delete(a, manifest.PromptsKey)
-	delete(b, manifest.PromptsKey)
+	delete(a, packmanifest.PromptsKey)
+	delete(b, packmanifest.PromptsKey)
 	ja, erra := json.Marshal(a)
 	jb, errb := json.Marshal(b)
 	return erra == nil && errb == nil && sameJSON(ja, jb)

@@ -18,7 +18,7 @@ import (
 	"net/http"
 
 	"github.com/wophost/wophost/core/idempotency"
-	"github.com/wophost/wophost/core/manifest"
+	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -108,27 +108,27 @@ func StatusOf(code string) int {
 // the HTTP answer; a code missing here is answered as internal_error.
 func ctxTable() map[string]string {
 	return map[string]string{
-		wop.CodeValidation:                    CodeValidation,
-		idempotency.CodeKeyInvalid:            CodeIdempotencyKeyInvalid,
-		wop.CodePackValidationFailed:          CodePackValidationFailed,
-		wop.CodePackPeerDependencyMissing:     CodePackPeerDependency,
-		manifest.CodePackKindInvalid:          CodePackKindInvalid,
-		manifest.CodePackEngineUnsupported:    CodePackEngine,
-		manifest.CodeOAuthProviderUnsupported: CodeOAuthUnsupported,
-		manifest.CodeCredentialUnavailable:    CodeCredentialUnavailable,
-		wop.CodeNotFound:                      CodeNotFound,
-		wop.CodeIdempotencyKeyMismatch:        CodeIdempotencyMismatch,
-		idempotency.CodeInFlight:              CodeIdempotencyInFlight,
-		wop.CodeCapabilityNotProvided:         CodeCapabilityNotProvided,
-		wop.CodeHostCapabilityMissing:         CodeCapabilityNotProvided,
-		wop.CodeCapabilityNotDeclared:         CodeForbidden,
-		wop.CodeCallDepthExceeded:             CodeRecursionLimit,
-		wop.CodeUnavailable:                   CodeRunnerUnavailable,
-		wop.CodeInternal:                      CodeInternalError,
-		wop.CodeDeadlineExceeded:              CodeDeadlineExceeded,
-		wop.CodeCancelled:                     CodeCancelled,
-		wop.CodeUpstreamUnavailable:           CodeUpstreamUnavailable,
-		wop.CodeMCPError:                      CodeUpstreamUnavailable,
+		wop.CodeValidation:                        CodeValidation,
+		idempotency.CodeKeyInvalid:                CodeIdempotencyKeyInvalid,
+		wop.CodePackValidationFailed:              CodePackValidationFailed,
+		wop.CodePackPeerDependencyMissing:         CodePackPeerDependency,
+		packmanifest.CodePackKindInvalid:          CodePackKindInvalid,
+		packmanifest.CodePackEngineUnsupported:    CodePackEngine,
+		packmanifest.CodeOAuthProviderUnsupported: CodeOAuthUnsupported,
+		packmanifest.CodeCredentialUnavailable:    CodeCredentialUnavailable,
+		wop.CodeNotFound:                          CodeNotFound,
+		wop.CodeIdempotencyKeyMismatch:            CodeIdempotencyMismatch,
+		idempotency.CodeInFlight:                  CodeIdempotencyInFlight,
+		wop.CodeCapabilityNotProvided:             CodeCapabilityNotProvided,
+		wop.CodeHostCapabilityMissing:             CodeCapabilityNotProvided,
+		wop.CodeCapabilityNotDeclared:             CodeForbidden,
+		wop.CodeCallDepthExceeded:                 CodeRecursionLimit,
+		wop.CodeUnavailable:                       CodeRunnerUnavailable,
+		wop.CodeInternal:                          CodeInternalError,
+		wop.CodeDeadlineExceeded:                  CodeDeadlineExceeded,
+		wop.CodeCancelled:                         CodeCancelled,
+		wop.CodeUpstreamUnavailable:               CodeUpstreamUnavailable,
+		wop.CodeMCPError:                          CodeUpstreamUnavailable,
 	}
 }
 

@@ -32,7 +32,7 @@ const redacted = "[redacted]"
 func NewRunToken(secret string) RunToken { return RunToken{secret: secret} }
 
 // Reveal returns the secret, for the code that puts it on the wire (see
-// sdk/wire). Nothing else needs it; never log it.
+// sdk/internal/wire). Nothing else needs it; never log it.
 func (t RunToken) Reveal() string { return t.secret }
 
 // IsZero reports whether t carries no secret.

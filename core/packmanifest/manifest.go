@@ -1,4 +1,4 @@
-// Package manifest parses and validates a node pack's pack.json, written
+// Package packmanifest parses and validates a node pack's pack.json, written
 // in OpenWOP v2's published manifest format, and derives from it what the
 // host checks at load and at dispatch: the pack's peer requirements, each
 // node's requirements, what a node may call, whether an input matches the
@@ -9,7 +9,7 @@
 // embedded copy has no directory), and LoadSchemas reads and compiles the
 // schema files the nodes reference, inside the pack directory. Load does
 // both for a pack directory.
-package manifest
+package packmanifest
 
 import (
 	"bytes"
