@@ -99,7 +99,7 @@ func (c *Checker) CheckPack(ctx context.Context, pack string, raw []json.RawMess
 func (c *Checker) CheckInline(ctx context.Context, raw json.RawMessage, known func(string) bool) (*Entry, error) {
 	m, err := agentruntime.ParseManifest(raw)
 	if err != nil {
-		return nil, fromManifestError(err, "/manifest", wop.CodeValidation, "spawn")
+		return nil, fromManifestError(err, "/manifest", wop.CodeValidation, agentruntime.MethodSpawn)
 	}
 	var ps Problems
 	prompt := c.check(ctx, &ps, "/manifest", m)
@@ -110,7 +110,7 @@ func (c *Checker) CheckInline(ctx context.Context, raw json.RawMessage, known fu
 			}
 		}
 	}
-	if err := ps.err(wop.CodeValidation, "spawn"); err != nil {
+	if err := ps.err(wop.CodeValidation, agentruntime.MethodSpawn); err != nil {
 		return nil, err
 	}
 	return NewEntry("", -1, m, prompt)

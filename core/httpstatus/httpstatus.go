@@ -22,26 +22,27 @@ import (
 	"github.com/wophost/wophost/sdk/wop"
 )
 
-// OpenWOP's registered HTTP error codes the host answers with.
+// OpenWOP's registered HTTP error codes the host answers with. A code
+// another package defines is named here from its definition.
 const (
-	CodeValidation            = "validation_error"
-	CodeIdempotencyKeyInvalid = "idempotency_key_invalid"
-	CodePackValidationFailed  = "pack_validation_failed"
-	CodePackPeerDependency    = "pack_peer_dependency_missing"
+	CodeValidation            = wop.CodeValidation
+	CodeIdempotencyKeyInvalid = idempotency.CodeKeyInvalid
+	CodePackValidationFailed  = wop.CodePackValidationFailed
+	CodePackPeerDependency    = wop.CodePackPeerDependencyMissing
 	CodeUnauthenticated       = "unauthenticated"
 	CodeForbidden             = "forbidden"
-	CodeNotFound              = "not_found"
-	CodeIdempotencyMismatch   = "idempotency_key_mismatch"
-	CodeIdempotencyInFlight   = "idempotency_in_flight"
+	CodeNotFound              = wop.CodeNotFound
+	CodeIdempotencyMismatch   = idempotency.CodeKeyMismatch
+	CodeIdempotencyInFlight   = idempotency.CodeInFlight
 	CodePayloadTooLarge       = "payload_too_large"
-	CodeCapabilityNotProvided = "capability_not_provided"
+	CodeCapabilityNotProvided = wop.CodeCapabilityNotProvided
 	CodeRecursionLimit        = "recursion_limit_exceeded"
 	CodeInternalError         = "internal_error"
 	CodeRunnerUnavailable     = "runner_unavailable"
-	CodeCredentialUnavailable = "credential_unavailable"
-	CodePackKindInvalid       = "pack_kind_invalid"
-	CodePackEngine            = "pack_engine_unsupported"
-	CodeOAuthUnsupported      = "oauth_provider_unsupported"
+	CodeCredentialUnavailable = packmanifest.CodeCredentialUnavailable
+	CodePackKindInvalid       = packmanifest.CodePackKindInvalid
+	CodePackEngine            = packmanifest.CodePackEngineUnsupported
+	CodeOAuthUnsupported      = packmanifest.CodeOAuthProviderUnsupported
 )
 
 // The host's vendor codes: refusals no registered code describes.
