@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/wophost/wophost/internal/promptfile"
-	"github.com/wophost/wophost/internal/promptstore"
+	"github.com/wophost/wophost/plugins/promptlib/store"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/schema"
@@ -25,7 +25,7 @@ const parsedCacheSize = 1024
 // library serves promptLibrary from a store opened at Configure.
 type library struct {
 	mu    sync.RWMutex
-	store *promptstore.Store
+	store *store.Store
 	// parsed caches promptfile.Parse by digest. Parsing is a pure function
 	// of the bytes, and the bytes are re-read and re-hashed on every get,
 	// so the cache never lets a corrupted blob through.
@@ -59,7 +59,7 @@ func (l *library) configure(_ context.Context, req *plugin.ConfigureRequest) err
 		}
 		dir = *c.Dir
 	}
-	s, err := promptstore.Open(promptstore.ConfigDir(req.StateDir, dir))
+	s, err := store.Open(store.ConfigDir(req.StateDir, dir))
 	if err != nil {
 		return &plugin.ConfigError{Path: []string{"dir"}, Summary: "Cannot open the prompt store", Detail: err.Error()}
 	}
@@ -79,10 +79,7 @@ func (l *library) Get(_ context.Context, _ *plugin.Request, in *promptlibrary.Ge
 		return nil, wop.Errorf(promptlibrary.CodePromptUnpinned, "%v", err).
 			WithDetails(map[string]string{"promptId": in.PromptID})
 	}
-	l.mu.RLock()
-	s := l.store
-	l.mu.RUnlock()
-	v, raw, err := s.Get(pin)
+	v, raw, err := l.current().Get(pin)
 	if err != nil {
 		return nil, storeError(in.PromptID, err)
 	}
@@ -94,6 +91,13 @@ func (l *library) Get(_ context.Context, _ *plugin.Request, in *promptlibrary.Ge
 			WithDetails(map[string]string{"promptId": in.PromptID})
 	}
 	return f.Answer(in.PromptID, v.Name, v.Version, v.Digest, raw), nil
+}
+
+// current returns the store opened at Configure.
+func (l *library) current() *store.Store {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.store
 }
 
 // parse returns the parsed form of raw, whose digest the store has just
@@ -118,16 +122,24 @@ func (l *library) parse(digest string, raw []byte) (*promptfile.File, error) {
 	return f, nil
 }
 
-// storeError maps a store failure to the family's code.
+// storeError maps a store failure to the family's code. promptID, when
+// set, names the prompt concerned in the details.
 func storeError(promptID string, err error) error {
-	details := map[string]string{"promptId": promptID}
+	var details map[string]string
+	if promptID != "" {
+		details = map[string]string{"promptId": promptID}
+	}
 	switch {
-	case errors.Is(err, promptstore.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return wop.Errorf(promptlibrary.CodePromptNotFound, "%v", err).WithDetails(details)
-	case errors.Is(err, promptstore.ErrVersionNotFound):
+	case errors.Is(err, store.ErrVersionNotFound):
 		return wop.Errorf(promptlibrary.CodePromptVersionNotFound, "%v", err).WithDetails(details)
-	case errors.Is(err, promptstore.ErrDigestMismatch), errors.Is(err, promptstore.ErrCorrupt):
+	case errors.Is(err, store.ErrDigestMismatch), errors.Is(err, store.ErrCorrupt):
 		return wop.Errorf(promptlibrary.CodePromptDigestMismatch, "%v", err).WithDetails(details)
+	case errors.Is(err, store.ErrVersionExists):
+		return wop.Errorf(promptlibrary.CodePromptVersionConflict, "%v", err).WithDetails(details)
+	case errors.Is(err, store.ErrInvalid):
+		return wop.Errorf(promptlibrary.CodePromptInvalid, "%v", err).WithDetails(details)
 	default:
 		return wop.Errorf(promptlibrary.CodePromptStoreUnavailable, "%v", err).WithRetryable(true).WithDetails(details)
 	}

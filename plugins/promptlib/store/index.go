@@ -1,4 +1,4 @@
-package promptstore
+package store
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/wophost/wophost/internal/atomicfile"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
 )
 
 // IndexFile is the optional SQLite index of a store. It is a cache of the
@@ -41,13 +42,7 @@ CREATE INDEX versions_digest ON versions (digest);
 `
 
 // IndexedName is one row of ListIndex.
-type IndexedName struct {
-	Name     string `json:"name"`
-	Versions int    `json:"versions"`
-	// Last is the version published last, and Digest its digest.
-	Last   string `json:"last"`
-	Digest string `json:"digest"`
-}
+type IndexedName = promptlibrary.NameSummary
 
 func (s *Store) indexPath() string { return filepath.Join(s.dir, IndexFile) }
 

@@ -1,4 +1,4 @@
-// Package promptstore is the prompt library's on-disk store: content-addressed,
+// Package store is the prompt library's on-disk store: content-addressed,
 // immutable blobs and one immutable record per published version, laid out
 // as plain files so that a store directory can live in Git.
 //
@@ -18,7 +18,7 @@
 //
 // The store is safe for concurrent use by several goroutines and several
 // processes.
-package promptstore
+package store
 
 import (
 	"context"
@@ -73,26 +73,9 @@ var (
 	ErrInvalid = errors.New("invalid prompt file")
 )
 
-// Version is the record of one published version.
-type Version struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	// Seq orders the versions of one name by publication, from 1.
-	Seq         int       `json:"seq"`
-	Digest      string    `json:"digest"`
-	Size        int64     `json:"size"`
-	PublishedAt time.Time `json:"publishedAt"`
-	// The fields below are copied from the header for list and show; get
-	// derives them from the blob again.
-	EnvelopeType string          `json:"envelopeType,omitempty"`
-	Description  string          `json:"description,omitempty"`
-	Variables    json.RawMessage `json:"variables,omitempty"`
-}
-
-// Pin returns the fully pinned reference of v: name@version#digest.
-func (v *Version) Pin() promptlibrary.Pin {
-	return promptlibrary.Pin{Name: v.Name, Version: v.Version, Digest: v.Digest}
-}
+// Version is the record of one published version: the family's wire
+// type, so that the plugin answers with records as stored.
+type Version = promptlibrary.Version
 
 // Store is an open store directory.
 type Store struct {
