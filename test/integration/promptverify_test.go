@@ -75,7 +75,8 @@ func storeConfig(t *testing.T, dir string) string {
 	t.Helper()
 	return writeConfig(t, fmt.Sprintf(`
 capability "prompts" {
-  plugin = %q
+  plugin   = %q
+  families = ["promptLibrary"]
   config {
     dir = %q
   }
