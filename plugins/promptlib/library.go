@@ -25,7 +25,7 @@ const parsedCacheSize = 1024
 // library serves promptLibrary from a store opened at Configure.
 type library struct {
 	mu    sync.RWMutex
-	store *store.Store
+	store store.Backend
 	// parsed caches promptfile.Parse by digest. Parsing is a pure function
 	// of the bytes, and the bytes are re-read and re-hashed on every get,
 	// so the cache never lets a corrupted blob through.
@@ -64,7 +64,7 @@ func (l *library) configure(_ context.Context, req *plugin.ConfigureRequest) err
 		return &plugin.ConfigError{Path: []string{"dir"}, Summary: "Cannot open the prompt store", Detail: err.Error()}
 	}
 	l.mu.Lock()
-	l.store = s
+	l.store = store.Files(s)
 	l.mu.Unlock()
 	return nil
 }
@@ -73,13 +73,13 @@ func (l *library) configure(_ context.Context, req *plugin.ConfigureRequest) err
 // through the host, which resolves it through the calling pack's lock map
 // first; one that does is refused like any other unpinned form.
 // Get implements promptlibrary.Server.
-func (l *library) Get(_ context.Context, _ *plugin.Request, in *promptlibrary.GetRequest) (*promptlibrary.Prompt, error) {
+func (l *library) Get(ctx context.Context, _ *plugin.Request, in *promptlibrary.GetRequest) (*promptlibrary.Prompt, error) {
 	pin, err := promptlibrary.ParsePin(in.PromptID)
 	if err != nil {
 		return nil, wop.Errorf(promptlibrary.CodePromptUnpinned, "%v", err).
 			WithDetails(map[string]string{"promptId": in.PromptID})
 	}
-	v, raw, err := l.current().Get(pin)
+	v, raw, err := l.current().Get(ctx, pin)
 	if err != nil {
 		return nil, storeError(in.PromptID, err)
 	}
@@ -94,7 +94,7 @@ func (l *library) Get(_ context.Context, _ *plugin.Request, in *promptlibrary.Ge
 }
 
 // current returns the store opened at Configure.
-func (l *library) current() *store.Store {
+func (l *library) current() store.Backend {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.store

@@ -2,8 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
+	"errors"
 
 	"github.com/wophost/wophost/plugins/promptlib/store"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
@@ -23,36 +22,18 @@ func (l *library) Publish(ctx context.Context, _ *plugin.Request, in *promptlibr
 	return &promptlibrary.PublishResult{Version: res.Version, Existed: res.Existed}, nil
 }
 
-// List implements promptlibrary.Manager: from the index when the store
-// has one, else from the records.
+// List implements promptlibrary.Manager.
 func (l *library) List(ctx context.Context, _ *plugin.Request, _ *promptlibrary.ListRequest) (*promptlibrary.ListResult, error) {
-	st := l.current()
-	if st.HasIndex() {
-		names, err := st.ListIndex(ctx)
-		if err != nil {
-			return nil, storeError("", err)
-		}
-		return &promptlibrary.ListResult{Names: names}, nil
-	}
-	names, err := st.Names()
+	names, err := l.current().List(ctx)
 	if err != nil {
 		return nil, storeError("", err)
 	}
-	out := []promptlibrary.NameSummary{}
-	for _, n := range names {
-		vs, err := st.Versions(n)
-		if err != nil {
-			return nil, storeError(n, err)
-		}
-		last := vs[len(vs)-1]
-		out = append(out, promptlibrary.NameSummary{Name: n, Versions: len(vs), Last: last.Version, Digest: last.Digest})
-	}
-	return &promptlibrary.ListResult{Names: out}, nil
+	return &promptlibrary.ListResult{Names: names}, nil
 }
 
 // Versions implements promptlibrary.Manager.
-func (l *library) Versions(_ context.Context, _ *plugin.Request, in *promptlibrary.VersionsRequest) (*promptlibrary.VersionsResult, error) {
-	vs, err := l.current().Versions(in.Name)
+func (l *library) Versions(ctx context.Context, _ *plugin.Request, in *promptlibrary.VersionsRequest) (*promptlibrary.VersionsResult, error) {
+	vs, err := l.current().Versions(ctx, in.Name)
 	if err != nil {
 		return nil, storeError(in.Name, err)
 	}
@@ -60,13 +41,13 @@ func (l *library) Versions(_ context.Context, _ *plugin.Request, in *promptlibra
 }
 
 // Resolve implements promptlibrary.Manager.
-func (l *library) Resolve(_ context.Context, _ *plugin.Request, in *promptlibrary.ResolveRequest) (*promptlibrary.Version, error) {
+func (l *library) Resolve(ctx context.Context, _ *plugin.Request, in *promptlibrary.ResolveRequest) (*promptlibrary.Version, error) {
 	pin, err := promptlibrary.ParsePin(in.PromptID)
 	if err != nil {
 		return nil, wop.Errorf(promptlibrary.CodePromptUnpinned, "%v", err).
 			WithDetails(map[string]string{"promptId": in.PromptID})
 	}
-	v, err := l.current().Resolve(pin)
+	v, err := l.current().Resolve(ctx, pin)
 	if err != nil {
 		return nil, storeError(in.PromptID, err)
 	}
@@ -74,21 +55,23 @@ func (l *library) Resolve(_ context.Context, _ *plugin.Request, in *promptlibrar
 }
 
 // Verify implements promptlibrary.Manager.
-func (l *library) Verify(_ context.Context, _ *plugin.Request, _ *promptlibrary.VerifyRequest) (*promptlibrary.VerifyResult, error) {
+func (l *library) Verify(ctx context.Context, _ *plugin.Request, _ *promptlibrary.VerifyRequest) (*promptlibrary.VerifyResult, error) {
 	st := l.current()
-	rep, err := st.Verify()
+	rep, err := st.Verify(ctx)
 	if err != nil {
 		return nil, storeError("", err)
 	}
-	return &promptlibrary.VerifyResult{Store: st.Dir(), Report: *rep}, nil
+	return &promptlibrary.VerifyResult{Store: st.Where(), Report: *rep}, nil
 }
 
 // Reindex implements promptlibrary.Manager.
 func (l *library) Reindex(ctx context.Context, _ *plugin.Request, _ *promptlibrary.ReindexRequest) (*promptlibrary.ReindexResult, error) {
-	st := l.current()
-	n, err := st.RebuildIndex(ctx)
-	if err != nil {
-		return nil, storeError("", fmt.Errorf("rebuild the index: %w", err))
+	index, n, err := l.current().Reindex(ctx)
+	if errors.Is(err, store.ErrNoIndex) {
+		return nil, wop.Errorf(wop.CodeValidation, "%s: %v", l.current().Where(), err)
 	}
-	return &promptlibrary.ReindexResult{Index: filepath.Join(st.Dir(), store.IndexFile), Versions: n}, nil
+	if err != nil {
+		return nil, storeError("", err)
+	}
+	return &promptlibrary.ReindexResult{Index: index, Versions: n}, nil
 }

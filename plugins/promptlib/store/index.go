@@ -56,6 +56,8 @@ func (s *Store) HasIndex() bool {
 // publish lock, and returns the number of versions indexed. The new index
 // is built beside the old one and renamed over it.
 func (s *Store) RebuildIndex(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.lock.Lock(); err != nil {
 		return 0, fmt.Errorf("prompt store: lock %s: %w", s.lock.Path(), err)
 	}

@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -81,6 +82,10 @@ type Version = promptlibrary.Version
 type Store struct {
 	dir  string
 	lock *flock.Flock
+	// mu serialises this handle's publishers: the file lock excludes
+	// other handles and processes, but a flock.Flock already held answers
+	// Lock at once, so goroutines sharing one Store would pass it together.
+	mu sync.Mutex
 	// beforeCommit, when set, runs after the blob and the record's
 	// temporary file are durable and before the record is renamed into
 	// place: tests use it to kill a publisher at the worst moment.
@@ -144,6 +149,8 @@ func (s *Store) Publish(ctx context.Context, raw []byte) (*PublishResult, error)
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	digest := promptlibrary.DigestOf(raw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.lock.Lock(); err != nil {
 		return nil, fmt.Errorf("prompt store: lock %s: %w", s.lock.Path(), err)
 	}
