@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
+	"github.com/wophost/wophost/internal/pgstore"
 	"github.com/wophost/wophost/internal/promptfile"
 	"github.com/wophost/wophost/plugins/promptlib/store"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
@@ -32,22 +34,25 @@ type library struct {
 	parsed map[string]*promptfile.File
 }
 
+// newLibrary returns a library with no store until Configure.
+func newLibrary() *library { return &library{parsed: map[string]*promptfile.File{}} }
+
 func newPlugin() *plugin.Plugin {
-	l := &library{parsed: map[string]*promptfile.File{}}
+	l := newLibrary()
 	family := promptlibrary.NewFamily(l)
 	family.Status, family.Since, family.Witness = wop.StatusStable, "2.0", wop.WitnessClaimsCheck
 	return &plugin.Plugin{
 		Name:    "wophost-promptlib",
 		Version: "0.1.0",
 		ConfigSchema: schema.Block{Attributes: []schema.Attribute{
-			{Name: "dir", Type: schema.String, Description: `prompt store directory: relative to the plugin's state directory (state_dir/plugins/<label>), or absolute (default "store")`},
+			{Name: "dir", Type: schema.String, Description: `prompt store directory of the embedded storage backend: relative to the plugin's state directory (state_dir/plugins/<label>), or absolute (default "store"); with the postgres backend the prompts are kept in the database`},
 		}},
 		Configure: l.configure,
 		Families:  []*plugin.Family{family},
 	}
 }
 
-func (l *library) configure(_ context.Context, req *plugin.ConfigureRequest) error {
+func (l *library) configure(ctx context.Context, req *plugin.ConfigureRequest) error {
 	var c config
 	if err := req.Decode(&c); err != nil {
 		return err
@@ -59,14 +64,39 @@ func (l *library) configure(_ context.Context, req *plugin.ConfigureRequest) err
 		}
 		dir = *c.Dir
 	}
-	s, err := store.Open(store.ConfigDir(req.StateDir, dir))
+	b, err := openBackend(ctx, req, dir)
 	if err != nil {
-		return &plugin.ConfigError{Path: []string{"dir"}, Summary: "Cannot open the prompt store", Detail: err.Error()}
+		return err
 	}
 	l.mu.Lock()
-	l.store = store.Files(s)
+	old := l.store
+	l.store = b
 	l.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
 	return nil
+}
+
+// openBackend opens the store the host's storage settings choose: the
+// file store under the state directory (embedded), or the plugin's schema
+// of the shared database (postgres), where dir has no meaning.
+func openBackend(ctx context.Context, req *plugin.ConfigureRequest, dir string) (store.Backend, error) {
+	if req.Storage.Backend == plugin.StoragePostgres {
+		if dir != "" {
+			req.Warn([]string{"dir"}, "dir is not used", "the host's storage backend is postgres: the prompts are kept in the database, not in a directory")
+		}
+		pool, err := pgstore.Open(ctx, req.Storage, req.Storage.Schema, store.Migrations())
+		if err != nil {
+			return nil, fmt.Errorf("open the prompt store: %w", err)
+		}
+		return store.NewPostgres(pool, req.Storage.Schema), nil
+	}
+	s, err := store.Open(store.ConfigDir(req.StateDir, dir))
+	if err != nil {
+		return nil, &plugin.ConfigError{Path: []string{"dir"}, Summary: "Cannot open the prompt store", Detail: err.Error()}
+	}
+	return store.Files(s), nil
 }
 
 // get answers one pinned reference. A bare name never reaches a plugin
@@ -140,6 +170,8 @@ func storeError(promptID string, err error) error {
 		return wop.Errorf(promptlibrary.CodePromptVersionConflict, "%v", err).WithDetails(details)
 	case errors.Is(err, store.ErrInvalid):
 		return wop.Errorf(promptlibrary.CodePromptInvalid, "%v", err).WithDetails(details)
+	case pgstore.Unavailable(err):
+		return wop.Errorf(wop.CodeUnavailable, "%v", err).WithRetryable(true).WithDetails(details)
 	default:
 		return wop.Errorf(promptlibrary.CodePromptStoreUnavailable, "%v", err).WithRetryable(true).WithDetails(details)
 	}

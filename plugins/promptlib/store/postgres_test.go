@@ -2,50 +2,28 @@ package store
 
 import (
 	"context"
-	"fmt"
-	"io/fs"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/wophost/wophost/internal/pgstore"
+	"github.com/wophost/wophost/internal/pgtest"
+	"github.com/wophost/wophost/sdk/plugin"
 )
 
-// openPostgres returns n stores, each with its own pool, on one fresh
-// schema.
+// openPostgres returns n stores on one fresh database's schema, each with
+// a pool of its own, as n hosts would hold. It skips without a server.
 func openPostgres(t *testing.T, n int) []Backend {
 	t.Helper()
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, "postgres://root@127.0.0.1:5432/test")
-	if err != nil {
-		t.Skip("no PostgreSQL server:", err)
-	}
-	defer admin.Close(ctx)
-	db := fmt.Sprintf("prompts_%d", time.Now().UnixNano())
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-		t.Fatal(err)
-	}
-	dsn := "postgres://root@127.0.0.1:5432/" + db + "?search_path=prompts"
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mig, _ := fs.ReadFile(Migrations(), "001_create_prompts.sql")
-	if _, err := c.Exec(ctx, "CREATE SCHEMA prompts; "+string(mig)); err != nil {
-		t.Fatal(err)
-	}
-	c.Close(ctx)
+	settings := plugin.Storage{Backend: plugin.StoragePostgres, DSN: pgtest.DSN(t), MaxConnections: 8}
+	const schema = "wophost_prompts"
 	var out []Backend
 	for range n {
-		pool, err := pgxpool.New(ctx, dsn)
+		pool, err := pgstore.Open(context.Background(), settings, schema, Migrations())
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := NewPostgres(pool, "prompts")
+		b := NewPostgres(pool, schema)
 		t.Cleanup(b.Close)
 		out = append(out, b)
 	}
-	_ = strings.TrimSpace
 	return out
 }
