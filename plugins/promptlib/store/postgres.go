@@ -82,27 +82,13 @@ func (p *Postgres) Publish(ctx context.Context, raw []byte) (*PublishResult, err
 		if err != nil {
 			return err
 		}
-		version := f.Version
-		if version == "" {
-			for i := range existing {
-				if existing[i].Digest == digest {
-					res = &PublishResult{Version: existing[i], Existed: true}
-					return nil
-				}
-			}
-			version = nextInteger(existing)
+		version, seq, stored, err := allocate(f, digest, existing)
+		if err != nil {
+			return err
 		}
-		seq := 1
-		for i := range existing {
-			if existing[i].Version == version {
-				if existing[i].Digest == digest {
-					res = &PublishResult{Version: existing[i], Existed: true}
-					return nil
-				}
-				return fmt.Errorf("%w: %s@%s is stored with digest %s, the file hashes to %s; publish it under a new version",
-					ErrVersionExists, f.Name, version, existing[i].Digest, digest)
-			}
-			seq = max(seq, existing[i].Seq+1)
+		if stored != nil {
+			res = &PublishResult{Version: *stored, Existed: true}
+			return nil
 		}
 		v := Version{
 			Name: f.Name, Version: version, Seq: seq, Digest: digest, Size: int64(len(raw)),

@@ -171,25 +171,12 @@ func (s *Store) Publish(ctx context.Context, raw []byte) (*PublishResult, error)
 		}
 		return &PublishResult{Version: v, Existed: true}, nil
 	}
-	version := f.Version
-	if version == "" {
-		for i := range existing {
-			if existing[i].Digest == digest {
-				return same(existing[i])
-			}
-		}
-		version = nextInteger(existing)
+	version, seq, stored, err := allocate(f, digest, existing)
+	if err != nil {
+		return nil, err
 	}
-	seq := 1
-	for i := range existing {
-		if existing[i].Version == version {
-			if existing[i].Digest == digest {
-				return same(existing[i])
-			}
-			return nil, fmt.Errorf("%w: %s@%s is stored with digest %s, the file hashes to %s; publish it under a new version",
-				ErrVersionExists, f.Name, version, existing[i].Digest, digest)
-		}
-		seq = max(seq, existing[i].Seq+1)
+	if stored != nil {
+		return same(*stored)
 	}
 
 	if err := s.writeBlob(digest, raw); err != nil {
@@ -217,6 +204,35 @@ func (s *Store) Publish(ctx context.Context, raw []byte) (*PublishResult, error)
 		return &PublishResult{Version: v}, fmt.Errorf("%s@%s is published, but the prompt index is stale: %w", f.Name, version, err)
 	}
 	return &PublishResult{Version: v}, nil
+}
+
+// allocate applies the publishing rules to f, whose bytes hash to digest,
+// given the name's existing versions: it returns the version and sequence
+// number the bytes get, or the version that already stores them, or
+// ErrVersionExists. Both stores call it with the name's publishers
+// serialised.
+func allocate(f *promptfile.File, digest string, existing []Version) (version string, seq int, stored *Version, err error) {
+	version = f.Version
+	if version == "" {
+		for i := range existing {
+			if existing[i].Digest == digest {
+				return "", 0, &existing[i], nil
+			}
+		}
+		version = nextInteger(existing)
+	}
+	seq = 1
+	for i := range existing {
+		if existing[i].Version == version {
+			if existing[i].Digest == digest {
+				return "", 0, &existing[i], nil
+			}
+			return "", 0, nil, fmt.Errorf("%w: %s@%s is stored with digest %s, the file hashes to %s; publish it under a new version",
+				ErrVersionExists, f.Name, version, existing[i].Digest, digest)
+		}
+		seq = max(seq, existing[i].Seq+1)
+	}
+	return version, seq, nil, nil
 }
 
 // nextInteger returns one past the highest integer version in vs, or "1".
