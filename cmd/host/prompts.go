@@ -15,54 +15,75 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/packmanifest"
+	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/internal/atomicfile"
 	"github.com/wophost/wophost/internal/promptfile"
-	"github.com/wophost/wophost/internal/promptstore"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 )
 
 // promptlibPlugin is the file name of the prompt library plugin; a
-// capability block running it holds the store the prompts commands use.
+// capability block running it is the one the prompts commands use.
 const promptlibPlugin = "wophost-promptlib"
 
 // promptsCommand is the operator's side of the prompt library: publish
 // .prompt files, inspect and verify the store, and lock a pack's prompts.
-// The commands work on the store's files directly, which is safe next to a
-// running plugin: publishers take the store's lock and nothing published
-// is ever rewritten.
+// Every command goes through the plugin that serves promptLibrary, started
+// alone from the config, so the host knows no store's layout and a store
+// shared by several hosts (a database) is managed the same way. The
+// management methods are the operator's alone (docs/contract.md §4.2).
 func promptsCommand(g *globals) *cobra.Command {
-	var storeDir string
 	cmd := &cobra.Command{
 		Use:   "prompts",
 		Short: "Publish, list, show, verify and lock pinned prompts",
-		Long: "Manage the prompt library's store. The store is the one of the capability block that\n" +
-			"serves promptLibrary (or runs " + promptlibPlugin + ") in the config, at its config dir;\n" +
-			"--store names a store directory directly.",
+		Long: "Manage the prompt library's store through the plugin of the capability block that serves\n" +
+			"promptLibrary (or runs " + promptlibPlugin + ") in the config. Only that plugin is started.",
 	}
-	cmd.PersistentFlags().StringVar(&storeDir, "store", "", "prompt store directory (default: the promptLibrary capability's dir in the config)")
-	open := func() (*promptstore.Store, error) { return g.openPromptStore(storeDir) }
-	cmd.AddCommand(promptsPublishCommand(g, open), promptsListCommand(g, open), promptsShowCommand(g, open),
-		promptsVerifyCommand(g, open), promptsLockCommand(g, open), promptsIndexCommand(g, open))
+	lib := withLibrary(g.withPromptLibrary)
+	cmd.AddCommand(promptsPublishCommand(g, lib), promptsListCommand(g, lib), promptsShowCommand(g, lib),
+		promptsVerifyCommand(g, lib), promptsLockCommand(g, lib), promptsIndexCommand(g, lib))
 	return cmd
 }
 
-// openPromptStore opens dir, or the store the config's prompt library
-// capability uses.
-func (g *globals) openPromptStore(dir string) (*promptstore.Store, error) {
-	if dir != "" {
-		return promptstore.Open(dir)
-	}
+// withLibrary runs fn against the prompt library.
+type withLibrary func(fn func(ctx context.Context, lib *promptlibrary.Client) error) error
+
+// withPromptLibrary starts the one capability of the config that serves
+// promptLibrary, and no pack, runs fn against it as the operator, and
+// stops it.
+func (g *globals) withPromptLibrary(fn func(ctx context.Context, lib *promptlibrary.Client) error) error {
 	cfg, ldr, err := g.loadConfig()
 	if err != nil {
-		return nil, err
+		return err
 	}
+	c, err := promptLibraryCapability(cfg, g.configPath)
+	if err != nil {
+		return err
+	}
+	only := *cfg
+	only.Capabilities, only.Packs = []*config.Capability{c}, nil
+	ctx, stop := signalContext()
+	defer stop()
+	h, err := g.startHostWith(ctx, &only, ldr)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	for _, r := range h.Registry().Records() {
+		if r.Name == c.Name && r.State != registry.StateReady {
+			return fmt.Errorf("capability %q (%s) is not ready: %s", c.Name, c.PluginPath, r.LastError)
+		}
+	}
+	return fn(ctx, promptlibrary.NewClient(operatorCaller{h}, nil))
+}
+
+// promptLibraryCapability returns the one capability block of cfg that
+// serves promptLibrary or runs the prompt library plugin.
+func promptLibraryCapability(cfg *config.Config, configPath string) (*config.Capability, error) {
 	var found []*config.Capability
 	for _, c := range cfg.Capabilities {
 		if slices.Contains(c.Families, promptlibrary.Family) || filepath.Base(c.PluginPath) == promptlibPlugin {
@@ -71,38 +92,35 @@ func (g *globals) openPromptStore(dir string) (*promptstore.Store, error) {
 	}
 	switch len(found) {
 	case 0:
-		return nil, fmt.Errorf("%s declares no capability serving %s (plugin %s); pass --store DIR", g.configPath, promptlibrary.Family, promptlibPlugin)
+		return nil, fmt.Errorf("%s declares no capability serving %s (plugin %s)", configPath, promptlibrary.Family, promptlibPlugin)
 	case 1:
+		return found[0], nil
 	default:
-		return nil, fmt.Errorf("%s declares %d prompt library capabilities; pass --store DIR", g.configPath, len(found))
+		return nil, fmt.Errorf("%s declares %d prompt library capabilities; keep one", configPath, len(found))
 	}
-	c := found[0]
-	dirAttr, err := stringConfigAttr(c.Config, "dir", ldr.EvalContext(cfg.Dir))
-	if err != nil {
-		return nil, fmt.Errorf("capability %q: %w", c.Name, err)
-	}
-	return promptstore.Open(promptstore.ConfigDir(filepath.Join(cfg.Host.StateDir, "plugins", c.Name), dirAttr))
 }
 
-// stringConfigAttr evaluates one string attribute of a config body, ""
-// when absent.
-func stringConfigAttr(body hcl.Body, name string, ectx *hcl.EvalContext) (string, error) {
-	attrs, diags := body.JustAttributes()
-	if diags.HasErrors() {
-		return "", fmt.Errorf("config block: %s", diags.Error())
+// operatorCaller makes the operator's host-service calls: through the
+// host's routing and checks, as `host call` does.
+type operatorCaller struct{ h *host.Host }
+
+// Call implements wop.Caller.
+func (c operatorCaller) Call(ctx context.Context, family, method string, req, res any) error {
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode %s.%s request: %w", family, method, err)
 	}
-	a, ok := attrs[name]
-	if !ok {
-		return "", nil
+	out, err := c.h.Call(ctx, family, method, payload, host.RunOptions{})
+	if err != nil {
+		return err
 	}
-	v, diags := a.Expr.Value(ectx)
-	if diags.HasErrors() {
-		return "", fmt.Errorf("config %s: %s", name, diags.Error())
+	if res == nil {
+		return nil
 	}
-	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
-		return "", fmt.Errorf("config %s must be a string", name)
+	if err := json.Unmarshal(out, res); err != nil {
+		return fmt.Errorf("the %s.%s answer: %w", family, method, err)
 	}
-	return v.AsString(), nil
+	return nil
 }
 
 // publishOutcome is one line of `prompts publish --json`.
@@ -116,7 +134,7 @@ type publishOutcome struct {
 	Error   string `json:"error,omitempty"`
 }
 
-func promptsPublishCommand(g *globals, open func() (*promptstore.Store, error)) *cobra.Command {
+func promptsPublishCommand(g *globals, lib withLibrary) *cobra.Command {
 	return &cobra.Command{
 		Use:   "publish FILE...",
 		Short: "Publish .prompt files as immutable versions",
@@ -126,17 +144,19 @@ func promptsPublishCommand(g *globals, open func() (*promptstore.Store, error)) 
 			"status is 1 when any file was refused.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := open()
+			failed := false
+			var outcomes []publishOutcome
+			err := lib(func(ctx context.Context, lib *promptlibrary.Client) error {
+				for _, file := range args {
+					outcomes = append(outcomes, publishOne(ctx, lib, file))
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			ctx, stop := signalContext()
-			defer stop()
-			failed := false
-			var outcomes []publishOutcome
-			for _, file := range args {
-				o := publishOne(ctx, st, file)
-				outcomes = append(outcomes, o)
+			for _, o := range outcomes {
+				file := o.File
 				switch {
 				case o.Error != "":
 					failed = true
@@ -163,7 +183,7 @@ func promptsPublishCommand(g *globals, open func() (*promptstore.Store, error)) 
 	}
 }
 
-func publishOne(ctx context.Context, st *promptstore.Store, file string) publishOutcome {
+func publishOne(ctx context.Context, lib *promptlibrary.Client, file string) publishOutcome {
 	o := publishOutcome{File: file}
 	fi, err := os.Stat(file)
 	if err == nil && fi.Size() > promptfile.MaxBytes {
@@ -177,7 +197,7 @@ func publishOne(ctx context.Context, st *promptstore.Store, file string) publish
 		o.Error = err.Error()
 		return o
 	}
-	res, err := st.Publish(ctx, raw)
+	res, err := lib.Publish(ctx, raw)
 	if err != nil {
 		o.Error = err.Error()
 		return o
@@ -186,18 +206,18 @@ func publishOne(ctx context.Context, st *promptstore.Store, file string) publish
 	return o
 }
 
-func promptsListCommand(g *globals, open func() (*promptstore.Store, error)) *cobra.Command {
+func promptsListCommand(g *globals, lib withLibrary) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list [NAME]",
 		Short: "List prompt names, or the versions of one name",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := open()
-			if err != nil {
-				return err
-			}
 			if len(args) == 1 {
-				vs, err := st.Versions(args[0])
+				var vs []promptlibrary.Version
+				err := lib(func(ctx context.Context, lib *promptlibrary.Client) (err error) {
+					vs, err = lib.Versions(ctx, args[0])
+					return err
+				})
 				if err != nil {
 					return err
 				}
@@ -211,7 +231,11 @@ func promptsListCommand(g *globals, open func() (*promptstore.Store, error)) *co
 				}
 				return tw.Flush()
 			}
-			entries, err := listNames(st)
+			var entries []promptlibrary.NameSummary
+			err := lib(func(ctx context.Context, lib *promptlibrary.Client) (err error) {
+				entries, err = lib.List(ctx)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -228,55 +252,33 @@ func promptsListCommand(g *globals, open func() (*promptstore.Store, error)) *co
 	}
 }
 
-// listNames lists every name, from the index when the store has one.
-func listNames(st *promptstore.Store) ([]promptstore.IndexedName, error) {
-	if st.HasIndex() {
-		return st.ListIndex(context.Background())
-	}
-	names, err := st.Names()
-	if err != nil {
-		return nil, err
-	}
-	entries := []promptstore.IndexedName{}
-	for _, n := range names {
-		vs, err := st.Versions(n)
-		if err != nil {
-			return nil, err
-		}
-		last := vs[len(vs)-1]
-		entries = append(entries, promptstore.IndexedName{Name: n, Versions: len(vs), Last: last.Version, Digest: last.Digest})
-	}
-	return entries, nil
-}
-
-func promptsIndexCommand(g *globals, open func() (*promptstore.Store, error)) *cobra.Command {
+func promptsIndexCommand(g *globals, lib withLibrary) *cobra.Command {
 	return &cobra.Command{
 		Use:   "index",
-		Short: "Rebuild the store's optional SQLite index from its files",
-		Long: "Rebuild " + promptstore.IndexFile + " from the version records. The index only speeds up list on\n" +
-			"large stores; once it exists every publish keeps it complete, and deleting it loses nothing.",
+		Short: "Rebuild the store's optional index from its records",
+		Long: "Rebuild the store's index from the version records (the file store's index.sqlite). The\n" +
+			"index only speeds up list on large stores; once it exists every publish keeps it complete,\n" +
+			"and deleting it loses nothing. A store without an index refuses.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := open()
-			if err != nil {
+			var res *promptlibrary.ReindexResult
+			err := lib(func(ctx context.Context, lib *promptlibrary.Client) (err error) {
+				res, err = lib.Reindex(ctx)
 				return err
-			}
-			ctx, stop := signalContext()
-			defer stop()
-			n, err := st.RebuildIndex(ctx)
+			})
 			if err != nil {
 				return err
 			}
 			if g.json {
-				return json.NewEncoder(g.stdout).Encode(map[string]any{"index": filepath.Join(st.Dir(), promptstore.IndexFile), "versions": n})
+				return json.NewEncoder(g.stdout).Encode(map[string]any{"index": res.Index, "versions": res.Versions})
 			}
-			fmt.Fprintf(g.stdout, "%s: %d versions indexed\n", filepath.Join(st.Dir(), promptstore.IndexFile), n)
+			fmt.Fprintf(g.stdout, "%s: %d versions indexed\n", res.Index, res.Versions)
 			return nil
 		},
 	}
 }
 
-func promptsShowCommand(g *globals, open func() (*promptstore.Store, error)) *cobra.Command {
+func promptsShowCommand(g *globals, lib withLibrary) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show REF",
 		Short: "Print one pinned version's stored bytes exactly",
@@ -285,35 +287,36 @@ func promptsShowCommand(g *globals, open func() (*promptstore.Store, error)) *co
 			"answer promptLibrary.get would give, plus the version record.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pin, err := promptlibrary.ParsePin(args[0])
-			if err != nil {
+			if _, err := promptlibrary.ParsePin(args[0]); err != nil {
 				return err
 			}
-			st, err := open()
-			if err != nil {
+			var ans *promptlibrary.Prompt
+			var rec *promptlibrary.Version
+			err := lib(func(ctx context.Context, lib *promptlibrary.Client) (err error) {
+				// get goes through the host's checks of the answer's bytes
+				// against its digest, as a node's get does.
+				if ans, err = lib.Get(ctx, &promptlibrary.GetRequest{PromptID: args[0]}); err != nil || !g.json {
+					return err
+				}
+				rec, err = lib.Resolve(ctx, args[0])
 				return err
-			}
-			v, raw, err := st.Get(pin)
+			})
 			if err != nil {
 				return err
 			}
 			if !g.json {
-				_, err := g.stdout.Write(raw)
+				_, err := io.WriteString(g.stdout, ans.Raw)
 				return err
-			}
-			f, err := promptfile.Parse(raw)
-			if err != nil {
-				return fmt.Errorf("%s: stored bytes no longer parse: %w", pin, err)
 			}
 			return json.NewEncoder(g.stdout).Encode(struct {
 				*promptlibrary.Prompt
-				Record *promptstore.Version `json:"record"`
-			}{f.Answer(args[0], v.Name, v.Version, v.Digest, raw), v})
+				Record *promptlibrary.Version `json:"record"`
+			}{ans, rec})
 		},
 	}
 }
 
-func promptsVerifyCommand(g *globals, open func() (*promptstore.Store, error)) *cobra.Command {
+func promptsVerifyCommand(g *globals, lib withLibrary) *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify",
 		Short: "Re-hash every stored version and report corruption",
@@ -323,14 +326,15 @@ func promptsVerifyCommand(g *globals, open func() (*promptstore.Store, error)) *
 			"verify only reads: it never repairs or removes anything.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := open()
+			var res *promptlibrary.VerifyResult
+			err := lib(func(ctx context.Context, lib *promptlibrary.Client) (err error) {
+				res, err = lib.Verify(ctx)
+				return err
+			})
 			if err != nil {
 				return err
 			}
-			rep, err := st.Verify()
-			if err != nil {
-				return err
-			}
+			rep := &res.Report
 			if g.json {
 				if err := json.NewEncoder(g.stdout).Encode(rep); err != nil {
 					return err
@@ -343,7 +347,7 @@ func promptsVerifyCommand(g *globals, open func() (*promptstore.Store, error)) *
 					fmt.Fprintf(g.stdout, "leftover %s (an unfinished publish; safe to delete)\n", l)
 				}
 				fmt.Fprintf(g.stdout, "%s: %d names, %d versions, %d blobs checked, %s\n",
-					st.Dir(), rep.Names, rep.Versions, rep.Blobs, countProblems(len(rep.Problems)))
+					res.Store, rep.Names, rep.Versions, rep.Blobs, countProblems(len(rep.Problems)))
 			}
 			if !rep.OK() {
 				return &exitError{code: 1}
@@ -353,7 +357,7 @@ func promptsVerifyCommand(g *globals, open func() (*promptstore.Store, error)) *
 	}
 }
 
-func promptsLockCommand(g *globals, open func() (*promptstore.Store, error)) *cobra.Command {
+func promptsLockCommand(g *globals, lib withLibrary) *cobra.Command {
 	return &cobra.Command{
 		Use:   "lock PACKDIR [NAME|REF...]",
 		Short: "Pin a pack's prompts, with digests, in its pack.json lock map",
@@ -365,12 +369,12 @@ func promptsLockCommand(g *globals, open func() (*promptstore.Store, error)) *co
 			"ignores the lock map when it compares pack.json with the copy built into the binary.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := open()
-			if err != nil {
-				return err
-			}
 			path := filepath.Join(args[0], config.PackManifest)
-			lock, err := lockPack(st, path, args[1:])
+			var lock map[string]string
+			err := lib(func(ctx context.Context, lib *promptlibrary.Client) (err error) {
+				lock, err = lockPack(ctx, lib, path, args[1:])
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -391,9 +395,9 @@ func promptsLockCommand(g *globals, open func() (*promptstore.Store, error)) *co
 	}
 }
 
-// lockPack resolves the lock map of the pack.json at path plus refs and
-// writes it back.
-func lockPack(st *promptstore.Store, path string, refs []string) (map[string]string, error) {
+// lockPack resolves the lock map of the pack.json at path plus refs
+// through the prompt library and writes it back.
+func lockPack(ctx context.Context, lib *promptlibrary.Client, path string, refs []string) (map[string]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -413,30 +417,32 @@ func lockPack(st *promptstore.Store, path string, refs []string) (map[string]str
 	}
 	lock := map[string]string{}
 	for key, ref := range prompts {
-		pin, err := promptlibrary.ParsePin(ref)
-		if err != nil {
+		if _, err := promptlibrary.ParsePin(ref); err != nil {
 			return nil, fmt.Errorf("%s: %s[%q]: %w", path, packmanifest.PromptsKey, key, err)
 		}
-		v, err := st.Resolve(pin)
+		v, err := lib.Resolve(ctx, ref)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s[%q] = %q: %w", path, packmanifest.PromptsKey, key, ref, err)
 		}
 		lock[key] = v.Pin().String()
 	}
 	for _, ref := range refs {
-		var v *promptstore.Version
+		var v *promptlibrary.Version
 		if promptlibrary.IsBareName(ref) {
-			vs, err := st.Versions(ref)
+			vs, err := lib.Versions(ctx, ref)
 			if err != nil {
 				return nil, err
+			}
+			if len(vs) == 0 {
+				return nil, fmt.Errorf("prompt %q has no version", ref)
 			}
 			v = &vs[len(vs)-1]
 		} else {
-			pin, err := promptlibrary.ParsePin(ref)
-			if err != nil {
+			if _, err := promptlibrary.ParsePin(ref); err != nil {
 				return nil, err
 			}
-			if v, err = st.Resolve(pin); err != nil {
+			var err error
+			if v, err = lib.Resolve(ctx, ref); err != nil {
 				return nil, err
 			}
 		}

@@ -140,6 +140,12 @@ func (g *globals) startHost(ctx context.Context) (*host.Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	return g.startHostWith(ctx, cfg, ldr)
+}
+
+// startHostWith starts a host for cfg, already loaded by ldr, as
+// startHost does.
+func (g *globals) startHostWith(ctx context.Context, cfg *config.Config, ldr *config.Loader) (*host.Host, error) {
 	logger := g.logger(cfg)
 	h := host.New(cfg, ldr, logger, version)
 	rep := h.Start(ctx)

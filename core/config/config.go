@@ -89,6 +89,9 @@ type Host struct {
 	// Retention bounds the run records and idempotency records kept
 	// under StateDir; defaults apply without a retention block.
 	Retention Retention
+	// Storage says where durable state is kept; defaults (the embedded
+	// backend) apply without a storage block.
+	Storage Storage
 }
 
 // Capability is one capability block: a plugin and its opaque config.
@@ -179,6 +182,8 @@ type rawHost struct {
 
 	// Retention is the retention block (retention.go).
 	Retention []*rawRetention `hcl:"retention,block"`
+	// Storage is the storage block (storage.go).
+	Storage []*rawStorage `hcl:"storage,block"`
 }
 
 type rawCapability struct {
@@ -334,6 +339,14 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 	}
 	d.checkUnique("capability", capabilityLabels(cfg.Capabilities))
 	d.checkUnique("pack", packLabels(cfg.Packs))
+	if cfg.Host.Storage.Backend == BackendPostgres {
+		d.checkStorageSchemas(cfg.Capabilities)
+	}
+	if len(d.secrets) > 0 {
+		// The parsed body keeps its own copies of the values; only the
+		// text that snippets quote is masked.
+		file.Bytes = maskRanges(file.Bytes, d.secrets)
+	}
 
 	sortDiagnostics(d.diags)
 	return cfg, d.diags
@@ -344,6 +357,9 @@ type decoder struct {
 	dir   string
 	ectx  *hcl.EvalContext
 	diags hcl.Diagnostics
+	// secrets are the source ranges of secret values written in the
+	// file, masked in the copy of it that diagnostics quote.
+	secrets []hcl.Range
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
@@ -449,6 +465,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		CrashWindow:     DefaultCrashWindow,
 		RunTimeout:      DefaultRunTimeout,
 		Retention:       DefaultRetention(),
+		Storage:         DefaultStorage(),
 	}
 	if len(hosts) == 0 {
 		return h, true
@@ -499,6 +516,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	h.HTTP = d.http(r.HTTP)
 	h.Tracing = d.tracing(r.Tracing)
 	h.Retention = d.retention(r.Retention)
+	h.Storage = d.storage(r.Storage)
 	return h, pluginDirOK
 }
 

@@ -154,6 +154,7 @@ pack "community.demo" {
 		CrashWindow:     DefaultCrashWindow,
 		RunTimeout:      DefaultRunTimeout,
 		Retention:       DefaultRetention(),
+		Storage:         DefaultStorage(),
 	}
 	if cfg.Host != wantHost {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, wantHost)
@@ -234,6 +235,7 @@ func TestLoadDefaults(t *testing.T) {
 			RunRecords: 168 * time.Hour, MaxRunRecords: 100000,
 			IdempotencyKeys: 24 * time.Hour, MaxIdempotencyKeys: 100000, Interval: 10 * time.Minute,
 		},
+		Storage: Storage{Backend: "embedded", MaxConnections: 8, StatementTimeout: 5 * time.Second},
 	}
 	if cfg.Host != want {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, want)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -47,4 +48,11 @@ func asksAsync(payload []byte) bool {
 		Async bool `json:"async"`
 	}
 	return json.Unmarshal(payload, &req) == nil && req.Async
+}
+
+// operatorOnly reports whether family.method is reserved to the operator
+// (docs/contract.md §4.2): the promptLibrary methods that manage the store.
+// Packs and agents read pinned prompts through get and never change them.
+func operatorOnly(family, method string) bool {
+	return family == wop.FamilyPromptLibrary && promptlibrary.IsManagementMethod(method)
 }

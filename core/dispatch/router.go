@@ -16,9 +16,13 @@ import (
 	"github.com/wophost/wophost/sdk/wop"
 )
 
+// Operator is the Caller name of the operator's own calls (host call,
+// host prompts). Only the host gives it.
+const Operator = "operator"
+
 // Caller is who makes a host-service call.
 type Caller struct {
-	// Name is "pack:<name>", "plugin:<name>" or "operator".
+	// Name is "pack:<name>", "plugin:<name>" or Operator.
 	Name string
 	// Allowed reports whether the caller may call family (and facet).
 	Allowed func(family, facet string) bool
@@ -103,6 +107,12 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 			what += "." + facet
 		}
 		return nil, wop.Errorf(wop.CodeCapabilityNotDeclared, "%s did not declare %s", caller.Name, what).WithCapability(capability)
+	}
+	// An operator-only method is refused like an undeclared call, and for
+	// the same reason before the lookup: no pack, plugin or agent can
+	// declare it.
+	if caller.Name != Operator && operatorOnly(family, method) {
+		return nil, wop.Errorf(wop.CodeCapabilityNotDeclared, "%s may not call %s.%s: only the operator manages the prompt store (host prompts)", caller.Name, family, method).WithCapability(capability)
 	}
 	inv, fam, ok := r.reg.Lookup(family)
 	if !ok {

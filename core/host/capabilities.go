@@ -487,7 +487,7 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 		hs = srv
 	}
 	t0 := time.Now()
-	res, err := proc.Configure(ctx, c.config, stateDir, hs)
+	res, err := proc.Configure(ctx, c.config, stateDir, h.storageFor(c.cfg), hs)
 	configureTook := time.Since(t0)
 	if err != nil {
 		h.failCapability(c, registry.StateConfigured, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/wophost/wophost/core/hostservices"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/tracing"
 )
 
@@ -299,7 +300,8 @@ func (h *Host) drainTimeout() time.Duration {
 
 // fingerprint sums up what a plugin process runs with: its binary (path,
 // file identity and pin), the block's family filter, its environment, its
-// decoded config, and the host settings every process is started with.
+// decoded config, and the host settings every process is started with,
+// storage included (a plugin's pool is opened with the dsn it was given).
 // Settings that only the host applies (required, max_concurrent_calls,
 // start_timeout) are left out: changing them does not need a new process.
 func (h *Host) fingerprint(cc *config.Capability, identity string, configJSON []byte) string {
@@ -315,9 +317,11 @@ func (h *Host) fingerprint(cc *config.Capability, identity string, configJSON []
 		LogLevel            string
 		MaxMessageBytes     int
 		Tracing             *tracing.Settings
+		Storage             plugin.Storage
 	}{
 		cc.PluginPath, cc.SHA256, identity, cc.Families, cc.Env, configJSON,
 		h.cfg.Host.StateDir, h.opts.LogLevel.String(), h.opts.MaxMessageBytes, h.opts.Tracing,
+		h.storageFor(cc),
 	})
 	return hex.EncodeToString(sum.Sum(nil))
 }

@@ -208,5 +208,5 @@ func (h *Host) Call(ctx context.Context, family, method string, payload json.Raw
 	}
 	remove := h.runs.Add(run)
 	defer remove()
-	return h.router.Call(ctx, dispatch.Caller{Name: "operator"}, family, method, payload, run.CallContext("operator"))
+	return h.router.Call(ctx, dispatch.Caller{Name: dispatch.Operator}, family, method, payload, run.CallContext(dispatch.Operator))
 }

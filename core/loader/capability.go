@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/sdk/hostwire"
+	"github.com/wophost/wophost/sdk/plugin"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/schema"
 	"github.com/wophost/wophost/sdk/wop"
@@ -97,9 +98,9 @@ type ConfigureResult struct {
 	Warnings []ConfigDiagnostic
 }
 
-// Configure sends the decoded config and serves hostServices to the plugin
-// on the broker.
-func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stateDir string, hostServices wophostv1.HostServicesServer) (*ConfigureResult, error) {
+// Configure sends the decoded config, the plugin's state directory and
+// storage settings, and serves hostServices to the plugin on the broker.
+func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stateDir string, storage plugin.Storage, hostServices wophostv1.HostServicesServer) (*ConfigureResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
 	var brokerID uint32
@@ -108,6 +109,7 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 	}
 	resp, err := c.conn.Client.Configure(ctx, &wophostv1.ConfigureRequest{
 		Config: config, HostServicesBrokerId: brokerID, StateDir: stateDir, HostVersion: c.opts.HostVersion,
+		Storage: plugin.StorageToProto(storage),
 	})
 	if err != nil {
 		return nil, &PhaseError{Phase: "configured", Err: hostwire.FromStatus(err)}

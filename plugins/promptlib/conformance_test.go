@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wophost/wophost/internal/promptstore"
+	"github.com/wophost/wophost/plugins/promptlib/store"
 	"github.com/wophost/wophost/sdk/plugintest"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -27,7 +27,7 @@ func buildPlugin(t *testing.T) string {
 func seed(t *testing.T, raws ...string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "prompts")
-	s, err := promptstore.Open(dir)
+	s, err := store.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

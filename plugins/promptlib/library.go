@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
+	"github.com/wophost/wophost/internal/pgstore"
 	"github.com/wophost/wophost/internal/promptfile"
-	"github.com/wophost/wophost/internal/promptstore"
+	"github.com/wophost/wophost/plugins/promptlib/store"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/schema"
@@ -25,29 +27,32 @@ const parsedCacheSize = 1024
 // library serves promptLibrary from a store opened at Configure.
 type library struct {
 	mu    sync.RWMutex
-	store *promptstore.Store
+	store store.Backend
 	// parsed caches promptfile.Parse by digest. Parsing is a pure function
 	// of the bytes, and the bytes are re-read and re-hashed on every get,
 	// so the cache never lets a corrupted blob through.
 	parsed map[string]*promptfile.File
 }
 
+// newLibrary returns a library with no store until Configure.
+func newLibrary() *library { return &library{parsed: map[string]*promptfile.File{}} }
+
 func newPlugin() *plugin.Plugin {
-	l := &library{parsed: map[string]*promptfile.File{}}
+	l := newLibrary()
 	family := promptlibrary.NewFamily(l)
 	family.Status, family.Since, family.Witness = wop.StatusStable, "2.0", wop.WitnessClaimsCheck
 	return &plugin.Plugin{
 		Name:    "wophost-promptlib",
 		Version: "0.1.0",
 		ConfigSchema: schema.Block{Attributes: []schema.Attribute{
-			{Name: "dir", Type: schema.String, Description: `prompt store directory: relative to the plugin's state directory (state_dir/plugins/<label>), or absolute (default "store")`},
+			{Name: "dir", Type: schema.String, Description: `prompt store directory of the embedded storage backend: relative to the plugin's state directory (state_dir/plugins/<label>), or absolute (default "store"); with the postgres backend the prompts are kept in the database`},
 		}},
 		Configure: l.configure,
 		Families:  []*plugin.Family{family},
 	}
 }
 
-func (l *library) configure(_ context.Context, req *plugin.ConfigureRequest) error {
+func (l *library) configure(ctx context.Context, req *plugin.ConfigureRequest) error {
 	var c config
 	if err := req.Decode(&c); err != nil {
 		return err
@@ -59,30 +64,52 @@ func (l *library) configure(_ context.Context, req *plugin.ConfigureRequest) err
 		}
 		dir = *c.Dir
 	}
-	s, err := promptstore.Open(promptstore.ConfigDir(req.StateDir, dir))
+	b, err := openBackend(ctx, req, dir)
 	if err != nil {
-		return &plugin.ConfigError{Path: []string{"dir"}, Summary: "Cannot open the prompt store", Detail: err.Error()}
+		return err
 	}
 	l.mu.Lock()
-	l.store = s
+	old := l.store
+	l.store = b
 	l.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
 	return nil
+}
+
+// openBackend opens the store the host's storage settings choose: the
+// file store under the state directory (embedded), or the plugin's schema
+// of the shared database (postgres), where dir has no meaning.
+func openBackend(ctx context.Context, req *plugin.ConfigureRequest, dir string) (store.Backend, error) {
+	if req.Storage.Backend == plugin.StoragePostgres {
+		if dir != "" {
+			req.Warn([]string{"dir"}, "dir is not used", "the host's storage backend is postgres: the prompts are kept in the database, not in a directory")
+		}
+		pool, err := pgstore.Open(ctx, req.Storage, req.Storage.Schema, store.Migrations())
+		if err != nil {
+			return nil, fmt.Errorf("open the prompt store: %w", err)
+		}
+		return store.NewPostgres(pool, req.Storage.Schema), nil
+	}
+	s, err := store.Open(store.ConfigDir(req.StateDir, dir))
+	if err != nil {
+		return nil, &plugin.ConfigError{Path: []string{"dir"}, Summary: "Cannot open the prompt store", Detail: err.Error()}
+	}
+	return store.Files(s), nil
 }
 
 // get answers one pinned reference. A bare name never reaches a plugin
 // through the host, which resolves it through the calling pack's lock map
 // first; one that does is refused like any other unpinned form.
 // Get implements promptlibrary.Server.
-func (l *library) Get(_ context.Context, _ *plugin.Request, in *promptlibrary.GetRequest) (*promptlibrary.Prompt, error) {
+func (l *library) Get(ctx context.Context, _ *plugin.Request, in *promptlibrary.GetRequest) (*promptlibrary.Prompt, error) {
 	pin, err := promptlibrary.ParsePin(in.PromptID)
 	if err != nil {
 		return nil, wop.Errorf(promptlibrary.CodePromptUnpinned, "%v", err).
 			WithDetails(map[string]string{"promptId": in.PromptID})
 	}
-	l.mu.RLock()
-	s := l.store
-	l.mu.RUnlock()
-	v, raw, err := s.Get(pin)
+	v, raw, err := l.current().Get(ctx, pin)
 	if err != nil {
 		return nil, storeError(in.PromptID, err)
 	}
@@ -94,6 +121,13 @@ func (l *library) Get(_ context.Context, _ *plugin.Request, in *promptlibrary.Ge
 			WithDetails(map[string]string{"promptId": in.PromptID})
 	}
 	return f.Answer(in.PromptID, v.Name, v.Version, v.Digest, raw), nil
+}
+
+// current returns the store opened at Configure.
+func (l *library) current() store.Backend {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.store
 }
 
 // parse returns the parsed form of raw, whose digest the store has just
@@ -118,16 +152,26 @@ func (l *library) parse(digest string, raw []byte) (*promptfile.File, error) {
 	return f, nil
 }
 
-// storeError maps a store failure to the family's code.
+// storeError maps a store failure to the family's code. promptID, when
+// set, names the prompt concerned in the details.
 func storeError(promptID string, err error) error {
-	details := map[string]string{"promptId": promptID}
+	var details map[string]string
+	if promptID != "" {
+		details = map[string]string{"promptId": promptID}
+	}
 	switch {
-	case errors.Is(err, promptstore.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return wop.Errorf(promptlibrary.CodePromptNotFound, "%v", err).WithDetails(details)
-	case errors.Is(err, promptstore.ErrVersionNotFound):
+	case errors.Is(err, store.ErrVersionNotFound):
 		return wop.Errorf(promptlibrary.CodePromptVersionNotFound, "%v", err).WithDetails(details)
-	case errors.Is(err, promptstore.ErrDigestMismatch), errors.Is(err, promptstore.ErrCorrupt):
+	case errors.Is(err, store.ErrDigestMismatch), errors.Is(err, store.ErrCorrupt):
 		return wop.Errorf(promptlibrary.CodePromptDigestMismatch, "%v", err).WithDetails(details)
+	case errors.Is(err, store.ErrVersionExists):
+		return wop.Errorf(promptlibrary.CodePromptVersionConflict, "%v", err).WithDetails(details)
+	case errors.Is(err, store.ErrInvalid):
+		return wop.Errorf(promptlibrary.CodePromptInvalid, "%v", err).WithDetails(details)
+	case pgstore.Unavailable(err):
+		return wop.Errorf(wop.CodeUnavailable, "%v", err).WithRetryable(true).WithDetails(details)
 	default:
 		return wop.Errorf(promptlibrary.CodePromptStoreUnavailable, "%v", err).WithRetryable(true).WithDetails(details)
 	}

@@ -177,6 +177,10 @@ type ConfigureRequest struct {
 	Config json.RawMessage
 	// StateDir is a directory the plugin owns for durable state. It exists.
 	StateDir string
+	// Storage says where the operator wants durable state kept: under
+	// StateDir (Backend "embedded") or in a PostgreSQL database
+	// (Backend "postgres").
+	Storage Storage
 	// Host reaches the host's services.
 	Host   wop.Caller
 	Logger hclog.Logger

@@ -87,7 +87,8 @@ func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest)
 	var warnings ConfigErrors
 	if s.p.Configure != nil {
 		creq := &ConfigureRequest{
-			Config: req.GetConfig(), StateDir: req.GetStateDir(), Host: host, Logger: s.logger,
+			Config: req.GetConfig(), StateDir: req.GetStateDir(), Storage: StorageFromProto(req.GetStorage()),
+			Host: host, Logger: s.logger,
 		}
 		err := s.safeConfigure(ctx, creq)
 		warnings = creq.warnings

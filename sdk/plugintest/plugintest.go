@@ -78,6 +78,11 @@ type Config struct {
 	Env []string
 	// StartTimeout bounds the handshake. Zero means 15s.
 	StartTimeout time.Duration
+	// Storage is sent to Configure as the host's storage settings, so
+	// the kit can run a plugin against a database. The zero value is the
+	// embedded backend (state under a temporary StateDir); a Schema left
+	// empty is "wophost_plugintest".
+	Storage plugin.Storage
 }
 
 // Call is one sample invocation.
@@ -164,6 +169,7 @@ type Plugin struct {
 	host     wophostv1.HostServicesServer
 	tokens   *runTokens
 	stateDir string
+	storage  plugin.Storage
 }
 
 // Start launches cfg.Binary through go-plugin as the host does, or serves
@@ -177,7 +183,9 @@ func Start(t testing.TB, cfg Config) *Plugin {
 		hostFn = refuseHostServices
 	}
 	if cfg.InProcess != nil {
-		return startInProcess(t, cfg.InProcess, hostFn)
+		p := startInProcess(t, cfg.InProcess, hostFn)
+		p.storage = kitStorage(cfg.Storage)
+		return p
 	}
 	if cfg.Binary == "" {
 		t.Fatal("plugintest: Config.Binary is empty")
@@ -235,7 +243,21 @@ func Start(t testing.TB, cfg Config) *Plugin {
 	if !ok {
 		t.Fatalf("plugintest: unexpected plugin client %T", raw)
 	}
-	return newHandle(t, conn, client.Exited, hostFn)
+	p := newHandle(t, conn, client.Exited, hostFn)
+	p.storage = kitStorage(cfg.Storage)
+	return p
+}
+
+// kitStorage is s with the kit's defaults: the embedded backend, and the
+// schema a host would give a capability block named "plugintest".
+func kitStorage(s plugin.Storage) plugin.Storage {
+	if s.Backend == "" {
+		s.Backend = plugin.StorageEmbedded
+	}
+	if s.Schema == "" {
+		s.Schema = "wophost_plugintest"
+	}
+	return s
 }
 
 // newHandle is the Plugin handle on conn, answering its callbacks with
@@ -323,6 +345,7 @@ func (p *Plugin) ConfigureErr(ctx context.Context, config json.RawMessage) (*Con
 		Config:               orEmptyObject(config),
 		HostServicesBrokerId: brokerID,
 		StateDir:             p.stateDir,
+		Storage:              plugin.StorageToProto(p.storage),
 		HostVersion:          "plugintest",
 	})
 	if err != nil {

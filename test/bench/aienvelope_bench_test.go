@@ -13,6 +13,7 @@ import (
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/loader"
+	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -42,11 +43,11 @@ pack "private.wophost.probe" {
 
 // startAIDirect starts the aiEnvelope plugin as the host does, without
 // the host, configured like aiConfig.
-func startAIDirect(tb testing.TB, plugin string) *loader.Capability {
+func startAIDirect(tb testing.TB, pluginPath string) *loader.Capability {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	exe, err := loader.OpenExecutable(plugin, loader.Checks{})
+	exe, err := loader.OpenExecutable(pluginPath, loader.Checks{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func startAIDirect(tb testing.TB, plugin string) *loader.Capability {
 	if _, err := c.ConfigSchema(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	res, err := c.Configure(ctx, json.RawMessage(`{"default_provider":"local","provider":{"local":{"type":"local"}}}`), tb.TempDir(), nil)
+	res, err := c.Configure(ctx, json.RawMessage(`{"default_provider":"local","provider":{"local":{"type":"local"}}}`), tb.TempDir(), plugin.Storage{}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/wop"
 	"github.com/wophost/wophost/test/testbin"
 )
@@ -259,7 +260,7 @@ func startTestcap(ctx context.Context, stateDir string) (*loader.Capability, err
 		c.Kill()
 		return nil, err
 	}
-	res, err := c.Configure(ctx, json.RawMessage(`{}`), stateDir, nil)
+	res, err := c.Configure(ctx, json.RawMessage(`{}`), stateDir, plugin.Storage{}, nil)
 	if err == nil && len(res.Diagnostics) > 0 {
 		err = fmt.Errorf("testcap refused its config: %+v", res.Diagnostics)
 	}

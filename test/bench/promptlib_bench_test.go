@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/core/host"
-	"github.com/wophost/wophost/internal/promptstore"
+	"github.com/wophost/wophost/plugins/promptlib/store"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 )
 
@@ -77,7 +77,7 @@ pack "private.wophost.probe" {
 // seedStore publishes one prompt and returns the store and the pin.
 func seedStore(tb testing.TB) (string, string) {
 	dir := filepath.Join(tb.TempDir(), "prompts")
-	s, err := promptstore.Open(dir)
+	s, err := store.Open(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func storeParent(b *testing.B) string {
 // new versions into a store in the test's temporary directory, each synced
 // to the device, and reports the per-publish latency.
 func BenchmarkPromptPublishDurable(b *testing.B) {
-	s, err := promptstore.Open(filepath.Join(b.TempDir(), "prompts"))
+	s, err := store.Open(filepath.Join(b.TempDir(), "prompts"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -244,7 +244,7 @@ var storeOnce = func() func(func() string) storeFigures {
 func storePass(root string, prompts, versions int) storeFigures {
 	f := storeFigures{where: root}
 	dir := filepath.Join(root, "prompts")
-	s, err := promptstore.Open(dir)
+	s, err := store.Open(dir)
 	if err != nil {
 		return storeFigures{err: err}
 	}

@@ -15,9 +15,41 @@ type Server interface {
 	Get(ctx context.Context, req *plugin.Request, in *GetRequest) (*Prompt, error)
 }
 
-// NewFamily returns the plugin.Family serving s: its name and method,
-// requests decoded strictly. The caller sets the record (Status, Since,
-// Until, Witness), Codes, Needs and Uses.
+// NewFamily returns the plugin.Family serving s: its name and methods,
+// requests decoded strictly. get always; the management methods too when s
+// is a Manager. The caller sets the record (Status, Since, Until, Witness),
+// Codes, Needs and Uses.
 func NewFamily(s Server) *plugin.Family {
-	return &plugin.Family{Name: Family, Methods: map[string]plugin.Handler{MethodGet: plugin.Typed(s.Get)}}
+	methods := map[string]plugin.Handler{MethodGet: plugin.Typed(s.Get)}
+	if m, ok := s.(Manager); ok {
+		methods[MethodPublish] = plugin.Typed(m.Publish)
+		methods[MethodList] = plugin.Typed(m.List)
+		methods[MethodVersions] = plugin.Typed(m.Versions)
+		methods[MethodResolve] = plugin.Typed(m.Resolve)
+		methods[MethodVerify] = plugin.Typed(m.Verify)
+		methods[MethodReindex] = plugin.Typed(m.Reindex)
+	}
+	return &plugin.Family{Name: Family, Methods: methods}
+}
+
+// Manager is what a plugin implements, beside Server, to let the operator
+// manage its store (`host prompts`). A read-only store leaves it out, and
+// NewFamily then serves get alone.
+type Manager interface {
+	// Publish stores in.Raw as a new immutable version: the header's
+	// version, or the next integer. Identical bytes already published
+	// answer the existing version with Existed; different bytes under an
+	// existing version fail with CodePromptVersionConflict.
+	Publish(ctx context.Context, req *plugin.Request, in *PublishRequest) (*PublishResult, error)
+	// List returns every name with its version count and latest version.
+	List(ctx context.Context, req *plugin.Request, in *ListRequest) (*ListResult, error)
+	// Versions returns the versions of one name in publication order.
+	Versions(ctx context.Context, req *plugin.Request, in *VersionsRequest) (*VersionsResult, error)
+	// Resolve returns the record of a pinned version.
+	Resolve(ctx context.Context, req *plugin.Request, in *ResolveRequest) (*Version, error)
+	// Verify checks every stored version against its digest. It only
+	// reads.
+	Verify(ctx context.Context, req *plugin.Request, in *VerifyRequest) (*VerifyResult, error)
+	// Reindex rebuilds the store's index from its records.
+	Reindex(ctx context.Context, req *plugin.Request, in *ReindexRequest) (*ReindexResult, error)
 }

@@ -536,8 +536,12 @@ type ConfigureRequest struct {
 	// HostServices for this plugin.
 	HostServicesBrokerId uint32 `protobuf:"varint,2,opt,name=host_services_broker_id,json=hostServicesBrokerId,proto3" json:"host_services_broker_id,omitempty"`
 	// state_dir is a directory the plugin owns for durable state.
-	StateDir      string `protobuf:"bytes,3,opt,name=state_dir,json=stateDir,proto3" json:"state_dir,omitempty"`
-	HostVersion   string `protobuf:"bytes,4,opt,name=host_version,json=hostVersion,proto3" json:"host_version,omitempty"`
+	StateDir    string `protobuf:"bytes,3,opt,name=state_dir,json=stateDir,proto3" json:"state_dir,omitempty"`
+	HostVersion string `protobuf:"bytes,4,opt,name=host_version,json=hostVersion,proto3" json:"host_version,omitempty"`
+	// storage says where the plugin keeps durable state: state_dir
+	// (backend "embedded") or a PostgreSQL database shared by every host
+	// with the same config (backend "postgres").
+	Storage       *StorageSettings `protobuf:"bytes,5,opt,name=storage,proto3" json:"storage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -600,6 +604,98 @@ func (x *ConfigureRequest) GetHostVersion() string {
 	return ""
 }
 
+func (x *ConfigureRequest) GetStorage() *StorageSettings {
+	if x != nil {
+		return x.Storage
+	}
+	return nil
+}
+
+// StorageSettings are the host's storage block as a plugin uses it.
+type StorageSettings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// backend is "embedded" (files and SQLite under state_dir) or
+	// "postgres".
+	Backend string `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
+	// dsn is the PostgreSQL connection string; empty for embedded. It is a
+	// secret: it is never logged.
+	Dsn string `protobuf:"bytes,2,opt,name=dsn,proto3" json:"dsn,omitempty"`
+	// max_connections is the size of the plugin's connection pool.
+	MaxConnections int32 `protobuf:"varint,3,opt,name=max_connections,json=maxConnections,proto3" json:"max_connections,omitempty"`
+	// statement_timeout_ms bounds each SQL statement, in milliseconds.
+	StatementTimeoutMs int64 `protobuf:"varint,4,opt,name=statement_timeout_ms,json=statementTimeoutMs,proto3" json:"statement_timeout_ms,omitempty"`
+	// schema is the PostgreSQL schema the host gives this plugin for its
+	// own tables; the same on every host with the same config.
+	Schema        string `protobuf:"bytes,5,opt,name=schema,proto3" json:"schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StorageSettings) Reset() {
+	*x = StorageSettings{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StorageSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StorageSettings) ProtoMessage() {}
+
+func (x *StorageSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StorageSettings.ProtoReflect.Descriptor instead.
+func (*StorageSettings) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *StorageSettings) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *StorageSettings) GetDsn() string {
+	if x != nil {
+		return x.Dsn
+	}
+	return ""
+}
+
+func (x *StorageSettings) GetMaxConnections() int32 {
+	if x != nil {
+		return x.MaxConnections
+	}
+	return 0
+}
+
+func (x *StorageSettings) GetStatementTimeoutMs() int64 {
+	if x != nil {
+		return x.StatementTimeoutMs
+	}
+	return 0
+}
+
+func (x *StorageSettings) GetSchema() string {
+	if x != nil {
+		return x.Schema
+	}
+	return ""
+}
+
 type ConfigureResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// facets maps each family to the JSON object of facets it serves under
@@ -622,7 +718,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[8]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -634,7 +730,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[8]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -647,7 +743,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{8}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ConfigureResponse) GetFacets() map[string][]byte {
@@ -692,7 +788,7 @@ type ConfigDiagnostic struct {
 
 func (x *ConfigDiagnostic) Reset() {
 	*x = ConfigDiagnostic{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[9]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -704,7 +800,7 @@ func (x *ConfigDiagnostic) String() string {
 func (*ConfigDiagnostic) ProtoMessage() {}
 
 func (x *ConfigDiagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[9]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -717,7 +813,7 @@ func (x *ConfigDiagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigDiagnostic.ProtoReflect.Descriptor instead.
 func (*ConfigDiagnostic) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{9}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ConfigDiagnostic) GetSummary() string {
@@ -753,7 +849,7 @@ type InvokeRequest struct {
 
 func (x *InvokeRequest) Reset() {
 	*x = InvokeRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[10]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +861,7 @@ func (x *InvokeRequest) String() string {
 func (*InvokeRequest) ProtoMessage() {}
 
 func (x *InvokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[10]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +874,7 @@ func (x *InvokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeRequest.ProtoReflect.Descriptor instead.
 func (*InvokeRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{10}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *InvokeRequest) GetFamily() string {
@@ -818,7 +914,7 @@ type InvokeResponse struct {
 
 func (x *InvokeResponse) Reset() {
 	*x = InvokeResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[11]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +926,7 @@ func (x *InvokeResponse) String() string {
 func (*InvokeResponse) ProtoMessage() {}
 
 func (x *InvokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[11]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +939,7 @@ func (x *InvokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeResponse.ProtoReflect.Descriptor instead.
 func (*InvokeResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{11}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *InvokeResponse) GetResult() []byte {
@@ -861,7 +957,7 @@ type ManifestRequest struct {
 
 func (x *ManifestRequest) Reset() {
 	*x = ManifestRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[12]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +969,7 @@ func (x *ManifestRequest) String() string {
 func (*ManifestRequest) ProtoMessage() {}
 
 func (x *ManifestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[12]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +982,7 @@ func (x *ManifestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestRequest.ProtoReflect.Descriptor instead.
 func (*ManifestRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{12}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{13}
 }
 
 type ManifestResponse struct {
@@ -899,7 +995,7 @@ type ManifestResponse struct {
 
 func (x *ManifestResponse) Reset() {
 	*x = ManifestResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[13]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1007,7 @@ func (x *ManifestResponse) String() string {
 func (*ManifestResponse) ProtoMessage() {}
 
 func (x *ManifestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[13]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1020,7 @@ func (x *ManifestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestResponse.ProtoReflect.Descriptor instead.
 func (*ManifestResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{13}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ManifestResponse) GetPackJson() []byte {
@@ -948,7 +1044,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[14]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -960,7 +1056,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[14]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -973,7 +1069,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{14}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExecuteRequest) GetTypeId() string {
@@ -1020,7 +1116,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[15]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1128,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[15]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1141,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{15}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExecuteResponse) GetOutput() []byte {
@@ -1067,7 +1163,7 @@ type CallRequest struct {
 
 func (x *CallRequest) Reset() {
 	*x = CallRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[16]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1175,7 @@ func (x *CallRequest) String() string {
 func (*CallRequest) ProtoMessage() {}
 
 func (x *CallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[16]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1188,7 @@ func (x *CallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRequest.ProtoReflect.Descriptor instead.
 func (*CallRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{16}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CallRequest) GetFamily() string {
@@ -1132,7 +1228,7 @@ type CallResponse struct {
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[17]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1240,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[17]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1253,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{17}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CallResponse) GetResult() []byte {
@@ -1210,12 +1306,19 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\x04uses\x18\b \x03(\tR\x04uses\"\x15\n" +
 	"\x13ConfigSchemaRequest\".\n" +
 	"\x14ConfigSchemaResponse\x12\x16\n" +
-	"\x06schema\x18\x01 \x01(\fR\x06schema\"\xa1\x01\n" +
+	"\x06schema\x18\x01 \x01(\fR\x06schema\"\xd8\x01\n" +
 	"\x10ConfigureRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x125\n" +
 	"\x17host_services_broker_id\x18\x02 \x01(\rR\x14hostServicesBrokerId\x12\x1b\n" +
 	"\tstate_dir\x18\x03 \x01(\tR\bstateDir\x12!\n" +
-	"\fhost_version\x18\x04 \x01(\tR\vhostVersion\"\x8d\x03\n" +
+	"\fhost_version\x18\x04 \x01(\tR\vhostVersion\x125\n" +
+	"\astorage\x18\x05 \x01(\v2\x1b.wophost.v1.StorageSettingsR\astorage\"\xb0\x01\n" +
+	"\x0fStorageSettings\x12\x18\n" +
+	"\abackend\x18\x01 \x01(\tR\abackend\x12\x10\n" +
+	"\x03dsn\x18\x02 \x01(\tR\x03dsn\x12'\n" +
+	"\x0fmax_connections\x18\x03 \x01(\x05R\x0emaxConnections\x120\n" +
+	"\x14statement_timeout_ms\x18\x04 \x01(\x03R\x12statementTimeoutMs\x12\x16\n" +
+	"\x06schema\x18\x05 \x01(\tR\x06schema\"\x8d\x03\n" +
 	"\x11ConfigureResponse\x12A\n" +
 	"\x06facets\x18\x01 \x03(\v2).wophost.v1.ConfigureResponse.FacetsEntryR\x06facets\x12>\n" +
 	"\vdiagnostics\x18\x02 \x03(\v2\x1c.wophost.v1.ConfigDiagnosticR\vdiagnostics\x128\n" +
@@ -1285,7 +1388,7 @@ func file_wophost_v1_wophost_proto_rawDescGZIP() []byte {
 	return file_wophost_v1_wophost_proto_rawDescData
 }
 
-var file_wophost_v1_wophost_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_wophost_v1_wophost_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_wophost_v1_wophost_proto_goTypes = []any{
 	(*CallContext)(nil),          // 0: wophost.v1.CallContext
 	(*ErrorDetail)(nil),          // 1: wophost.v1.ErrorDetail
@@ -1295,49 +1398,51 @@ var file_wophost_v1_wophost_proto_goTypes = []any{
 	(*ConfigSchemaRequest)(nil),  // 5: wophost.v1.ConfigSchemaRequest
 	(*ConfigSchemaResponse)(nil), // 6: wophost.v1.ConfigSchemaResponse
 	(*ConfigureRequest)(nil),     // 7: wophost.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),    // 8: wophost.v1.ConfigureResponse
-	(*ConfigDiagnostic)(nil),     // 9: wophost.v1.ConfigDiagnostic
-	(*InvokeRequest)(nil),        // 10: wophost.v1.InvokeRequest
-	(*InvokeResponse)(nil),       // 11: wophost.v1.InvokeResponse
-	(*ManifestRequest)(nil),      // 12: wophost.v1.ManifestRequest
-	(*ManifestResponse)(nil),     // 13: wophost.v1.ManifestResponse
-	(*ExecuteRequest)(nil),       // 14: wophost.v1.ExecuteRequest
-	(*ExecuteResponse)(nil),      // 15: wophost.v1.ExecuteResponse
-	(*CallRequest)(nil),          // 16: wophost.v1.CallRequest
-	(*CallResponse)(nil),         // 17: wophost.v1.CallResponse
-	nil,                          // 18: wophost.v1.ConfigureResponse.FacetsEntry
-	nil,                          // 19: wophost.v1.ConfigureResponse.DetailsEntry
-	nil,                          // 20: wophost.v1.ExecuteRequest.AdvertisedEntry
+	(*StorageSettings)(nil),      // 8: wophost.v1.StorageSettings
+	(*ConfigureResponse)(nil),    // 9: wophost.v1.ConfigureResponse
+	(*ConfigDiagnostic)(nil),     // 10: wophost.v1.ConfigDiagnostic
+	(*InvokeRequest)(nil),        // 11: wophost.v1.InvokeRequest
+	(*InvokeResponse)(nil),       // 12: wophost.v1.InvokeResponse
+	(*ManifestRequest)(nil),      // 13: wophost.v1.ManifestRequest
+	(*ManifestResponse)(nil),     // 14: wophost.v1.ManifestResponse
+	(*ExecuteRequest)(nil),       // 15: wophost.v1.ExecuteRequest
+	(*ExecuteResponse)(nil),      // 16: wophost.v1.ExecuteResponse
+	(*CallRequest)(nil),          // 17: wophost.v1.CallRequest
+	(*CallResponse)(nil),         // 18: wophost.v1.CallResponse
+	nil,                          // 19: wophost.v1.ConfigureResponse.FacetsEntry
+	nil,                          // 20: wophost.v1.ConfigureResponse.DetailsEntry
+	nil,                          // 21: wophost.v1.ExecuteRequest.AdvertisedEntry
 }
 var file_wophost_v1_wophost_proto_depIdxs = []int32{
 	4,  // 0: wophost.v1.DescribeResponse.families:type_name -> wophost.v1.FamilyDescription
-	18, // 1: wophost.v1.ConfigureResponse.facets:type_name -> wophost.v1.ConfigureResponse.FacetsEntry
-	9,  // 2: wophost.v1.ConfigureResponse.diagnostics:type_name -> wophost.v1.ConfigDiagnostic
-	9,  // 3: wophost.v1.ConfigureResponse.warnings:type_name -> wophost.v1.ConfigDiagnostic
-	19, // 4: wophost.v1.ConfigureResponse.details:type_name -> wophost.v1.ConfigureResponse.DetailsEntry
-	0,  // 5: wophost.v1.InvokeRequest.call:type_name -> wophost.v1.CallContext
-	0,  // 6: wophost.v1.ExecuteRequest.call:type_name -> wophost.v1.CallContext
-	20, // 7: wophost.v1.ExecuteRequest.advertised:type_name -> wophost.v1.ExecuteRequest.AdvertisedEntry
-	0,  // 8: wophost.v1.CallRequest.call:type_name -> wophost.v1.CallContext
-	2,  // 9: wophost.v1.Capability.Describe:input_type -> wophost.v1.DescribeRequest
-	5,  // 10: wophost.v1.Capability.ConfigSchema:input_type -> wophost.v1.ConfigSchemaRequest
-	7,  // 11: wophost.v1.Capability.Configure:input_type -> wophost.v1.ConfigureRequest
-	10, // 12: wophost.v1.Capability.Invoke:input_type -> wophost.v1.InvokeRequest
-	12, // 13: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
-	14, // 14: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
-	16, // 15: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
-	3,  // 16: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
-	6,  // 17: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
-	8,  // 18: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
-	11, // 19: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
-	13, // 20: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
-	15, // 21: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
-	17, // 22: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
-	16, // [16:23] is the sub-list for method output_type
-	9,  // [9:16] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	8,  // 1: wophost.v1.ConfigureRequest.storage:type_name -> wophost.v1.StorageSettings
+	19, // 2: wophost.v1.ConfigureResponse.facets:type_name -> wophost.v1.ConfigureResponse.FacetsEntry
+	10, // 3: wophost.v1.ConfigureResponse.diagnostics:type_name -> wophost.v1.ConfigDiagnostic
+	10, // 4: wophost.v1.ConfigureResponse.warnings:type_name -> wophost.v1.ConfigDiagnostic
+	20, // 5: wophost.v1.ConfigureResponse.details:type_name -> wophost.v1.ConfigureResponse.DetailsEntry
+	0,  // 6: wophost.v1.InvokeRequest.call:type_name -> wophost.v1.CallContext
+	0,  // 7: wophost.v1.ExecuteRequest.call:type_name -> wophost.v1.CallContext
+	21, // 8: wophost.v1.ExecuteRequest.advertised:type_name -> wophost.v1.ExecuteRequest.AdvertisedEntry
+	0,  // 9: wophost.v1.CallRequest.call:type_name -> wophost.v1.CallContext
+	2,  // 10: wophost.v1.Capability.Describe:input_type -> wophost.v1.DescribeRequest
+	5,  // 11: wophost.v1.Capability.ConfigSchema:input_type -> wophost.v1.ConfigSchemaRequest
+	7,  // 12: wophost.v1.Capability.Configure:input_type -> wophost.v1.ConfigureRequest
+	11, // 13: wophost.v1.Capability.Invoke:input_type -> wophost.v1.InvokeRequest
+	13, // 14: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
+	15, // 15: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
+	17, // 16: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
+	3,  // 17: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
+	6,  // 18: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
+	9,  // 19: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
+	12, // 20: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
+	14, // 21: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
+	16, // 22: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
+	18, // 23: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
+	17, // [17:24] is the sub-list for method output_type
+	10, // [10:17] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_wophost_v1_wophost_proto_init() }
@@ -1351,7 +1456,7 @@ func file_wophost_v1_wophost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wophost_v1_wophost_proto_rawDesc), len(file_wophost_v1_wophost_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -1,4 +1,4 @@
-package promptstore
+package store
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/wophost/wophost/internal/atomicfile"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
 )
 
 // IndexFile is the optional SQLite index of a store. It is a cache of the
@@ -41,13 +42,7 @@ CREATE INDEX versions_digest ON versions (digest);
 `
 
 // IndexedName is one row of ListIndex.
-type IndexedName struct {
-	Name     string `json:"name"`
-	Versions int    `json:"versions"`
-	// Last is the version published last, and Digest its digest.
-	Last   string `json:"last"`
-	Digest string `json:"digest"`
-}
+type IndexedName = promptlibrary.NameSummary
 
 func (s *Store) indexPath() string { return filepath.Join(s.dir, IndexFile) }
 
@@ -61,6 +56,8 @@ func (s *Store) HasIndex() bool {
 // publish lock, and returns the number of versions indexed. The new index
 // is built beside the old one and renamed over it.
 func (s *Store) RebuildIndex(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.lock.Lock(); err != nil {
 		return 0, fmt.Errorf("prompt store: lock %s: %w", s.lock.Path(), err)
 	}

@@ -1,4 +1,4 @@
-package promptstore
+package store
 
 import (
 	"context"
@@ -16,45 +16,24 @@ import (
 )
 
 // Problem is one integrity failure found by Verify.
-type Problem struct {
-	// Kind says what is wrong: ProblemCorrupt, ProblemOrphan or
-	// ProblemIndex.
-	Kind string `json:"kind"`
-	// Ref is name@version, the blob digest for a blob problem, or the
-	// index file's name.
-	Ref string `json:"ref"`
-	// Path is the file at fault.
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
+type Problem = promptlibrary.Problem
 
 // The kinds of Problem.
 const (
 	// ProblemCorrupt is a version that cannot be served as published: its
 	// record is unreadable, or its blob is missing, altered or disagrees
 	// with the record.
-	ProblemCorrupt = "corrupt"
+	ProblemCorrupt = promptlibrary.ProblemCorrupt
 	// ProblemOrphan is a file under blobs/ that no version record names:
 	// the trace of a deleted record (a version that no longer resolves),
 	// of a publish stopped before its record was written, or a stray file.
-	ProblemOrphan = "orphan"
+	ProblemOrphan = promptlibrary.ProblemOrphan
 	// ProblemIndex is an index.sqlite that disagrees with the records.
-	ProblemIndex = "index"
+	ProblemIndex = promptlibrary.ProblemIndex
 )
 
 // Report is the outcome of Verify.
-type Report struct {
-	Names    int       `json:"names"`
-	Versions int       `json:"versions"`
-	Blobs    int       `json:"blobs"`
-	Problems []Problem `json:"problems"`
-	// Leftovers are temporary files of publishes that never finished.
-	// They are invisible to readers and harmless; they may be deleted.
-	Leftovers []string `json:"leftovers,omitempty"`
-}
-
-// OK reports whether Verify found no problem.
-func (r *Report) OK() bool { return len(r.Problems) == 0 }
+type Report = promptlibrary.Report
 
 // Verify re-reads every record and re-hashes every blob a record names:
 // each blob must exist and hash to its digest, and each record must agree

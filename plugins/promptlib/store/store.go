@@ -1,4 +1,4 @@
-// Package promptstore is the prompt library's on-disk store: content-addressed,
+// Package store is the prompt library's on-disk store: content-addressed,
 // immutable blobs and one immutable record per published version, laid out
 // as plain files so that a store directory can live in Git.
 //
@@ -18,7 +18,7 @@
 //
 // The store is safe for concurrent use by several goroutines and several
 // processes.
-package promptstore
+package store
 
 import (
 	"context"
@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -73,31 +74,18 @@ var (
 	ErrInvalid = errors.New("invalid prompt file")
 )
 
-// Version is the record of one published version.
-type Version struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	// Seq orders the versions of one name by publication, from 1.
-	Seq         int       `json:"seq"`
-	Digest      string    `json:"digest"`
-	Size        int64     `json:"size"`
-	PublishedAt time.Time `json:"publishedAt"`
-	// The fields below are copied from the header for list and show; get
-	// derives them from the blob again.
-	EnvelopeType string          `json:"envelopeType,omitempty"`
-	Description  string          `json:"description,omitempty"`
-	Variables    json.RawMessage `json:"variables,omitempty"`
-}
-
-// Pin returns the fully pinned reference of v: name@version#digest.
-func (v *Version) Pin() promptlibrary.Pin {
-	return promptlibrary.Pin{Name: v.Name, Version: v.Version, Digest: v.Digest}
-}
+// Version is the record of one published version: the family's wire
+// type, so that the plugin answers with records as stored.
+type Version = promptlibrary.Version
 
 // Store is an open store directory.
 type Store struct {
 	dir  string
 	lock *flock.Flock
+	// mu serialises this handle's publishers: the file lock excludes
+	// other handles and processes, but a flock.Flock already held answers
+	// Lock at once, so goroutines sharing one Store would pass it together.
+	mu sync.Mutex
 	// beforeCommit, when set, runs after the blob and the record's
 	// temporary file are durable and before the record is renamed into
 	// place: tests use it to kill a publisher at the worst moment.
@@ -161,6 +149,8 @@ func (s *Store) Publish(ctx context.Context, raw []byte) (*PublishResult, error)
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	digest := promptlibrary.DigestOf(raw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.lock.Lock(); err != nil {
 		return nil, fmt.Errorf("prompt store: lock %s: %w", s.lock.Path(), err)
 	}
@@ -181,25 +171,12 @@ func (s *Store) Publish(ctx context.Context, raw []byte) (*PublishResult, error)
 		}
 		return &PublishResult{Version: v, Existed: true}, nil
 	}
-	version := f.Version
-	if version == "" {
-		for i := range existing {
-			if existing[i].Digest == digest {
-				return same(existing[i])
-			}
-		}
-		version = nextInteger(existing)
+	version, seq, stored, err := allocate(f, digest, existing)
+	if err != nil {
+		return nil, err
 	}
-	seq := 1
-	for i := range existing {
-		if existing[i].Version == version {
-			if existing[i].Digest == digest {
-				return same(existing[i])
-			}
-			return nil, fmt.Errorf("%w: %s@%s is stored with digest %s, the file hashes to %s; publish it under a new version",
-				ErrVersionExists, f.Name, version, existing[i].Digest, digest)
-		}
-		seq = max(seq, existing[i].Seq+1)
+	if stored != nil {
+		return same(*stored)
 	}
 
 	if err := s.writeBlob(digest, raw); err != nil {
@@ -227,6 +204,35 @@ func (s *Store) Publish(ctx context.Context, raw []byte) (*PublishResult, error)
 		return &PublishResult{Version: v}, fmt.Errorf("%s@%s is published, but the prompt index is stale: %w", f.Name, version, err)
 	}
 	return &PublishResult{Version: v}, nil
+}
+
+// allocate applies the publishing rules to f, whose bytes hash to digest,
+// given the name's existing versions: it returns the version and sequence
+// number the bytes get, or the version that already stores them, or
+// ErrVersionExists. Both stores call it with the name's publishers
+// serialised.
+func allocate(f *promptfile.File, digest string, existing []Version) (version string, seq int, stored *Version, err error) {
+	version = f.Version
+	if version == "" {
+		for i := range existing {
+			if existing[i].Digest == digest {
+				return "", 0, &existing[i], nil
+			}
+		}
+		version = nextInteger(existing)
+	}
+	seq = 1
+	for i := range existing {
+		if existing[i].Version == version {
+			if existing[i].Digest == digest {
+				return "", 0, &existing[i], nil
+			}
+			return "", 0, nil, fmt.Errorf("%w: %s@%s is stored with digest %s, the file hashes to %s; publish it under a new version",
+				ErrVersionExists, f.Name, version, existing[i].Digest, digest)
+		}
+		seq = max(seq, existing[i].Seq+1)
+	}
+	return version, seq, nil, nil
 }
 
 // nextInteger returns one past the highest integer version in vs, or "1".
