@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/wophost/wophost/core/loader"
 )
@@ -376,19 +377,29 @@ func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
 // null attribute leaves it alone, as does an invalid one after its errors
 // have been recorded.
 func (d *decoder) attr(a *hcl.Attribute, target any) bool {
-	if a == nil {
-		return false
-	}
-	v, diags := a.Expr.Value(d.ectx)
-	d.diags = append(d.diags, diags...)
-	if diags.HasErrors() || v.IsNull() {
+	v, ok := d.value(a)
+	if !ok {
 		return false
 	}
 	// The value is final; gohcl only has to convert it, with its usual
 	// "Unsuitable value type" diagnostics.
-	diags = gohcl.DecodeExpression(hcl.StaticExpr(v, a.Expr.Range()), nil, target)
+	diags := gohcl.DecodeExpression(hcl.StaticExpr(v, a.Expr.Range()), nil, target)
 	d.diags = append(d.diags, diags...)
 	return !diags.HasErrors()
+}
+
+// value evaluates an optional attribute, recording its errors. It reports
+// false when the attribute is absent, null or failed.
+func (d *decoder) value(a *hcl.Attribute) (cty.Value, bool) {
+	if a == nil {
+		return cty.NilVal, false
+	}
+	v, diags := a.Expr.Value(d.ectx)
+	d.diags = append(d.diags, diags...)
+	if diags.HasErrors() || v.IsNull() {
+		return cty.NilVal, false
+	}
+	return v, true
 }
 
 // stringAttr is attr for strings that must not be empty when given.

@@ -174,12 +174,8 @@ func (d *decoder) storage(blocks []*rawStorage) Storage {
 // secretAttr is attr for a string that is a secret: a value of the wrong
 // type is reported without the value, which gohcl would quote.
 func (d *decoder) secretAttr(a *hcl.Attribute, target *string) bool {
-	if a == nil {
-		return false
-	}
-	v, diags := a.Expr.Value(d.ectx)
-	d.diags = append(d.diags, diags...)
-	if diags.HasErrors() || v.IsNull() {
+	v, ok := d.value(a)
+	if !ok {
 		return false
 	}
 	if !v.IsKnown() || !v.Type().Equals(cty.String) {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +47,8 @@ func DSN(t testing.TB) string {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, server)
 	if err != nil {
-		unavailable(t, "no PostgreSQL at %s (%v)", redacted(server), err)
+		// pgx's error spans lines; the message is one.
+		unavailable(t, "no PostgreSQL at %s (%s)", redacted(server), strings.Join(strings.Fields(err.Error()), " "))
 	}
 	defer conn.Close(context.Background())
 
