@@ -20,6 +20,25 @@ func twoHosts(t *testing.T, c *clock) (a, b *Postgres, dsn string) {
 	return openPostgres(t, dsn, c), openPostgres(t, dsn, c), dsn
 }
 
+// warm opens every connection of the stores' pools, so that racing calls
+// start together rather than one connection setup apart.
+func warm(t *testing.T, stores ...*Postgres) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, s := range stores {
+		for range s.pool.Config().MaxConns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := s.pool.Exec(context.Background(), `SELECT pg_sleep(0.05)`); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}
+
 // outcomes counts the results of concurrent calls: nil, the error want,
 // and anything else (reported).
 type outcomes struct {
@@ -44,17 +63,17 @@ func (o *outcomes) add(t *testing.T, err, want error) {
 // create more instances than it allows.
 func TestPostgresSpawnQuotaAcrossHosts(t *testing.T) {
 	a, b, _ := twoHosts(t, newClock())
+	warm(t, a, b)
 	const quota, spawns = 5, 20
 	var o outcomes
 	var wg sync.WaitGroup
+	start := make(chan struct{})
 	for i := range spawns {
-		s := a
-		if i%2 == 1 {
-			s = b
-		}
+		s := []*Postgres{a, b}[i%2]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-start
 			_, _, err := s.CreateInstance(context.Background(), NewInstance{
 				ManifestID: "m", ManifestDigest: "d", Manifest: []byte(`{}`),
 				IdempotencyKey: fmt.Sprint("k", i), RequestDigest: "r",
@@ -62,6 +81,7 @@ func TestPostgresSpawnQuotaAcrossHosts(t *testing.T) {
 			o.add(t, err, ErrSpawnQuota)
 		}()
 	}
+	close(start)
 	wg.Wait()
 	if o.ok != quota || o.match != spawns-quota {
 		t.Fatalf("created %d, refused %d; want %d, %d", o.ok, o.match, quota, spawns-quota)
@@ -281,15 +301,18 @@ func TestPostgresMailboxDedupAndBoundAcrossHosts(t *testing.T) {
 
 	const capacity = 7
 	var o outcomes
+	start := make(chan struct{})
 	for i := range 20 {
 		s := []*Postgres{a, b}[i%2]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-start
 			_, _, err := send(s, to, fmt.Sprint("s", i), fmt.Sprint("k", i), "1", capacity)
 			o.add(t, err, ErrMailboxFull)
 		}()
 	}
+	close(start)
 	wg.Wait()
 	if o.ok != capacity-1 || o.match != 20-(capacity-1) {
 		t.Fatalf("accepted %d, full %d; want %d, %d", o.ok, o.match, capacity-1, 20-(capacity-1))
