@@ -82,7 +82,7 @@ func newPlugin() *plugin.Plugin {
 		Version: "0.1.0",
 		ConfigSchema: schema.Block{
 			Attributes: []schema.Attribute{
-				{Name: "store_file", Type: schema.String, Description: `database file, relative to the plugin's state directory (default "agents.db")`},
+				{Name: "store_file", Type: schema.String, Description: `database file, relative to the plugin's state directory (default "agents.db"); the embedded storage backend only`},
 				count("mailbox_capacity", 1, maxCount, "queued messages per agent instance before messageSend answers mailbox_full (default 64)"),
 				count("spawn_quota", 0, maxCount, "agent instances the store may hold; 0 for no bound (default 256)"),
 				count("max_rounds", 1, maxCount, "largest consensus maxRounds accepted (default 5)"),
