@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/wophost/wophost/internal/pgstore"
 )
 
 //go:embed migrations/*.sql
@@ -18,13 +20,7 @@ var migrationFiles embed.FS
 
 // Migrations returns the PostgreSQL store's numbered migrations, for
 // pgstore.Open.
-func Migrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the directory is embedded above
-	}
-	return sub
-}
+func Migrations() fs.FS { return pgstore.MigrationsDir(migrationFiles) }
 
 // Postgres is the runtime's store in a PostgreSQL schema that every host
 // with the same config shares. Each guard the embedded store gets from

@@ -20,12 +20,13 @@ func twoHosts(t *testing.T, c *clock) (a, b *Postgres, dsn string) {
 	return openPostgres(t, dsn, c), openPostgres(t, dsn, c), dsn
 }
 
-// warm opens every connection of the stores' pools, so that racing calls
-// start together rather than one connection setup apart.
-func warm(t *testing.T, stores ...*Postgres) {
+// race makes n calls of fn at once, call i through a when i is even and
+// through b when it is odd. Every pooled connection is opened first, so
+// that the calls start together rather than one connection setup apart.
+func race(t *testing.T, n int, a, b *Postgres, fn func(i int, s *Postgres)) {
 	t.Helper()
 	var wg sync.WaitGroup
-	for _, s := range stores {
+	for _, s := range []*Postgres{a, b} {
 		for range s.pool.Config().MaxConns {
 			wg.Add(1)
 			go func() {
@@ -37,23 +38,42 @@ func warm(t *testing.T, stores ...*Postgres) {
 		}
 	}
 	wg.Wait()
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i, []*Postgres{a, b}[i%2])
+		}()
+	}
+	close(start)
+	wg.Wait()
 }
 
-// outcomes counts the results of concurrent calls: nil, the error want,
-// and anything else (reported).
-type outcomes struct {
-	mu        sync.Mutex
-	ok, match int
+// tally counts the answers of racing calls: accepted ones by the id they
+// answered, refusals with the expected error, and anything else (reported).
+type tally struct {
+	mu      sync.Mutex
+	ids     map[string]int
+	created int
+	refused int
 }
 
-func (o *outcomes) add(t *testing.T, err, want error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+func (ta *tally) add(t *testing.T, id string, created bool, err, refusal error) {
+	ta.mu.Lock()
+	defer ta.mu.Unlock()
 	switch {
 	case err == nil:
-		o.ok++
-	case errors.Is(err, want):
-		o.match++
+		if ta.ids == nil {
+			ta.ids = map[string]int{}
+		}
+		ta.ids[id]++
+		if created {
+			ta.created++
+		}
+	case refusal != nil && errors.Is(err, refusal):
+		ta.refused++
 	default:
 		t.Error(err)
 	}
@@ -63,28 +83,17 @@ func (o *outcomes) add(t *testing.T, err, want error) {
 // create more instances than it allows.
 func TestPostgresSpawnQuotaAcrossHosts(t *testing.T) {
 	a, b, _ := twoHosts(t, newClock())
-	warm(t, a, b)
 	const quota, spawns = 5, 20
-	var o outcomes
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range spawns {
-		s := []*Postgres{a, b}[i%2]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, _, err := s.CreateInstance(context.Background(), NewInstance{
-				ManifestID: "m", ManifestDigest: "d", Manifest: []byte(`{}`),
-				IdempotencyKey: fmt.Sprint("k", i), RequestDigest: "r",
-			}, quota)
-			o.add(t, err, ErrSpawnQuota)
-		}()
-	}
-	close(start)
-	wg.Wait()
-	if o.ok != quota || o.match != spawns-quota {
-		t.Fatalf("created %d, refused %d; want %d, %d", o.ok, o.match, quota, spawns-quota)
+	var ta tally
+	race(t, spawns, a, b, func(i int, s *Postgres) {
+		inst, created, err := s.CreateInstance(context.Background(), NewInstance{
+			ManifestID: "m", ManifestDigest: "d", Manifest: []byte(`{}`),
+			IdempotencyKey: fmt.Sprint("k", i), RequestDigest: "r",
+		}, quota)
+		ta.add(t, inst.ID, created, err, ErrSpawnQuota)
+	})
+	if ta.created != quota || ta.refused != spawns-quota {
+		t.Fatalf("created %d, refused %d; want %d, %d", ta.created, ta.refused, quota, spawns-quota)
 	}
 	var n int
 	if err := a.pool.QueryRow(context.Background(), `SELECT count(*) FROM instances`).Scan(&n); err != nil || n != quota {
@@ -98,31 +107,13 @@ func TestPostgresSpawnQuotaAcrossHosts(t *testing.T) {
 func TestPostgresSpawnKeyAcrossHosts(t *testing.T) {
 	a, b, _ := twoHosts(t, newClock())
 	in := NewInstance{ManifestID: "m", ManifestDigest: "d", Manifest: []byte(`{}`), IdempotencyKey: "k", RequestDigest: "r"}
-	var mu sync.Mutex
-	got := map[string]int{}
-	created := 0
-	var wg sync.WaitGroup
-	for i := range 10 {
-		s := []*Postgres{a, b}[i%2]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			inst, c, err := s.CreateInstance(context.Background(), in, 0)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			got[inst.ID]++
-			if c {
-				created++
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if len(got) != 1 || created != 1 {
-		t.Fatalf("instances answered %v, created %d; want one instance, created once", got, created)
+	var ta tally
+	race(t, 10, a, b, func(_ int, s *Postgres) {
+		inst, created, err := s.CreateInstance(context.Background(), in, 0)
+		ta.add(t, inst.ID, created, err, nil)
+	})
+	if len(ta.ids) != 1 || ta.created != 1 {
+		t.Fatalf("instances answered %v, created %d; want one instance, created once", ta.ids, ta.created)
 	}
 	in.RequestDigest = "other"
 	for _, s := range []*Postgres{a, b} {
@@ -147,34 +138,26 @@ func TestPostgresClaimOnceAcrossHosts(t *testing.T) {
 	}
 	var mu sync.Mutex
 	seen := map[string]int{}
-	var wg sync.WaitGroup
-	for i := range 8 {
-		s := []*Postgres{a, b}[i%2]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				got, err := s.Claim(ctx, to, 2, time.Hour)
+	race(t, 8, a, b, func(_ int, s *Postgres) {
+		for {
+			got, err := s.Claim(ctx, to, 2, time.Hour)
+			if err != nil || len(got) == 0 {
 				if err != nil {
 					t.Error(err)
-					return
 				}
-				if len(got) == 0 {
-					return
-				}
-				mu.Lock()
-				for _, m := range got {
-					seen[m.ID]++
-				}
-				mu.Unlock()
-				if err := s.Ack(ctx, ids(got)); err != nil {
-					t.Error(err)
-					return
-				}
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			mu.Lock()
+			for _, m := range got {
+				seen[m.ID]++
+			}
+			mu.Unlock()
+			if err := s.Ack(ctx, ids(got)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
 	if len(seen) != n {
 		t.Fatalf("claimed %d distinct messages; want %d", len(seen), n)
 	}
@@ -276,46 +259,23 @@ func TestPostgresMailboxDedupAndBoundAcrossHosts(t *testing.T) {
 	ctx := context.Background()
 	a, b, _ := twoHosts(t, newClock())
 	to := spawn(t, a, "to").ID
-	var mu sync.Mutex
-	msgs := map[string]int{}
-	var wg sync.WaitGroup
-	for i := range 10 {
-		s := []*Postgres{a, b}[i%2]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			m, _, err := send(s, to, "x", "same", `"same"`, 0)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			msgs[m.ID]++
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if q, _ := a.Queued(ctx, to); len(msgs) != 1 || q != 1 {
-		t.Fatalf("same key through two hosts: answered %v, queued %d; want one message", msgs, q)
+	var same tally
+	race(t, 10, a, b, func(_ int, s *Postgres) {
+		m, dup, err := send(s, to, "x", "same", `"same"`, 0)
+		same.add(t, m.ID, !dup, err, nil)
+	})
+	if q, _ := a.Queued(ctx, to); len(same.ids) != 1 || same.created != 1 || q != 1 {
+		t.Fatalf("same key through two hosts: answered %v, accepted %d, queued %d; want one message", same.ids, same.created, q)
 	}
 
 	const capacity = 7
-	var o outcomes
-	start := make(chan struct{})
-	for i := range 20 {
-		s := []*Postgres{a, b}[i%2]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, _, err := send(s, to, fmt.Sprint("s", i), fmt.Sprint("k", i), "1", capacity)
-			o.add(t, err, ErrMailboxFull)
-		}()
-	}
-	close(start)
-	wg.Wait()
-	if o.ok != capacity-1 || o.match != 20-(capacity-1) {
-		t.Fatalf("accepted %d, full %d; want %d, %d", o.ok, o.match, capacity-1, 20-(capacity-1))
+	var ta tally
+	race(t, 20, a, b, func(i int, s *Postgres) {
+		m, dup, err := send(s, to, fmt.Sprint("s", i), fmt.Sprint("k", i), "1", capacity)
+		ta.add(t, m.ID, !dup, err, ErrMailboxFull)
+	})
+	if ta.created != capacity-1 || ta.refused != 20-(capacity-1) {
+		t.Fatalf("accepted %d, full %d; want %d, %d", ta.created, ta.refused, capacity-1, 20-(capacity-1))
 	}
 	if q, _ := b.Queued(ctx, to); q != capacity {
 		t.Fatalf("queued = %d; want %d", q, capacity)
