@@ -102,9 +102,14 @@ func (g *globals) printJSON(raw []byte) {
 
 // withHost runs fn against a started host and stops the host afterwards.
 func (g *globals) withHost(fn func(ctx context.Context, h *host.Host) error) error {
+	return g.withHostFor(false, fn)
+}
+
+// withHostFor is withHost; listing is startHost's.
+func (g *globals) withHostFor(listing bool, fn func(ctx context.Context, h *host.Host) error) error {
 	ctx, stop := signalContext()
 	defer stop()
-	h, err := g.startHost(ctx)
+	h, err := g.startHost(ctx, listing)
 	if err != nil {
 		return err
 	}
@@ -210,7 +215,7 @@ func pluginsCommand(g *globals) *cobra.Command {
 		Short: "List every declared capability with its state and last error",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withHost(func(_ context.Context, h *host.Host) error {
+			return g.withHostFor(true, func(_ context.Context, h *host.Host) error {
 				return g.printPlugins(h)
 			})
 		},
