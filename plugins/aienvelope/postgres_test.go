@@ -190,7 +190,12 @@ func TestPostgresSyncCallOfAStoppedHostIsReleased(t *testing.T) {
 	b := host(t, dsn, openaiConfig(srvB.URL, `,"async":{"job_lease":"1s"}`), nil)
 	// B waits for the stopped host's call until the sweeper releases it,
 	// then runs it itself.
-	res := b.mustGenerate(t, fmt.Sprintf(hello, "s1"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := b.generateCtx(t, ctx, fmt.Sprintf(hello, "s1"))
+	if err != nil {
+		t.Fatalf("retry through another host: %v", err)
+	}
 	if res.Status != "completed" || srvB.Calls() != 1 {
 		t.Fatalf("retry through another host: %+v, its provider calls %d (want 1)", res, srvB.Calls())
 	}

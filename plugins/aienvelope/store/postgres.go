@@ -232,6 +232,7 @@ func (p *Postgres) Sweep(ctx context.Context, limit int) ([]*Envelope, error) {
 		WHERE key IN (
 			SELECT key FROM envelopes WHERE state = 'pending' AND async AND lease_until < now()
 			ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+		AND state = 'pending' AND lease_until < now()
 		RETURNING `+pgCols, p.owner, p.lease(), limit)
 }
 
