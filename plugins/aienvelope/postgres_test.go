@@ -15,6 +15,7 @@ import (
 	"github.com/wophost/wophost/plugins/aienvelope/store"
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/plugin"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // pgSchema is the schema the hosts of one test share.
@@ -259,5 +260,30 @@ func TestPostgresPrunes(t *testing.T) {
 	b := host(t, dsn, `{}`, func(s *service) { s.now = clk.now }) // Configure prunes
 	if _, err := b.svc.current().store.Get(context.Background(), res.EnvelopeID); err == nil {
 		t.Fatal("the envelope past the retention is still there")
+	}
+}
+
+// With the database down, calls fail unavailable and retryable; what was
+// acknowledged before is there when it is back.
+func TestPostgresDatabaseDown(t *testing.T) {
+	srv := pgtest.StartPrivate(t)
+	provider := wiretest.NewServer(t, "openai_success")
+	h := host(t, srv.DSN(), openaiConfig(provider.URL, ""), nil)
+	done := h.mustGenerate(t, fmt.Sprintf(hello, "d1"))
+	srv.Stop()
+	_, err := h.generate(t, fmt.Sprintf(hello, "d2"))
+	wantCode(t, err, "unavailable", "aiEnvelope store")
+	if !wop.IsRetryable(err) {
+		t.Errorf("%+v is not retryable", err)
+	}
+	srv.Start()
+	var again aienvelope.GenerateResult
+	waitFor(t, func() bool {
+		res, err := h.generate(t, fmt.Sprintf(hello, "d1"))
+		again = res
+		return err == nil
+	})
+	if again.EnvelopeID != done.EnvelopeID || provider.Calls() != 1 {
+		t.Errorf("after the restart: envelope %s (want %s), provider calls %d (want 1)", again.EnvelopeID, done.EnvelopeID, provider.Calls())
 	}
 }
