@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"sync"
@@ -134,12 +135,12 @@ func openBackend(ctx context.Context, req *plugin.ConfigureRequest, storeFile *s
 		}
 		pool, err := pgstore.Open(ctx, req.Storage, req.Storage.Schema, store.Migrations())
 		if err != nil {
-			return nil, wop.Errorf(wop.CodeUnavailable, "open the agent store: %v", err).WithRetryable(pgstore.Unavailable(err))
+			return nil, fmt.Errorf("open the agent store: %w", pgstore.ConfigureError(err))
 		}
 		st, err := store.OpenPostgres(ctx, pool, store.Options{})
 		if err != nil {
 			pool.Close()
-			return nil, wop.Errorf(wop.CodeUnavailable, "open the agent store: %v", err).WithRetryable(pgstore.Unavailable(err))
+			return nil, fmt.Errorf("open the agent store: %w", pgstore.ConfigureError(err))
 		}
 		return st, nil
 	}

@@ -249,7 +249,7 @@ func (s *service) openEmbedded(ctx context.Context, req *plugin.ConfigureRequest
 func (s *service) openShared(ctx context.Context, req *plugin.ConfigureRequest, inst *instance) error {
 	pool, err := pgstore.Open(ctx, req.Storage, req.Storage.Schema, store.Migrations())
 	if err != nil {
-		return wop.Errorf(wop.CodeUnavailable, "aiEnvelope store: %v", err).WithRetryable(pgstore.Unavailable(err))
+		return fmt.Errorf("aiEnvelope store: %w", pgstore.ConfigureError(err))
 	}
 	pg := store.NewPostgres(pool, req.Storage.Schema,
 		store.PostgresOptions{Lease: inst.cfg.jobLease, Handoff: inst.cfg.jobWorkers == 0})
