@@ -102,9 +102,14 @@ func (g *globals) printJSON(raw []byte) {
 
 // withHost runs fn against a started host and stops the host afterwards.
 func (g *globals) withHost(fn func(ctx context.Context, h *host.Host) error) error {
+	return g.withHostFor(false, fn)
+}
+
+// withHostFor is withHost; listing is startHost's.
+func (g *globals) withHostFor(listing bool, fn func(ctx context.Context, h *host.Host) error) error {
 	ctx, stop := signalContext()
 	defer stop()
-	h, err := g.startHost(ctx)
+	h, err := g.startHost(ctx, listing)
 	if err != nil {
 		return err
 	}
@@ -122,11 +127,16 @@ func runCommand(g *globals) *cobra.Command {
 			"prints its outcome {runId, status: \"failed\", error: {code, message, capability, retryable,\n" +
 			"details}}; a run refused before the node ran prints OpenWOP's error envelope {error, message,\n" +
 			"details}; both are what `host serve` answers, and the exit status is 1.\n" +
-			"Each run that reaches pack code leaves a run record in state_dir/runs, named on stderr;\n" +
-			"--replay RECORD runs its node again with its input and its prompts' recorded digests.",
+			"Each run that reaches pack code leaves a run record (a file in state_dir/runs, or with the\n" +
+			"postgres storage backend a row of the database), named on stderr; --replay RECORD, a file or a\n" +
+			"run id, runs its node again with its input and its prompts' recorded digests.",
 		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			typeID, input, opts, err := rf.resolve(args, &f, g.stdin)
+			var read func(string) (*host.RunRecord, error)
+			if !rf.byRunID() {
+				read = host.ReadRunRecord
+			}
+			typeID, input, opts, err := rf.resolve(args, &f, g.stdin, read)
 			if err != nil {
 				return err
 			}
@@ -137,6 +147,15 @@ func runCommand(g *globals) *cobra.Command {
 				}
 			}
 			return g.withHost(func(ctx context.Context, h *host.Host) error {
+				if rf.byRunID() {
+					var err error
+					typeID, input, opts, err = rf.resolve(args, &f, g.stdin, func(id string) (*host.RunRecord, error) {
+						return h.RunRecord(ctx, id)
+					})
+					if err != nil {
+						return err
+					}
+				}
 				res, err := h.Run(ctx, typeID, input, opts)
 				g.printRunRecord(res)
 				switch {
@@ -210,7 +229,7 @@ func pluginsCommand(g *globals) *cobra.Command {
 		Short: "List every declared capability with its state and last error",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withHost(func(_ context.Context, h *host.Host) error {
+			return g.withHostFor(true, func(_ context.Context, h *host.Host) error {
 				return g.printPlugins(h)
 			})
 		},

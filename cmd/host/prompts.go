@@ -516,12 +516,18 @@ type replayFlags struct {
 }
 
 func (f *replayFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.record, "replay", "", "re-run the node of a run record (state_dir/runs/<runId>.json) with its input, resolving each prompt to the recorded version and digest")
+	cmd.Flags().StringVar(&f.record, "replay", "", "re-run the node of a run record, a file (state_dir/runs/<runId>.json) or a run id (run_…) looked up in\n"+
+		"the host's storage (with the postgres backend, a record any host on the database wrote), with its input,\n"+
+		"resolving each prompt to the recorded version and digest")
 }
 
+// byRunID reports whether --replay names a run id rather than a file: a
+// run id is looked up in the storage of the started host.
+func (f *replayFlags) byRunID() bool { return f.record != "" && host.IsRunID(f.record) }
+
 // resolve returns the typeId, input and options of the run: from the
-// record with --replay, else from the arguments.
-func (f *replayFlags) resolve(args []string, c *callFlags, stdin io.Reader) (string, json.RawMessage, host.RunOptions, error) {
+// record with --replay, read by read, else from the arguments.
+func (f *replayFlags) resolve(args []string, c *callFlags, stdin io.Reader, read func(string) (*host.RunRecord, error)) (string, json.RawMessage, host.RunOptions, error) {
 	opts := c.options()
 	opts.Record = true
 	if f.record == "" {
@@ -537,7 +543,10 @@ func (f *replayFlags) resolve(args []string, c *callFlags, stdin io.Reader) (str
 	if c.idempotencyKey != "" {
 		return "", nil, opts, errors.New("--idempotency-key cannot be used with --replay: a replay runs the recorded node again on purpose")
 	}
-	rec, err := host.ReadRunRecord(f.record)
+	if read == nil {
+		return "", nil, opts, nil // a run id, read once the host has started
+	}
+	rec, err := read(f.record)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil, opts, fmt.Errorf("run record %s does not exist; records older than the host's retention (run_records, max_run_records) are deleted", f.record)
 	}

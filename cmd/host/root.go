@@ -134,24 +134,36 @@ func (g *globals) logger(cfg *config.Config) hclog.Logger {
 
 // startHost loads the config and starts the host. Capability and pack
 // problems are logged as warnings (they only withdraw what they concern);
-// config problems stop here. The caller must Close the host.
-func (g *globals) startHost(ctx context.Context) (*host.Host, error) {
+// config problems stop here, and so does a required capability that is
+// waiting for what its plugin needs, unless listing is set: a one-shot
+// command fails at once rather than wait for as long as an outage lasts,
+// while one that only lists what the host has shows it. The caller must
+// Close the host.
+func (g *globals) startHost(ctx context.Context, listing bool) (*host.Host, error) {
 	cfg, ldr, err := g.loadConfig()
 	if err != nil {
 		return nil, err
 	}
-	return g.startHostWith(ctx, cfg, ldr)
+	return g.startHostFor(ctx, cfg, ldr, listing)
 }
 
 // startHostWith starts a host for cfg, already loaded by ldr, as
-// startHost does.
+// startHost does for a command that does not only list.
 func (g *globals) startHostWith(ctx context.Context, cfg *config.Config, ldr *config.Loader) (*host.Host, error) {
+	return g.startHostFor(ctx, cfg, ldr, false)
+}
+
+func (g *globals) startHostFor(ctx context.Context, cfg *config.Config, ldr *config.Loader, listing bool) (*host.Host, error) {
 	logger := g.logger(cfg)
 	h := host.New(cfg, ldr, logger, version)
 	rep := h.Start(ctx)
 	warnDiagnostics(logger, append(rep.Capabilities, rep.Packs...))
-	if rep.Fatal() {
-		_ = config.WriteDiagnostics(g.stderr, ldr.Files(), rep.Config)
+	fatal := rep.Config
+	if !listing {
+		fatal = append(fatal, rep.Waiting...)
+	}
+	if fatal.HasErrors() {
+		_ = config.WriteDiagnostics(g.stderr, ldr.Files(), fatal)
 		h.Close()
 		return nil, &exitError{code: 1}
 	}

@@ -141,7 +141,9 @@ func (d *daemon) start(ctx context.Context, cfg *config.Config, ldr *config.Load
 	h := host.New(cfg, ldr, d.logger, version)
 	h.ObserveCalls(d.metrics)
 	rep := h.Start(ctx)
-	warnDiagnostics(d.logger, append(rep.Capabilities, rep.Packs...))
+	// A required capability that is waiting does not hold the host back:
+	// it serves the rest, /readyz says 503 until it is ready.
+	warnDiagnostics(d.logger, append(append(rep.Capabilities, rep.Packs...), rep.Waiting...))
 	if rep.Fatal() {
 		h.Close()
 		return nil, fmt.Errorf("config %s:\n%s", cfg.Path, config.FormatDiagnostics(rep.Config))
@@ -198,7 +200,7 @@ func (d *daemon) reload() {
 	}
 	next, rep, err := cur.Reload(context.Background(), cfg, ldr)
 	if rep != nil {
-		warnDiagnostics(d.logger, append(rep.Capabilities, rep.Packs...))
+		warnDiagnostics(d.logger, append(append(rep.Capabilities, rep.Packs...), rep.Waiting...))
 	}
 	if err != nil {
 		d.logger.Error("reload refused; the running host keeps serving", "error", err)

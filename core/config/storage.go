@@ -41,6 +41,12 @@ const (
 // capability.
 const StorageSchemaPrefix = "wophost_"
 
+// HostStorageSchema is the schema of the host's own tables (run records,
+// idempotency records). It is the prefix without its "_", which no
+// capability's schema can be: StorageSchema always starts with the whole
+// prefix, whatever the block's name.
+const HostStorageSchema = "wophost"
+
 // Storage says where the host and its plugins keep durable state.
 type Storage struct {
 	// Backend is BackendEmbedded or BackendPostgres.

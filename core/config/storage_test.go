@@ -175,3 +175,17 @@ capability "acme_kv" {
 		t.Fatalf("embedded backend: %s", FormatDiagnostic(d))
 	}
 }
+
+// No capability's schema is the host's: not a block named after it, nor
+// one named "host", "", or long enough to be cut.
+func TestHostStorageSchemaIsNoCapabilitys(t *testing.T) {
+	names := []string{"", "host", "wophost", HostStorageSchema, "_", "WOPHOST", strings.Repeat("h", 200), "wophost_"}
+	for c := range 256 {
+		names = append(names, string(rune(c)))
+	}
+	for _, name := range names {
+		if got := StorageSchema(name); got == HostStorageSchema || !strings.HasPrefix(got, HostStorageSchema+"_") {
+			t.Errorf("StorageSchema(%q) = %q: it must start with %q and so differ from the host's schema", name, got, HostStorageSchema+"_")
+		}
+	}
+}

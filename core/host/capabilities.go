@@ -62,6 +62,12 @@ type capability struct {
 	// stopped, or a reload handed it to the next host, which supervises
 	// and stops it from then on.
 	released bool
+	// waiting is set while proc refused its configuration for a reason
+	// that may pass by itself and the host configures it again
+	// (waiting.go); servedTo is the process services were handed to, so
+	// that a further Configure of that process reuses them.
+	waiting  bool
+	servedTo *loader.Capability
 	// crashes are the plugin's recent unexpected exits.
 	crashes crashLog
 }
@@ -194,7 +200,8 @@ func (h *Host) startCapabilities(ctx context.Context, rep *Report) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			diags[i] = append(diags[i], h.configure(ctx, c)...)
+			d, _ := h.configure(ctx, c)
+			diags[i] = append(diags[i], d...)
 		}()
 	}
 	wg.Wait()
@@ -202,6 +209,10 @@ func (h *Host) startCapabilities(ctx context.Context, rep *Report) {
 		rep.Capabilities = append(rep.Capabilities, d...)
 	}
 	for _, c := range caps {
+		if c.cfg.Required && c.isWaiting() {
+			rep.Waiting = append(rep.Waiting, requiredWaiting(c))
+			continue
+		}
 		if c.cfg.Required && !h.isReady(c.cfg.Name) {
 			rep.Config = append(rep.Config, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -214,6 +225,9 @@ func (h *Host) startCapabilities(ctx context.Context, rep *Report) {
 	for _, c := range caps {
 		if p := c.current(); p != nil {
 			h.watch(c, p)
+			if c.isWaiting() {
+				h.awaitConfigure(c, p)
+			}
 		}
 	}
 }
@@ -312,7 +326,7 @@ func capabilityDiag(c *capability, summary string, err error, rng hcl.Range) hcl
 func (h *Host) failCapability(c *capability, phase registry.State, err error) {
 	c.mu.Lock()
 	proc, gate := c.proc, c.gate
-	c.proc = nil
+	c.proc, c.waiting = nil, false
 	c.mu.Unlock()
 	if gate != nil && gate.Closed() {
 		gate.HandOver(nil)
@@ -360,7 +374,9 @@ func (h *Host) restartOnce(c *capability) (proc *loader.Capability, stop bool, e
 	}
 	c.proc = proc
 	c.mu.Unlock()
-	if d := h.configure(context.Background(), c); d.HasErrors() {
+	// A process that waits for what it needs is up: it is configured
+	// again by awaitConfigure, not restarted.
+	if d, waiting := h.configure(context.Background(), c); d.HasErrors() && !waiting {
 		return nil, false, errors.New(config.FormatDiagnostics(d))
 	}
 	return proc, false, nil
@@ -455,14 +471,16 @@ func (h *Host) checkClaims(caps []*capability) hcl.Diagnostics {
 }
 
 // configure sends the decoded config and, on success, makes the plugin's
-// families ready.
-func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
+// families ready. waiting reports that the plugin refused it for a reason
+// that may pass by itself: c is then waiting, its process kept, and the
+// caller has awaitConfigure configure it again.
+func (h *Host) configure(ctx context.Context, c *capability) (_ hcl.Diagnostics, waiting bool) {
 	proc := c.current()
 	stateDir := filepath.Join(h.cfg.Host.StateDir, "plugins", c.cfg.Name)
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		err = fmt.Errorf("create state dir: %w", err)
 		h.failCapability(c, registry.StateConfigured, err)
-		return capabilityDiag(c, "Cannot prepare plugin state", err, c.cfg.DefRange)
+		return capabilityDiag(c, "Cannot prepare plugin state", err, c.cfg.DefRange), false
 	}
 	allowed := map[string]bool{}
 	for _, f := range c.families {
@@ -486,17 +504,29 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 		}
 		hs = srv
 	}
+	// A process configured again after it waited keeps calling back on
+	// the services it was first given.
+	send := hs
+	if prev := c.servicesFor(proc); prev != nil {
+		hs, send = prev, nil
+	} else if srv, ok := hs.(*hostservices.Server); ok {
+		c.handServices(proc, srv)
+	}
 	t0 := time.Now()
-	res, err := proc.Configure(ctx, c.config, stateDir, h.storageFor(c.cfg), hs)
+	res, err := proc.Configure(ctx, c.config, stateDir, h.storageFor(c.cfg), send)
 	configureTook := time.Since(t0)
 	if err != nil {
+		if waitable(err, proc) {
+			h.wait(c, proc, err)
+			return capabilityDiag(c, "Plugin is waiting for what it needs", err, c.cfg.DefRange), true
+		}
 		h.failCapability(c, registry.StateConfigured, err)
-		return capabilityDiag(c, "Plugin refused its configuration", err, c.cfg.ConfigRange)
+		return capabilityDiag(c, "Plugin refused its configuration", err, c.cfg.ConfigRange), false
 	}
 	if len(res.Diagnostics) > 0 {
 		diags := config.PluginDiagnostics(c.cfg, pluginDiagnostics(res.Diagnostics))
 		h.failCapability(c, registry.StateConfigured, errors.New(config.FormatDiagnostics(diags)))
-		return diags
+		return diags, false
 	}
 	// Warnings are reported where they point and listed with the
 	// capability; the plugin serves anyway.
@@ -517,7 +547,7 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 	gate := dispatch.NewGate(dispatch.Limit(proc, c.cfg.MaxConcurrentCalls, c.cfg.Name), c.cfg.Name)
 	c.mu.Lock()
 	prevGate := c.gate
-	c.ready, c.gate, c.services = families, gate, srv
+	c.ready, c.gate, c.services, c.waiting = families, gate, srv, false
 	c.mu.Unlock()
 	if prevGate != nil && prevGate.Closed() {
 		// The calls held while a refused reload had the plugin stopped go
@@ -528,7 +558,7 @@ func (h *Host) configure(ctx context.Context, c *capability) hcl.Diagnostics {
 	h.reg.Ready(c.cfg.Name, families, gate)
 	h.logger.Info("capability ready", "capability", c.cfg.Name, "plugin", c.desc.Name, "version", c.desc.Version,
 		"started_in", c.launchTook.Round(time.Millisecond), "configured_in", configureTook.Round(time.Millisecond))
-	return warnings
+	return warnings, false
 }
 
 // watch waits for the plugin process to exit. An exit the host did not
@@ -585,6 +615,9 @@ func (h *Host) restart(c *capability, delay time.Duration) {
 			continue
 		}
 		h.watch(c, proc)
+		if c.isWaiting() {
+			h.awaitConfigure(c, proc)
+		}
 		return
 	}
 	h.failCapability(c, registry.StateRestarting, fmt.Errorf("gave up after %d restart attempts", policy.Attempts))

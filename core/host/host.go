@@ -133,6 +133,12 @@ type Report struct {
 	Config       hcl.Diagnostics
 	Capabilities hcl.Diagnostics
 	Packs        hcl.Diagnostics
+	// Waiting names each required capability that is waiting for what
+	// its plugin needs (registry.StateWaiting). The host serves without
+	// it and makes it ready once it can; whoever started the host decides
+	// whether that is enough. They are not in All: the capability's own
+	// diagnostic, in Capabilities, says why.
+	Waiting hcl.Diagnostics
 }
 
 // All returns every diagnostic of the report.

@@ -9,6 +9,7 @@ import (
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/httpstatus"
 	"github.com/wophost/wophost/core/idempotency"
+	"github.com/wophost/wophost/internal/pgstore"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -60,6 +61,9 @@ func (s *state) runKeyed(ctx context.Context, typeID string, input json.RawMessa
 		}
 		if err != nil {
 			s.logger.Error("idempotency record unreadable", "error", err)
+			if pgstore.Unavailable(err) {
+				return nil, refusal(err) // the database is out of reach: retryable, naming it
+			}
 			return nil, wop.Errorf(wop.CodeUnavailable, "the outcome of this idempotency key cannot be read; the run was refused before it started").WithRetryable(true)
 		}
 	}

@@ -48,8 +48,13 @@ func (s *state) maintain(ctx context.Context) {
 func (s *state) prune(ctx context.Context) {
 	now := time.Now()
 	r := s.retention
-	removed, kept, err := pruneRunRecords(ctx, filepath.Join(s.dir, RunsDir), now, r.RunRecords, r.MaxRunRecords, s.inFlight)
-	s.report(StoreRunRecords, removed, kept, err)
+	records, err := s.runRecords(ctx)
+	if err != nil {
+		s.logger.Warn("run records not pruned: the store cannot be opened", "error", err)
+	} else {
+		removed, kept, err := records.prune(ctx, now, r.RunRecords, r.MaxRunRecords, s.inFlight)
+		s.report(StoreRunRecords, removed, kept, err)
+	}
 	if ctx.Err() != nil {
 		return
 	}
@@ -58,7 +63,7 @@ func (s *state) prune(ctx context.Context) {
 		s.logger.Warn("idempotency keys not pruned: the store cannot be opened", "error", err)
 		return
 	}
-	removed, kept, err = store.Prune(ctx, now, r.IdempotencyKeys)
+	removed, kept, err := store.Prune(ctx, now, r.IdempotencyKeys)
 	if err == nil {
 		s.setKeys(kept)
 	}

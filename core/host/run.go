@@ -28,8 +28,9 @@ type RunOptions struct {
 	// (idempotency.Scope); the operator's CLI uses the empty scope.
 	IdempotencyScope string
 	Traceparent      string
-	// Record writes a run record to state_dir/runs/<runId>.json once the
-	// node has run (RunRecord), whatever its outcome.
+	// Record writes a run record once the node has run (RunRecord),
+	// whatever its outcome: state_dir/runs/<runId>.json, or with the
+	// postgres storage backend a row of the host's schema.
 	Record bool
 	// Replay, when set, replays that recorded run: every prompt the node
 	// asks for resolves to the version and digest the record holds, and a
@@ -48,8 +49,9 @@ type RunResult struct {
 	Output json.RawMessage
 	// Prompts are the prompts the run resolved, each reference once.
 	Prompts []dispatch.ResolvedPrompt
-	// RecordPath is the run record's path when RunOptions.Record was set
-	// and the record was written.
+	// RecordPath is where the run record is when RunOptions.Record was set
+	// and the record was written: its file's path, or with the postgres
+	// storage backend the run id it is found by (Host.RunRecord).
 	RecordPath string
 	// RecordError says why the run record was not written, when it was
 	// asked for and could not be: the run's outcome stands, since the

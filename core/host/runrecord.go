@@ -2,15 +2,12 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/wophost/wophost/core/dispatch"
-	"github.com/wophost/wophost/internal/atomicfile"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -50,60 +47,78 @@ type RunRecord struct {
 	Prompts []dispatch.ResolvedPrompt `json:"prompts"`
 }
 
-// ReadRunRecord reads a run record written by a run.
+// ReadRunRecord reads a run record written by a run to a file.
 func ReadRunRecord(path string) (*RunRecord, error) {
-	f, err := os.Open(path)
+	data, err := readRunRecordFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxRunRecordBytes+1))
+	return parseRunRecord(data, path)
+}
+
+// RunRecord returns the record of run runID from the host's storage: the
+// file state_dir/runs/<runId>.json with the embedded backend, the table
+// of the host's schema with postgres, where a record any host on the
+// database wrote is found. An error matching fs.ErrNotExist means there
+// is none (never written, or pruned by retention).
+func (h *Host) RunRecord(ctx context.Context, runID string) (*RunRecord, error) {
+	if !IsRunID(runID) {
+		return nil, fmt.Errorf("%q is not a run id (run_ and hex digits)", runID)
+	}
+	store, err := h.state.runRecords(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read run record %s: %w", path, err)
+		return nil, err
 	}
-	if len(data) > maxRunRecordBytes {
-		return nil, fmt.Errorf("run record %s is over %d bytes", path, maxRunRecordBytes)
+	data, err := store.get(ctx, runID)
+	if err != nil {
+		return nil, err
 	}
+	return parseRunRecord(data, runID)
+}
+
+// parseRunRecord decodes and checks a record's bytes; name says which
+// record in errors.
+func parseRunRecord(data []byte, name string) (*RunRecord, error) {
 	var rec RunRecord
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rec); err != nil {
-		return nil, fmt.Errorf("run record %s: %w", path, err)
+		return nil, fmt.Errorf("run record %s: %w", name, err)
 	}
 	switch {
 	case rec.TypeID == "":
-		return nil, fmt.Errorf("run record %s: field typeId is empty", path)
+		return nil, fmt.Errorf("run record %s: field typeId is empty", name)
 	case len(rec.Input) == 0 || !json.Valid(rec.Input):
-		return nil, fmt.Errorf("run record %s: field input is not JSON", path)
+		return nil, fmt.Errorf("run record %s: field input is not JSON", name)
 	}
 	for i, p := range rec.Prompts {
 		if p.PromptID == "" || p.Name == "" || p.Digest == "" {
-			return nil, fmt.Errorf("run record %s: prompts[%d] lacks promptId, name or digest", path, i)
+			return nil, fmt.Errorf("run record %s: prompts[%d] lacks promptId, name or digest", name, i)
 		}
 	}
 	return &rec, nil
 }
 
-// writeRunRecord writes rec to dir/<runId>.json through a synced temporary
-// file and a rename, so a record is whole or absent, and syncs dir so that
-// the record is durable before the run answers. synced, when not nil, is
-// told of each sync (atomicfile.Hooks.Synced).
-func writeRunRecord(dir string, rec *RunRecord, synced func(path string)) (path string, err error) {
+// encodeRunRecord is the bytes of rec as its file holds them.
+func encodeRunRecord(rec *RunRecord) ([]byte, error) {
 	if rec.Prompts == nil {
 		rec.Prompts = []dispatch.ResolvedPrompt{}
 	}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
-		return "", fmt.Errorf("encode run record: %w", err)
+		return nil, fmt.Errorf("encode run record: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("run records: %w", err)
+	return append(data, '\n'), nil
+}
+
+// writeRunRecord writes rec to dir/<runId>.json (fileRunRecords.put).
+// synced, when not nil, is told of each sync (atomicfile.Hooks.Synced).
+func writeRunRecord(dir string, rec *RunRecord, synced func(path string)) (path string, err error) {
+	data, err := encodeRunRecord(rec)
+	if err != nil {
+		return "", err
 	}
-	path = filepath.Join(dir, rec.RunID+".json")
-	if err := atomicfile.WriteWithHooks(path, append(data, '\n'), 0o600, atomicfile.Hooks{Synced: synced}); err != nil {
-		return "", fmt.Errorf("write run record: %w", err)
-	}
-	return path, nil
+	return (&fileRunRecords{dir: dir, synced: synced}).put(context.Background(), rec.RunID, data)
 }
 
 // record finishes a run's record and writes it when opts ask for one. It
@@ -112,7 +127,7 @@ func writeRunRecord(dir string, rec *RunRecord, synced func(path string)) (path 
 // happened would invite a retry that repeats them. The lost record is
 // logged, counted (StateObserver.StateWriteFailed), named in
 // res.RecordError, and makes the host refuse new runs until the state
-// directory takes writes again.
+// directory (or the database) takes writes again.
 func (h *Host) record(rec *RunRecord, trace *dispatch.PromptTrace, opts RunOptions, res *RunResult, runErr error) error {
 	res.Prompts = trace.Resolved()
 	if !opts.Record {
@@ -124,7 +139,7 @@ func (h *Host) record(rec *RunRecord, trace *dispatch.PromptTrace, opts RunOptio
 	if runErr != nil {
 		rec.Outcome, rec.Error = OutcomeFailed, wop.AsError(runErr)
 	}
-	path, err := writeRunRecord(filepath.Join(h.cfg.Host.StateDir, RunsDir), rec, h.state.synced)
+	path, err := h.state.writeRunRecord(rec)
 	if err != nil {
 		h.logger.Error("run record not written; the run's outcome stands", "run_id", rec.RunID, "type_id", rec.TypeID,
 			"outcome", rec.Outcome, "error", err)

@@ -3,11 +3,11 @@ package host
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/idempotency"
@@ -45,7 +45,12 @@ type StateObserver interface {
 // not to one host: a reloaded host and `host run` beside `host serve`
 // share them, which the stores allow.
 type state struct {
-	dir       string
+	dir string
+	// storage is the host's storage block: with the postgres backend the
+	// run records and idempotency records are kept in the database, in
+	// the schema config.HostStorageSchema (database.go), and the health
+	// check reports the database rather than the directory.
+	storage   config.Storage
 	retention config.Retention
 	// maxRecordBytes bounds an idempotency record read back: an output of
 	// max_message_bytes and its envelope.
@@ -75,6 +80,12 @@ type state struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// dbMu guards the pool of the postgres backend, opened at start (or
+	// at the first use after a failed opening) and closed at close.
+	dbMu     sync.Mutex
+	pool     *pgxpool.Pool
+	dbClosed bool
 }
 
 func newState(h *Host) *state {
@@ -92,6 +103,7 @@ func newState(h *Host) *state {
 func newStateFor(cfg config.Host, logger hclog.Logger, inFlight func(runID string) bool, observer func() StateObserver) *state {
 	s := &state{
 		dir:            cfg.StateDir,
+		storage:        cfg.Storage,
 		retention:      cfg.Retention,
 		maxRecordBytes: int64(cfg.MaxMessageBytes) + 1<<20,
 		logger:         logger,
@@ -107,6 +119,9 @@ func newStateFor(cfg config.Host, logger hclog.Logger, inFlight func(runID strin
 			o.StateWritable(ok)
 		}
 	})
+	if s.postgres() {
+		s.health.ping = s.ping
+	}
 	return s
 }
 
@@ -136,7 +151,7 @@ func (s *state) idempotencyStore() (idempotency.Store, error) {
 	if s.store != nil {
 		return s.store, nil
 	}
-	st, err := idempotency.OpenFileStore(filepath.Join(s.dir, IdempotencyDir), s.maxRecordBytes)
+	st, err := s.openIdempotencyStore()
 	if err != nil {
 		return nil, err
 	}
@@ -144,9 +159,15 @@ func (s *state) idempotencyStore() (idempotency.Store, error) {
 	return st, nil
 }
 
-// start begins the maintenance of the state directory: pruning now and
-// every retention interval, and writing unsaved outcomes. close ends it.
+// start opens the database of the postgres backend, then begins the
+// maintenance of the state: pruning now and every retention interval, and
+// writing unsaved outcomes. close ends it. A database that cannot be
+// opened now is opened at its next use: until then the health check
+// refuses runs.
 func (s *state) start() {
+	if s.postgres() {
+		_, _ = s.database(context.Background())
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cancel != nil {
@@ -173,6 +194,7 @@ func (s *state) close() {
 		s.logger.Error("outcomes of idempotency keys could not be written before the host stopped; their keys stay claimed until their leases end",
 			"count", n)
 	}
+	s.closeDatabase()
 }
 
 // keep holds an outcome whose record could not be written.

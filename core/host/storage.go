@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/internal/pgstore"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -32,20 +35,33 @@ const (
 	storageMinFreeFiles = 16
 )
 
-// StorageError says why the host's state directory cannot take writes.
-// Ready returns it, and runs are refused with it (as a retryable
-// unavailable error) until the directory can take writes again.
+// StorageError says why the host's state directory, or with the postgres
+// backend its database, cannot take writes. Ready returns it, and runs are
+// refused with it (as a retryable unavailable error) until writes are
+// taken again.
 type StorageError struct {
-	// Dir is the state directory.
+	// Dir is the state directory; "" for the database.
 	Dir string
+	// Backend is config.BackendPostgres when the database is what cannot
+	// take writes; "" (or embedded) for the state directory.
+	Backend string
 	// Reason says what is wrong, e.g. "12 KiB free, below the 32.3 MiB a
-	// run may need".
+	// run may need". It never holds the dsn.
 	Reason string
+	// cause is the error behind Reason, for the host's log and for
+	// errors.Is and As; clients see Reason only.
+	cause error
 }
 
 func (e *StorageError) Error() string {
+	if e.Backend == config.BackendPostgres {
+		return "the database cannot take writes: " + e.Reason
+	}
 	return "the state directory cannot take writes: " + e.Reason
 }
+
+// Unwrap returns the error behind the reason, if any.
+func (e *StorageError) Unwrap() error { return e.cause }
 
 // space is what statfs says about a file system.
 type space struct {
@@ -76,6 +92,9 @@ type storageHealth struct {
 	space func(dir string) (space, error)
 	probe func(dir string) error
 	now   func() time.Time
+	// ping, when set, is the whole check (the postgres backend): the
+	// database answers. The state directory is then not looked at.
+	ping func(ctx context.Context) error
 
 	mu      sync.Mutex
 	checked time.Time
@@ -110,9 +129,21 @@ func (s *storageHealth) check() error {
 // failed records a write to store under the state directory that
 // failed: runs are refused until a probe shows the directory takes
 // writes again.
+//
+// With the database, only a write that failed because the database is out
+// of reach (pgstore.Unavailable) counts: a refused statement was answered,
+// and the next ping decides whether runs are accepted again.
 func (s *storageHealth) failed(store string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ping != nil {
+		if !pgstore.Unavailable(err) {
+			return
+		}
+		s.checked = s.now()
+		s.set(&StorageError{Backend: config.BackendPostgres, Reason: fmt.Sprintf("a write of %s failed: the database cannot be reached", store), cause: err})
+		return
+	}
 	s.writeErr = err
 	s.checked = s.now()
 	s.set(&StorageError{Dir: s.dir, Reason: fmt.Sprintf("a write of %s failed: %v", store, cause(err))})
@@ -137,6 +168,14 @@ func cause(err error) error {
 }
 
 func (s *storageHealth) measure(now time.Time) error {
+	if s.ping != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), databasePingTimeout)
+		defer cancel()
+		if err := s.ping(ctx); err != nil {
+			return &StorageError{Backend: config.BackendPostgres, Reason: "it cannot be reached", cause: err}
+		}
+		return nil
+	}
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return &StorageError{Dir: s.dir, Reason: "it cannot be created: " + cause(err).Error()}
 	}
@@ -166,9 +205,17 @@ func (s *storageHealth) set(err error) {
 		return
 	}
 	s.failing = failing
-	if failing {
-		s.logger.Error("the state directory cannot take writes; new runs are refused until it can", "dir", s.dir, "reason", err.(*StorageError).Reason)
-	} else {
+	se, _ := err.(*StorageError)
+	switch {
+	case failing && s.ping != nil:
+		// pgx's errors name the server and user, never the password.
+		s.logger.Error("the database cannot take writes; new runs are refused until it can", "schema", config.HostStorageSchema,
+			"reason", se.Reason, "error", se.cause)
+	case failing:
+		s.logger.Error("the state directory cannot take writes; new runs are refused until it can", "dir", s.dir, "reason", se.Reason)
+	case s.ping != nil:
+		s.logger.Info("the database takes writes again; runs are accepted", "schema", config.HostStorageSchema)
+	default:
 		s.logger.Info("the state directory takes writes again; runs are accepted", "dir", s.dir)
 	}
 	if s.notify != nil {
@@ -199,16 +246,26 @@ func probeWrite(dir string) (err error) {
 	return f.Close()
 }
 
-// refusal is the error a run is refused with while the state directory
-// cannot take writes: unavailable and retryable, before any pack code
-// runs. The directory's path is left to the host's log.
+// refusal is the error a run is refused with while the state directory,
+// or the database, cannot take writes: unavailable and retryable, before
+// any pack code runs, with details.storage "state_dir" or "database".
+// The directory's path and the database's errors are left to the host's
+// log; the dsn appears nowhere.
 func refusal(err error) *wop.Error {
 	var se *StorageError
-	if !errors.As(err, &se) {
+	switch {
+	case errors.As(err, &se):
+	case pgstore.Unavailable(err):
+		se = &StorageError{Backend: config.BackendPostgres, Reason: "it cannot be reached"}
+	default:
 		se = &StorageError{Reason: err.Error()}
 	}
+	storage := "state_dir"
+	if se.Backend == config.BackendPostgres {
+		storage = "database"
+	}
 	return wop.Errorf(wop.CodeUnavailable, "%s; the run was refused before it started", se.Error()).
-		WithRetryable(true).WithDetails(map[string]string{"storage": "state_dir"})
+		WithRetryable(true).WithDetails(map[string]string{"storage": storage})
 }
 
 // formatBytes writes n in the largest binary unit that keeps it at or

@@ -151,6 +151,20 @@ func (r *Registry) Fail(name string, phase State, err error) {
 	})
 }
 
+// Wait marks a capability waiting for what err says it cannot reach yet,
+// withdrawing its families until it is ready. Unlike Fail, the host keeps
+// trying: waiting is not a failure and has no failed phase.
+func (r *Registry) Wait(name string, err error) {
+	r.update(name, func(e *entry) {
+		e.rec.State, e.rec.FailedPhase = StateWaiting, ""
+		if err != nil {
+			e.rec.LastError = err.Error()
+		}
+		e.invoker, e.families = nil, nil
+		e.rec.Details = nil
+	})
+}
+
 // Crash marks a ready capability crashed, withdrawing its families until
 // it is ready again.
 func (r *Registry) Crash(name string, err error) {

@@ -348,6 +348,23 @@ func TestFailAndCrashWithdraw(t *testing.T) {
 	}
 }
 
+// A waiting capability is withdrawn with its reason and no failed phase,
+// and served again once ready, without a restart counted.
+func TestWaitWithdrawsUntilReady(t *testing.T) {
+	r := newTestRegistry(t)
+	serve(r, "prompts", Family{Name: wop.FamilyPromptLibrary})
+	r.Wait("prompts", errors.New("database unreachable"))
+	assertDoc(t, r, docHead+`}`)
+	rec, _ := r.Record("prompts")
+	if rec.State != StateWaiting || rec.FailedPhase != "" || rec.LastError != "database unreachable" || rec.Restarts != 0 {
+		t.Fatalf("record while waiting = %+v", rec)
+	}
+	r.Ready("prompts", []Family{{Name: wop.FamilyPromptLibrary}}, &fakeInvoker{name: "prompts"})
+	if !r.Has(wop.FamilyPromptLibrary, "") {
+		t.Fatal("promptLibrary not advertised once ready again")
+	}
+}
+
 func TestNonReadyStatesWithdraw(t *testing.T) {
 	for _, s := range []State{StateDeclared, StateVerified, StateStarted, StateNegotiated, StateDescribed, StateConfigured, StateStopped} {
 		t.Run(string(s), func(t *testing.T) {

@@ -7,6 +7,9 @@ package registry
 type State string
 
 // The lifecycle of a declared capability. Only StateReady is advertised.
+// StateWaiting is a capability whose plugin runs but refused its
+// configuration for a reason that may pass by itself (its database is out
+// of reach): the host configures it again with backoff until it is ready.
 const (
 	StateDeclared   State = "declared"
 	StateVerified   State = "verified"
@@ -19,4 +22,5 @@ const (
 	StateCrashed    State = "crashed"
 	StateRestarting State = "restarting"
 	StateStopped    State = "stopped"
+	StateWaiting    State = "waiting"
 )

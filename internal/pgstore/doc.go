@@ -3,7 +3,8 @@
 // numbered SQL migrations, each applied once however many hosts start at
 // the same moment. Unavailable tells a store when an error means the
 // database is out of reach, which the contract answers with the retryable
-// code unavailable.
+// code unavailable; ConfigureError makes that answer of a failed Open, for
+// a plugin's Configure to be called again once the database is back.
 //
 // Migrations run with github.com/jackc/tern/v2/migrate: it works on a pgx
 // connection (pgx is the driver already), reads numbered files

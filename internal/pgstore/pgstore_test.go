@@ -16,6 +16,7 @@ import (
 	"github.com/wophost/wophost/internal/pgstore"
 	"github.com/wophost/wophost/internal/pgtest"
 	"github.com/wophost/wophost/sdk/plugin"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // migrations count their own runs in applied, so that a migration applied
@@ -178,5 +179,26 @@ func TestUnavailable(t *testing.T) {
 	defer cancel()
 	if _, err := pgx.Connect(ctx, "postgres://root@127.0.0.1:1/x?sslmode=disable&connect_timeout=5"); err == nil || !pgstore.Unavailable(err) {
 		t.Errorf("connection refused: %v, Unavailable = %v", err, pgstore.Unavailable(err))
+	}
+}
+
+// Opening a store while the database is out of reach is the retryable
+// unavailable a Configure returns to be configured again; a refusal is
+// returned as it is.
+func TestConfigureError(t *testing.T) {
+	_, err := pgstore.Open(t.Context(), settings("postgres://root@127.0.0.1:1/x?sslmode=disable&connect_timeout=5"), "wophost_items", migrations)
+	if err == nil {
+		t.Fatal("Open with nothing listening succeeded")
+	}
+	we := wop.AsError(pgstore.ConfigureError(err))
+	if we.Code != wop.CodeUnavailable || !we.Retryable {
+		t.Errorf("ConfigureError(%v) = %+v, want retryable %s", err, we, wop.CodeUnavailable)
+	}
+	refused := errors.New("pgstore: schema \"X\" is not a lowercase identifier")
+	if got := pgstore.ConfigureError(refused); got != refused {
+		t.Errorf("ConfigureError(%v) = %v, want it unchanged", refused, got)
+	}
+	if pgstore.ConfigureError(nil) != nil {
+		t.Error("ConfigureError(nil) is not nil")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wophost/wophost/internal/pgstore"
 	"github.com/wophost/wophost/plugins/agentrt/loop"
 	"github.com/wophost/wophost/plugins/agentrt/runtime"
 	"github.com/wophost/wophost/plugins/agentrt/store"
@@ -64,7 +65,7 @@ func limitsSchema() schema.Block {
 // agentrt serves the family from a runtime.Service built at Configure.
 type agentrt struct {
 	mu    sync.RWMutex
-	store *store.Store
+	store store.Backend
 	svc   *runtime.Service
 }
 
@@ -81,7 +82,7 @@ func newPlugin() *plugin.Plugin {
 		Version: "0.1.0",
 		ConfigSchema: schema.Block{
 			Attributes: []schema.Attribute{
-				{Name: "store_file", Type: schema.String, Description: `database file, relative to the plugin's state directory (default "agents.db")`},
+				{Name: "store_file", Type: schema.String, Description: `database file, relative to the plugin's state directory (default "agents.db"); the embedded storage backend only`},
 				count("mailbox_capacity", 1, maxCount, "queued messages per agent instance before messageSend answers mailbox_full (default 64)"),
 				count("spawn_quota", 0, maxCount, "agent instances the store may hold; 0 for no bound (default 256)"),
 				count("max_rounds", 1, maxCount, "largest consensus maxRounds accepted (default 5)"),
@@ -108,17 +109,9 @@ func (a *agentrt) configure(ctx context.Context, req *plugin.ConfigureRequest) e
 		return err
 	}
 	settings := settingsFrom(&c)
-	file := "agents.db"
-	if c.StoreFile != nil {
-		file = *c.StoreFile
-	}
-	if file == "" || filepath.IsAbs(file) || !filepath.IsLocal(file) {
-		return &plugin.ConfigError{Path: []string{"store_file"}, Summary: "Invalid store_file",
-			Detail: "store_file must be a relative path inside the plugin's state directory"}
-	}
-	st, err := store.Open(ctx, filepath.Join(req.StateDir, file), store.Options{})
+	st, err := openBackend(ctx, req, c.StoreFile)
 	if err != nil {
-		return wop.Errorf(wop.CodeUnavailable, "%v", err)
+		return err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -127,6 +120,42 @@ func (a *agentrt) configure(ctx context.Context, req *plugin.ConfigureRequest) e
 	}
 	a.store, a.svc = st, runtime.New(st, settings)
 	return nil
+}
+
+// openBackend opens the store the host's storage settings choose: the
+// SQLite file under the state directory (embedded), or the plugin's schema
+// of the database every host shares (postgres), where store_file has no
+// meaning.
+func openBackend(ctx context.Context, req *plugin.ConfigureRequest, storeFile *string) (store.Backend, error) {
+	if req.Storage.Backend == plugin.StoragePostgres {
+		if storeFile != nil {
+			req.Warn([]string{"store_file"}, "store_file is not used",
+				"the host's storage backend is postgres: agents, tasks and mailboxes are kept in the database, not in a file")
+		}
+		pool, err := pgstore.Open(ctx, req.Storage, req.Storage.Schema, store.Migrations())
+		if err != nil {
+			return nil, wop.Errorf(wop.CodeUnavailable, "open the agent store: %v", err).WithRetryable(pgstore.Unavailable(err))
+		}
+		st, err := store.OpenPostgres(ctx, pool, store.Options{})
+		if err != nil {
+			pool.Close()
+			return nil, wop.Errorf(wop.CodeUnavailable, "open the agent store: %v", err).WithRetryable(pgstore.Unavailable(err))
+		}
+		return st, nil
+	}
+	file := "agents.db"
+	if storeFile != nil {
+		file = *storeFile
+	}
+	if file == "" || filepath.IsAbs(file) || !filepath.IsLocal(file) {
+		return nil, &plugin.ConfigError{Path: []string{"store_file"}, Summary: "Invalid store_file",
+			Detail: "store_file must be a relative path inside the plugin's state directory"}
+	}
+	st, err := store.Open(ctx, filepath.Join(req.StateDir, file), store.Options{})
+	if err != nil {
+		return nil, wop.Errorf(wop.CodeUnavailable, "%v", err)
+	}
+	return st, nil
 }
 
 // settingsFrom applies the config to the defaults. The schema's

@@ -88,7 +88,9 @@ func openBackend(ctx context.Context, req *plugin.ConfigureRequest, dir string) 
 		}
 		pool, err := pgstore.Open(ctx, req.Storage, req.Storage.Schema, store.Migrations())
 		if err != nil {
-			return nil, fmt.Errorf("open the prompt store: %w", err)
+			// While the database is out of reach the host waits and
+			// configures the plugin again.
+			return nil, fmt.Errorf("open the prompt store: %w", pgstore.ConfigureError(err))
 		}
 		return store.NewPostgres(pool, req.Storage.Schema), nil
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -77,4 +78,19 @@ func TestDatabaseDownIsUnavailable(t *testing.T) {
 	check("publish", err)
 	_, err = l.List(ctx, nil, &promptlibrary.ListRequest{})
 	check("list", err)
+}
+
+// With the database out of reach at Configure the plugin asks to be
+// configured again later: the retryable unavailable, not a config error.
+func TestConfigureDatabaseDown(t *testing.T) {
+	storage := plugin.Storage{Backend: plugin.StoragePostgres, DSN: "postgres://root@127.0.0.1:1/test?connect_timeout=2", MaxConnections: 4, Schema: "wophost_prompts"}
+	l := newLibrary()
+	err := l.configure(context.Background(), &plugin.ConfigureRequest{Config: json.RawMessage(`{}`), StateDir: t.TempDir(), Storage: storage})
+	var we *wop.Error
+	if !errors.As(err, &we) || we.Code != wop.CodeUnavailable || !we.Retryable {
+		t.Fatalf("configure with the database down: %v, want retryable %s", err, wop.CodeUnavailable)
+	}
+	if l.current() != nil {
+		t.Error("a store is set although none opened")
+	}
 }

@@ -34,6 +34,14 @@ type Plugin struct {
 	// Configure receives the decoded config before any call. It may be nil
 	// for a plugin without config. Returning a *ConfigError points the
 	// operator at the offending attribute.
+	//
+	// To be called again later, when something Configure needs cannot be
+	// reached now but may come back by itself (its database is down),
+	// return wop.Errorf(wop.CodeUnavailable, ...).WithRetryable(true): the
+	// host keeps the capability waiting, its families not advertised, and
+	// calls Configure again on the same process with backoff until it
+	// succeeds. Configure must therefore be safe to call again. Any other
+	// error fails the capability.
 	Configure func(ctx context.Context, req *ConfigureRequest) error
 	// Shutdown, if set, runs once when the host stops the plugin.
 	Shutdown func()

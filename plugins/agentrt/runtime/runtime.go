@@ -45,6 +45,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wophost/wophost/internal/pgstore"
 	"github.com/wophost/wophost/plugins/agentrt/consensus"
 	"github.com/wophost/wophost/plugins/agentrt/loop"
 	"github.com/wophost/wophost/plugins/agentrt/route"
@@ -87,14 +88,14 @@ func DefaultSettings() Settings {
 
 // Service serves the family.
 type Service struct {
-	store    *store.Store
+	store    store.Backend
 	settings Settings
 	// envelopeType is sent with every generate call the agents make.
 	envelopeType string
 }
 
 // New returns a Service over an open store.
-func New(st *store.Store, s Settings) *Service {
+func New(st store.Backend, s Settings) *Service {
 	return &Service{store: st, settings: s, envelopeType: "agentRuntime.turn"}
 }
 
@@ -297,7 +298,8 @@ func (s *Service) runTask(ctx context.Context, host wop.Caller, in *instance, li
 		return nil, storeError(err)
 	}
 	// The lease outlives the run, so that a live run never loses its
-	// messages to another; a dead process releases them on restart.
+	// messages to another; a dead process's claims end with its lease, or
+	// (embedded store) when the store is opened again.
 	msgs, err := s.store.Claim(ctx, in.rec.ID, 0, limits.Timeout+time.Minute)
 	if err != nil {
 		_ = s.store.FinishTask(context.WithoutCancel(ctx), taskID, store.TaskFailed, nil, errJSON(err))
@@ -506,8 +508,12 @@ func manifestInvalid(err error) *wop.Error {
 }
 
 // storeError reports a store failure as unavailable: the database is the
-// runtime's, so a failure there is the runtime's, and worth a retry.
+// runtime's, so a failure there is the runtime's, and worth a retry. A
+// shared database out of reach is said so.
 func storeError(err error) *wop.Error {
+	if pgstore.Unavailable(err) {
+		return wop.Errorf(wop.CodeUnavailable, "agent store: the database cannot be reached: %v", err).WithRetryable(true)
+	}
 	return wop.Errorf(wop.CodeUnavailable, "agent store: %v", err).WithRetryable(true)
 }
 

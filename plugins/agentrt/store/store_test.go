@@ -41,7 +41,7 @@ func open(t *testing.T, path string, c *clock) *Store {
 	return s
 }
 
-func spawn(t *testing.T, s *Store, key string) Instance {
+func spawn(t *testing.T, s Backend, key string) Instance {
 	t.Helper()
 	inst, _, err := s.CreateInstance(context.Background(), NewInstance{
 		ManifestID: "m", ManifestDigest: "sha256:d", Manifest: []byte(`{}`), IdempotencyKey: key, RequestDigest: "r-" + key,
@@ -88,9 +88,13 @@ func TestNewerSchemaRefused(t *testing.T) {
 }
 
 func TestCreateInstanceIdempotentAndQuota(t *testing.T) {
+	eachBackend(t, testCreateInstanceIdempotentAndQuota)
+}
+
+func testCreateInstanceIdempotentAndQuota(t *testing.T, bc backendCase) {
 	ctx := context.Background()
 	c := newClock()
-	s := open(t, filepath.Join(t.TempDir(), "a.db"), c)
+	s, _ := bc.open(t, c)
 	in := NewInstance{ManifestID: "m", ManifestDigest: "sha256:d", Manifest: []byte(`{"id":"m"}`), Config: []byte(`{"x":1}`), IdempotencyKey: "k1", RequestDigest: "r1"}
 	a, created, err := s.CreateInstance(ctx, in, 2)
 	if err != nil || !created {
@@ -129,10 +133,13 @@ func TestCreateInstanceIdempotentAndQuota(t *testing.T) {
 }
 
 func TestTasksAndInFlight(t *testing.T) {
+	eachBackend(t, testTasksAndInFlight)
+}
+
+func testTasksAndInFlight(t *testing.T, bc backendCase) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "a.db")
 	c := newClock()
-	s := open(t, path, c)
+	s, another := bc.open(t, c)
 	a, b := spawn(t, s, "a"), spawn(t, s, "b")
 	if err := s.StartTask(ctx, "tsk_1", KindDelegation, a.ID, TaskWorking, []byte(`"t"`)); err != nil {
 		t.Fatal(err)
@@ -163,7 +170,7 @@ func TestTasksAndInFlight(t *testing.T) {
 	// A task left working by a dead process is interrupted on reopen and
 	// no longer counts as work in flight.
 	s.Close()
-	s = open(t, path, c)
+	s = another()
 	task, _ = s.Task(ctx, "tsk_2")
 	if task.Status != TaskInterrupted {
 		t.Fatalf("left-over task status = %q, want %q", task.Status, TaskInterrupted)
@@ -173,15 +180,19 @@ func TestTasksAndInFlight(t *testing.T) {
 	}
 }
 
-func send(s *Store, to, from, key, content string, capacity int) (Message, bool, error) {
+func send(s Backend, to, from, key, content string, capacity int) (Message, bool, error) {
 	return s.Enqueue(context.Background(), NewMessage{
 		To: to, From: from, Channel: "c", Content: []byte(content), IdempotencyKey: key, RequestDigest: "d:" + content,
 	}, capacity)
 }
 
 func TestMailboxFIFODedupBound(t *testing.T) {
+	eachBackend(t, testMailboxFIFODedupBound)
+}
+
+func testMailboxFIFODedupBound(t *testing.T, bc backendCase) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "a.db"), newClock())
+	s, _ := bc.open(t, newClock())
 	to := spawn(t, s, "to").ID
 	// Two senders interleaved.
 	order := []struct{ from, key string }{{"x", "x1"}, {"y", "y1"}, {"x", "x2"}, {"y", "y2"}, {"x", "x3"}}
@@ -244,9 +255,13 @@ func TestMailboxFIFODedupBound(t *testing.T) {
 }
 
 func TestClaimLeaseExpires(t *testing.T) {
+	eachBackend(t, testClaimLeaseExpires)
+}
+
+func testClaimLeaseExpires(t *testing.T, bc backendCase) {
 	ctx := context.Background()
 	c := newClock()
-	s := open(t, filepath.Join(t.TempDir(), "a.db"), c)
+	s, _ := bc.open(t, c)
 	to := spawn(t, s, "to").ID
 	if _, _, err := send(s, to, "x", "k", `1`, 0); err != nil {
 		t.Fatal(err)
@@ -299,7 +314,11 @@ func TestMailboxSurvivesReopen(t *testing.T) {
 // Concurrent senders never overfill a mailbox: the count and the insert
 // are one transaction.
 func TestMailboxBoundUnderConcurrency(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "a.db"), newClock())
+	eachBackend(t, testMailboxBoundUnderConcurrency)
+}
+
+func testMailboxBoundUnderConcurrency(t *testing.T, bc backendCase) {
+	s, _ := bc.open(t, newClock())
 	to := spawn(t, s, "to").ID
 	const capacity = 7
 	var wg sync.WaitGroup

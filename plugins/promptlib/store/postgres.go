@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/wophost/wophost/internal/pgstore"
 	"github.com/wophost/wophost/internal/promptfile"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 )
@@ -21,13 +22,7 @@ var migrationFiles embed.FS
 
 // Migrations returns the PostgreSQL store's numbered migrations, for
 // pgstore.Open.
-func Migrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the directory is embedded above
-	}
-	return sub
-}
+func Migrations() fs.FS { return pgstore.MigrationsDir(migrationFiles) }
 
 // Postgres is the prompt store in a PostgreSQL schema, shared by every
 // host whose config names the same database: bodies content-addressed in

@@ -15,6 +15,9 @@ type testConfig struct {
 	FailConfigure *bool   `json:"fail_configure"`
 	Greeting      *string `json:"greeting"`
 	Token         *string `json:"token"`
+	// WaitFor names a file: until it exists Configure answers the
+	// retryable unavailable, as a plugin whose database is down does.
+	WaitFor *string `json:"wait_for"`
 }
 
 type sleepRequest struct {
@@ -38,6 +41,11 @@ func newPlugin() *plugin.Plugin {
 		var c testConfig
 		if err := req.Decode(&c); err != nil {
 			return err
+		}
+		if c.WaitFor != nil {
+			if _, err := os.Stat(*c.WaitFor); err != nil {
+				return wop.Errorf(wop.CodeUnavailable, "%s is not there yet", *c.WaitFor).WithRetryable(true)
+			}
 		}
 		if c.FailConfigure != nil && *c.FailConfigure {
 			return &plugin.ConfigError{Path: []string{"fail_configure"}, Summary: "Configuration refused", Detail: "fail_configure is set"}
@@ -129,6 +137,7 @@ func newPlugin() *plugin.Plugin {
 			{Name: "fail_configure", Type: schema.Bool},
 			{Name: "greeting", Type: schema.String},
 			{Name: "token", Type: schema.String, Sensitive: true},
+			{Name: "wait_for", Type: schema.String},
 		}},
 		Configure: configure,
 		Families: []*plugin.Family{

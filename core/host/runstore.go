@@ -1,0 +1,164 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/wophost/wophost/internal/atomicfile"
+)
+
+// runRecordStore keeps run records: files under state_dir/runs with the
+// embedded backend, rows of the host's schema with postgres. Both keep a
+// record as the same bytes.
+type runRecordStore interface {
+	// put stores the record of runID durably and returns where it is:
+	// the file's path, or the run id for a row.
+	put(ctx context.Context, runID string, data []byte) (string, error)
+	// get returns the bytes of runID's record, or an error matching
+	// fs.ErrNotExist when there is none.
+	get(ctx context.Context, runID string) ([]byte, error)
+	// prune applies the retention (see pruneRunRecords) and returns how
+	// many records it removed and how many it kept.
+	prune(ctx context.Context, now time.Time, maxAge time.Duration, maxCount int, inFlight func(runID string) bool) (removed, kept int, err error)
+	// where names the store in messages.
+	where() string
+}
+
+// fileRunRecords is the embedded runRecordStore: dir/<runId>.json.
+type fileRunRecords struct {
+	dir string
+	// synced, when not nil, is told of each sync (atomicfile.Hooks.Synced).
+	synced func(path string)
+}
+
+func (f *fileRunRecords) where() string { return f.dir }
+
+// put writes through a synced temporary file and a rename, so a record is
+// whole or absent, and syncs the directory, so that the record is durable
+// before the run answers.
+func (f *fileRunRecords) put(_ context.Context, runID string, data []byte) (string, error) {
+	if err := os.MkdirAll(f.dir, 0o755); err != nil {
+		return "", fmt.Errorf("run records: %w", err)
+	}
+	path := filepath.Join(f.dir, runID+".json")
+	if err := atomicfile.WriteWithHooks(path, data, 0o600, atomicfile.Hooks{Synced: f.synced}); err != nil {
+		return "", fmt.Errorf("write run record: %w", err)
+	}
+	return path, nil
+}
+
+func (f *fileRunRecords) get(_ context.Context, runID string) ([]byte, error) {
+	return readRunRecordFile(filepath.Join(f.dir, runID+".json"))
+}
+
+func (f *fileRunRecords) prune(ctx context.Context, now time.Time, maxAge time.Duration, maxCount int, inFlight func(string) bool) (int, int, error) {
+	return pruneRunRecords(ctx, f.dir, now, maxAge, maxCount, inFlight)
+}
+
+// readRunRecordFile reads a run record's file, at most maxRunRecordBytes.
+func readRunRecordFile(path string) ([]byte, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	data, err := io.ReadAll(io.LimitReader(file, maxRunRecordBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read run record %s: %w", path, err)
+	}
+	if len(data) > maxRunRecordBytes {
+		return nil, fmt.Errorf("run record %s is over %d bytes", path, maxRunRecordBytes)
+	}
+	return data, nil
+}
+
+// pgRunRecords is the postgres runRecordStore: the table run_records of
+// the host's schema, which every host on the database reads, so a run
+// recorded by one host replays on another.
+type pgRunRecords struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+}
+
+func (p *pgRunRecords) where() string { return "the table run_records" }
+
+func (p *pgRunRecords) put(ctx context.Context, runID string, data []byte) (string, error) {
+	if _, err := p.pool.Exec(ctx, `INSERT INTO run_records (run_id, record, created_at) VALUES ($1, $2, $3)`,
+		runID, data, p.now().UTC()); err != nil {
+		return "", fmt.Errorf("write run record: %w", err)
+	}
+	return runID, nil
+}
+
+func (p *pgRunRecords) get(ctx context.Context, runID string) ([]byte, error) {
+	var data []byte
+	err := p.pool.QueryRow(ctx, `SELECT record FROM run_records WHERE run_id = $1`, runID).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("run record %s: %w", runID, fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read run record %s: %w", runID, err)
+	}
+	return data, nil
+}
+
+// prune deletes what pruneRunRecords would of the files: the oldest
+// records past maxAge, then past maxCount, never one of a run in flight.
+// A record another host pruned meanwhile counts as neither removed nor
+// kept.
+func (p *pgRunRecords) prune(ctx context.Context, now time.Time, maxAge time.Duration, maxCount int, inFlight func(string) bool) (removed, kept int, err error) {
+	rows, err := p.pool.Query(ctx, `SELECT run_id, created_at FROM run_records ORDER BY created_at, run_id`)
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune run records: %w", err)
+	}
+	type record struct {
+		id      string
+		created time.Time
+	}
+	records, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (record, error) {
+		var rec record
+		return rec, r.Scan(&rec.id, &rec.created)
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune run records: %w", err)
+	}
+	var doomed []string
+	excess := len(records) - maxCount
+	for _, r := range records {
+		if now.Sub(r.created) <= maxAge && excess <= 0 {
+			break // every record from here on is younger and within the count
+		}
+		if inFlight != nil && inFlight(r.id) {
+			continue
+		}
+		doomed = append(doomed, r.id)
+		excess--
+	}
+	if len(doomed) == 0 {
+		return 0, len(records), nil
+	}
+	tag, err := p.pool.Exec(ctx, `DELETE FROM run_records WHERE run_id = ANY($1)`, doomed)
+	if err != nil {
+		return 0, len(records), fmt.Errorf("prune run records: %w", err)
+	}
+	removed = int(tag.RowsAffected())
+	gone := len(doomed) - removed
+	return removed, len(records) - removed - gone, nil
+}
+
+// IsRunID reports whether s has the shape of a run id: "run_" and
+// lowercase hex, as a run record is named.
+func IsRunID(s string) bool {
+	hex, ok := strings.CutPrefix(s, "run_")
+	return ok && hex != "" && strings.Trim(hex, "0123456789abcdef") == ""
+}

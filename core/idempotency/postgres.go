@@ -1,0 +1,175 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrations returns the numbered migrations that create the PostgreSQL
+// store's table, for pgstore.Open.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded above
+	}
+	return sub
+}
+
+// claimAttempts bounds how often Claim tries again when the record that
+// held the key was released between its insert and its read.
+const claimAttempts = 8
+
+// liveSQL is Record.Live of the row r at $now with the retention $ttl
+// (microseconds), in SQL.
+const liveSQL = `((r.state = 'pending' AND @now < r.lease_until) OR
+	(r.state = 'done' AND @now < r.completed_at + @ttl * interval '1 microsecond'))`
+
+// PostgresStore is the Store of the postgres storage backend: one row per
+// key in the table idempotency_records, shared by every host on the
+// database. Claim is one INSERT … ON CONFLICT that replaces only a row
+// that is not live, so of concurrent claims through any number of hosts
+// exactly one is inserted; Complete and Release are one UPDATE or DELETE
+// conditional on the pending state and the owner. Each statement commits
+// before it answers.
+type PostgresStore struct {
+	pool *pgxpool.Pool
+}
+
+// NewPostgresStore returns the store over pool, whose search_path names a
+// schema with Migrations applied (pgstore.Open). The caller closes pool.
+func NewPostgresStore(pool *pgxpool.Pool) *PostgresStore {
+	return &PostgresStore{pool: pool}
+}
+
+func ttlMicros(ttl time.Duration) int64 { return ttl.Microseconds() }
+
+// Get implements Store.
+func (s *PostgresStore) Get(ctx context.Context, id string) (*Record, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	var data []byte
+	err := s.pool.QueryRow(ctx, `SELECT record FROM idempotency_records WHERE id = $1`, id).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read idempotency record: %w", err)
+	}
+	return decodeRow(id, data)
+}
+
+func decodeRow(id string, data []byte) (*Record, error) {
+	var r Record
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("idempotency record %s: %w", id, err)
+	}
+	if r.ID != id || (r.State != StatePending && r.State != StateDone) {
+		return nil, fmt.Errorf("idempotency record %s: id or state does not match its row", id)
+	}
+	return &r, nil
+}
+
+// Claim implements Store.
+func (s *PostgresStore) Claim(ctx context.Context, claim *Record, now time.Time, ttl time.Duration) (*Record, error) {
+	if claim.State != StatePending || claim.Owner == "" {
+		return nil, fmt.Errorf("claim of %s: a claim is a pending record with an owner", claim.ID)
+	}
+	if err := checkID(claim.ID); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(claim)
+	if err != nil {
+		return nil, fmt.Errorf("encode idempotency record: %w", err)
+	}
+	args := pgx.NamedArgs{"id": claim.ID, "owner": claim.Owner, "lease": claim.LeaseUntil, "record": data, "now": now, "ttl": ttlMicros(ttl)}
+	for range claimAttempts {
+		// A conflicting row is locked; one that is live is left as it is
+		// and read below, one that is not is replaced.
+		tag, err := s.pool.Exec(ctx, `INSERT INTO idempotency_records AS r (id, state, owner, lease_until, completed_at, record)
+			VALUES (@id, 'pending', @owner, @lease, NULL, @record)
+			ON CONFLICT (id) DO UPDATE SET state = 'pending', owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until,
+				completed_at = NULL, record = EXCLUDED.record
+			WHERE NOT `+liveSQL, args)
+		if err != nil {
+			return nil, fmt.Errorf("write idempotency claim: %w", err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil, nil
+		}
+		held, err := s.Get(ctx, claim.ID)
+		if errors.Is(err, ErrNotFound) {
+			continue // released meanwhile: the key is free again
+		}
+		if err != nil {
+			return nil, err
+		}
+		return held, nil
+	}
+	return nil, fmt.Errorf("claim of %s: the key changed hands %d times while it was claimed", claim.ID, claimAttempts)
+}
+
+// Complete implements Store.
+func (s *PostgresStore) Complete(ctx context.Context, done *Record) error {
+	if done.State != StateDone {
+		return fmt.Errorf("complete %s: the record is not done", done.ID)
+	}
+	if err := checkID(done.ID); err != nil {
+		return err
+	}
+	data, err := json.Marshal(done)
+	if err != nil {
+		return fmt.Errorf("encode idempotency record: %w", err)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE idempotency_records SET state = 'done', completed_at = $3, record = $4
+		WHERE id = $1 AND state = 'pending' AND owner = $2`, done.ID, done.Owner, done.CompletedAt, data)
+	if err != nil {
+		return fmt.Errorf("write idempotency record: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotOwner
+	}
+	return nil
+}
+
+// Release implements Store.
+func (s *PostgresStore) Release(ctx context.Context, id, owner string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_records WHERE id = $1 AND state = 'pending' AND owner = $2`, id, owner)
+	if err != nil {
+		return fmt.Errorf("release idempotency claim: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotOwner
+	}
+	return nil
+}
+
+// Prune implements Store: one DELETE of the rows that are not live, so a
+// row claimed or completed meanwhile is judged as it is then.
+func (s *PostgresStore) Prune(ctx context.Context, now time.Time, ttl time.Duration) (removed, remaining int, err error) {
+	// The count of the table sees it as it was before the DELETE.
+	err = s.pool.QueryRow(ctx, `WITH gone AS (DELETE FROM idempotency_records AS r WHERE NOT `+liveSQL+` RETURNING 1)
+		SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM idempotency_records) - (SELECT count(*) FROM gone)`,
+		pgx.NamedArgs{"now": now, "ttl": ttlMicros(ttl)}).Scan(&removed, &remaining)
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune idempotency store: %w", err)
+	}
+	return removed, remaining, nil
+}

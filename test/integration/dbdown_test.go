@@ -1,0 +1,235 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wophost/wophost/internal/pgtest"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
+)
+
+// dbSetup is a host config on the postgres storage backend of a private
+// server: the prompt library, which keeps its prompts there, the echo
+// test plugin, which needs no database, and the probe pack.
+type dbSetup struct {
+	cfg    string
+	server *pgtest.Server
+}
+
+func newDBSetup(t *testing.T) *dbSetup {
+	t.Helper()
+	s := &dbSetup{server: pgtest.StartPrivate(t)}
+	s.cfg = writeConfig(t, fmt.Sprintf(`
+host {
+  plugin_dir = "BIN"
+  http { listen = "127.0.0.1:0" }
+  storage {
+    backend = "postgres"
+    dsn     = %q
+  }
+}
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+capability "prompts" {
+  plugin   = %q
+  families = ["promptLibrary"]
+}
+pack "private.wophost.probe" { path = %q }
+`, s.server.DSN(), binary(t, "./plugins/promptlib"), probePack(t)))
+	return s
+}
+
+// servedRecords is GET /v1/plugins by capability name.
+func servedRecords(t *testing.T, d *daemon) map[string]record {
+	t.Helper()
+	r := request(t, "GET", d.base+"/v1/plugins", "", nil)
+	if r.status != 200 {
+		t.Fatalf("GET /v1/plugins: %d %s", r.status, r.body)
+	}
+	var recs []struct {
+		record
+		Restarts int `json:"restarts"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &recs); err != nil {
+		t.Fatalf("decode plugins: %v\n%s", err, r.body)
+	}
+	out := map[string]record{}
+	for _, rec := range recs {
+		if rec.Restarts != 0 {
+			t.Errorf("capability %s restarted %d times; nothing should have been restarted", rec.Name, rec.Restarts)
+		}
+		out[rec.Name] = rec.record
+	}
+	return out
+}
+
+// waitForServedState polls GET /v1/plugins until capability name is in state.
+func waitForServedState(t *testing.T, d *daemon, name, state string, within time.Duration) record {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		rec := servedRecords(t, d)[name]
+		if rec.State == state {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("capability %s is %q after %s, want %q: %+v\n%s", name, rec.State, within, state, rec, d.log())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// advertises reports whether the served advertisement names family.
+func advertises(t *testing.T, d *daemon, family string) bool {
+	t.Helper()
+	r := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
+	if r.status != 200 {
+		t.Fatalf("GET /.well-known/openwop: %d %s", r.status, r.body)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(r.body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	_, ok := doc[family]
+	return ok
+}
+
+// runOutcome is a node's run outcome as POST /v1/nodes/...:execute answers it.
+type runOutcome struct {
+	Status string          `json:"status"`
+	Output json.RawMessage `json:"output"`
+	Error  struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		Retryable bool   `json:"retryable"`
+	} `json:"error"`
+}
+
+// call runs probe.call of family.method with payload on the served host.
+func call(t *testing.T, d *daemon, family, method string, payload any) runOutcome {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"input": map[string]any{"family": family, "method": method, "payload": payload}})
+	r := request(t, "POST", d.base+"/v1/nodes/probe.call:execute", string(body), nil)
+	var out runOutcome
+	if r.status != 200 || json.Unmarshal([]byte(r.body), &out) != nil {
+		t.Fatalf("probe.call %s.%s: %d %s", family, method, r.status, r.body)
+	}
+	return out
+}
+
+// getPrompt is promptLibrary.get of id through a node on the served host.
+func getPrompt(t *testing.T, d *daemon, id string) runOutcome {
+	t.Helper()
+	return call(t, d, "promptLibrary", "get", map[string]string{"promptId": id})
+}
+
+const dbPrompt = "---\nname: db/greeting\n---\nGreet the user.\n"
+
+// checkGot fails unless out is dbPrompt as published.
+func checkGot(t *testing.T, what string, out runOutcome) {
+	t.Helper()
+	var p promptlibrary.Prompt
+	if out.Status != "succeeded" || json.Unmarshal(out.Output, &p) != nil || p.Raw != dbPrompt {
+		t.Fatalf("%s: %+v %s", what, out, out.Output)
+	}
+}
+
+// The database down when the host starts: the prompt library is waiting,
+// with the reason, and not advertised, while the rest serves; a one-shot
+// command stops at once. Once the database is up the waiting capability
+// becomes ready and advertised by itself, without a restart.
+func TestDatabaseDownAtStart(t *testing.T) {
+	s := newDBSetup(t)
+	s.server.Stop()
+
+	recs := pluginRecords(t, s.cfg)
+	if r := recs["prompts"]; r.State != "waiting" || r.LastError == "" || len(r.Advertised) != 0 {
+		t.Fatalf("host plugins, database down: prompts %+v, want waiting with the reason", r)
+	}
+	if r := recs["echo"]; r.State != "ready" {
+		t.Fatalf("host plugins, database down: echo %+v, want ready", r)
+	}
+	res := runHost(t, "", "--config", s.cfg, "plugins")
+	if res.code != 0 || !strings.Contains(res.stdout, "waiting") {
+		t.Fatalf("host plugins: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	t0 := time.Now()
+	res = runHost(t, `{"promptId":"db/greeting@1"}`, "--config", s.cfg, "call", "promptLibrary.get", "--input", "-")
+	if res.code != 1 || !strings.Contains(res.stderr, "capability waiting") || time.Since(t0) > 30*time.Second {
+		t.Fatalf("host call, database down: exit %d after %s\n%s%s", res.code, time.Since(t0), res.stdout, res.stderr)
+	}
+
+	d := startServe(t, s.cfg)
+	rec := waitForServedState(t, d, "prompts", "waiting", 10*time.Second)
+	if rec.LastError == "" || len(rec.Advertised) != 0 {
+		t.Fatalf("served record while the database is down: %+v", rec)
+	}
+	if advertises(t, d, "promptLibrary") || !strings.Contains(request(t, "GET", d.base+"/.well-known/openwop", "", nil).body, "test.echo") {
+		t.Fatal("the advertisement while the database is down is not the echo family alone")
+	}
+	if out := call(t, d, "test.echo", "echo", map[string]int{"n": 1}); out.Status != "succeeded" {
+		t.Fatalf("echo while the database is down: %+v", out)
+	}
+	if out := getPrompt(t, d, "db/greeting@1"); out.Status != "failed" || out.Error.Code != "capability_not_provided" {
+		t.Fatalf("get while waiting: %+v", out)
+	}
+
+	s.server.Start()
+	// The backoff has grown while the server started; it is capped at 30 s.
+	rec = waitForServedState(t, d, "prompts", "ready", 45*time.Second)
+	if !slices.Contains(rec.Advertised, "promptLibrary") || !advertises(t, d, "promptLibrary") {
+		t.Fatalf("ready but not advertised: %+v", rec)
+	}
+	if pub := runHost(t, "", "--config", s.cfg, "prompts", "publish", writePrompt(t, dbPrompt)); pub.code != 0 {
+		t.Fatalf("publish: exit %d\n%s%s", pub.code, pub.stdout, pub.stderr)
+	}
+	checkGot(t, "get once the database is up", getPrompt(t, d, "db/greeting@1"))
+	if code := d.stop(t, 15); code != 0 {
+		t.Errorf("host serve exited %d", code)
+	}
+}
+
+// The database lost while the host serves: calls fail with the retryable
+// unavailable, the capability stays ready in the same process, and calls
+// succeed again once the database is back, nothing published lost.
+func TestDatabaseLostMidFlight(t *testing.T) {
+	s := newDBSetup(t)
+	if pub := runHost(t, "", "--config", s.cfg, "prompts", "publish", writePrompt(t, dbPrompt)); pub.code != 0 {
+		t.Fatalf("publish: exit %d\n%s%s", pub.code, pub.stdout, pub.stderr)
+	}
+	d := startServe(t, s.cfg)
+	waitForServedState(t, d, "prompts", "ready", 10*time.Second)
+	checkGot(t, "get with the database up", getPrompt(t, d, "db/greeting@1"))
+
+	s.server.Stop()
+	out := getPrompt(t, d, "db/greeting@1")
+	if out.Status != "failed" || out.Error.Code != "unavailable" || !out.Error.Retryable {
+		t.Fatalf("get with the database down: %+v, want retryable unavailable", out)
+	}
+	if rec := servedRecords(t, d)["prompts"]; rec.State != "ready" {
+		t.Fatalf("prompts while the database is down: %+v, want ready (a call fails, the plugin does not)", rec)
+	}
+
+	s.server.Start()
+	deadline := time.Now().Add(30 * time.Second)
+	for out = getPrompt(t, d, "db/greeting@1"); out.Status != "succeeded"; out = getPrompt(t, d, "db/greeting@1") {
+		if out.Error.Code != "unavailable" || time.Now().After(deadline) {
+			t.Fatalf("get once the database is back: %+v", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	checkGot(t, "get once the database is back", out)
+	// servedRecords checks that no capability was restarted.
+	if rec := servedRecords(t, d)["prompts"]; rec.State != "ready" {
+		t.Fatalf("prompts once the database is back: %+v", rec)
+	}
+	if code := d.stop(t, 15); code != 0 {
+		t.Errorf("host serve exited %d", code)
+	}
+}
