@@ -346,7 +346,9 @@ func TestSeveralHosts(t *testing.T) {
 				t.Errorf("identical publish %d through %s: exit %d\n%s%s", i, names[i%len(names)], r.code, r.stdout, r.stderr)
 			}
 		}
-		bodies := func(i int) string { return fmt.Sprintf("---\nname: cluster/race\nversion: 2\n---\nBody number %d.\n", i) }
+		bodies := func(i int) string {
+			return fmt.Sprintf("---\nname: cluster/race\nversion: 2\n---\nBody number %d.\n", i)
+		}
 		var winners []int
 		for i, r := range publishAll(bodies) {
 			switch {
