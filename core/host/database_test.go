@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/httpstatus"
 	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/internal/pgtest"
 	"github.com/wophost/wophost/sdk/wop"
@@ -164,6 +166,9 @@ func TestPostgresDatabaseDownRefusesRunsUntilBack(t *testing.T) {
 			t.Fatalf("%s: the refusal names the connection: %s", name, we.Message)
 		}
 	}
+	if status, env := httpstatus.Refusal(h.state.writable()); status != http.StatusServiceUnavailable || env.Error != httpstatus.CodeStorageUnavailable {
+		t.Fatalf("HTTP answer with the database down = %d %s, want 503 %s", status, env.Error, httpstatus.CodeStorageUnavailable)
+	}
 	var se *StorageError
 	if err := h.Ready(); !errors.As(err, &se) || se.Backend != config.BackendPostgres {
 		t.Fatalf("Ready with the database down = %v, want a StorageError of the database", err)
@@ -207,6 +212,27 @@ func TestPostgresReloadKeepsStorageWorking(t *testing.T) {
 	}
 	if _, err := next.RunRecord(context.Background(), "run_01"); err != nil {
 		t.Fatalf("the record written before the reload: %v", err)
+	}
+	if _, err := next.state.writeRunRecord(testRecord("run_02")); err != nil {
+		t.Fatalf("write after the reload: %v", err)
+	}
+}
+
+// A reload whose storage block names another database opens a pool on it:
+// the new host no longer sees the old database's records.
+func TestPostgresReloadToAnotherDatabase(t *testing.T) {
+	h := newPostgresHost(t, pgtest.DSN(t))
+	if _, err := h.state.writeRunRecord(testRecord("run_01")); err != nil {
+		t.Fatal(err)
+	}
+	next, rep, err := h.Reload(context.Background(), postgresConfig(t, pgtest.DSN(t)), config.NewLoader())
+	if err != nil {
+		t.Fatalf("reload: %v %v", err, rep.All())
+	}
+	t.Cleanup(next.Close)
+	h.Close()
+	if _, err := next.RunRecord(context.Background(), "run_01"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the old database's record after the reload = %v, want fs.ErrNotExist", err)
 	}
 	if _, err := next.state.writeRunRecord(testRecord("run_02")); err != nil {
 		t.Fatalf("write after the reload: %v", err)

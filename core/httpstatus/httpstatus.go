@@ -49,8 +49,9 @@ const (
 const (
 	// CodeMethodNotAllowed answers a method a route does not serve (405).
 	CodeMethodNotAllowed = "wophost.method_not_allowed"
-	// CodeStorageUnavailable refuses a run while the state directory
-	// cannot take its records (or holds the most idempotency keys it may).
+	// CodeStorageUnavailable refuses a run while the state directory (or
+	// the database of the postgres backend) cannot take its records, or
+	// holds the most idempotency keys it may.
 	CodeStorageUnavailable = "wophost.storage_unavailable"
 	// CodeDeadlineExceeded refuses a request whose deadline passed before
 	// its node was dispatched.

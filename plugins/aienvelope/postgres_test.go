@@ -15,6 +15,7 @@ import (
 	"github.com/wophost/wophost/plugins/aienvelope/store"
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/plugin"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // pgSchema is the schema the hosts of one test share.
@@ -66,9 +67,7 @@ func TestPostgresTwinsAcrossHosts(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var in aienvelope.GenerateRequest
-			_ = json.Unmarshal([]byte(fmt.Sprintf(hello, "twin")), &in)
-			out, err := hosts[i%2].svc.Generate(context.Background(), nil, &in)
+			out, err := hosts[i%2].svc.call(fmt.Sprintf(hello, "twin"))
 			if err != nil {
 				t.Errorf("caller %d: %v", i, err)
 				return
@@ -181,16 +180,19 @@ func TestPostgresSyncCallOfAStoppedHostIsReleased(t *testing.T) {
 	defer func() { close(srvA.Gate); <-first }()
 	go func() {
 		defer close(first)
-		var in aienvelope.GenerateRequest
-		_ = json.Unmarshal([]byte(fmt.Sprintf(hello, "s1")), &in)
-		_, _ = a.svc.Generate(context.Background(), nil, &in)
+		_, _ = a.svc.call(fmt.Sprintf(hello, "s1"))
 	}()
 	waitFor(t, func() bool { return srvA.Calls() == 1 })
 	a.svc.current().abandon()
 	b := host(t, dsn, openaiConfig(srvB.URL, `,"async":{"job_lease":"1s"}`), nil)
 	// B waits for the stopped host's call until the sweeper releases it,
 	// then runs it itself.
-	res := b.mustGenerate(t, fmt.Sprintf(hello, "s1"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := b.generateCtx(t, ctx, fmt.Sprintf(hello, "s1"))
+	if err != nil {
+		t.Fatalf("retry through another host: %v", err)
+	}
 	if res.Status != "completed" || srvB.Calls() != 1 {
 		t.Fatalf("retry through another host: %+v, its provider calls %d (want 1)", res, srvB.Calls())
 	}
@@ -254,5 +256,30 @@ func TestPostgresPrunes(t *testing.T) {
 	b := host(t, dsn, `{}`, func(s *service) { s.now = clk.now }) // Configure prunes
 	if _, err := b.svc.current().store.Get(context.Background(), res.EnvelopeID); err == nil {
 		t.Fatal("the envelope past the retention is still there")
+	}
+}
+
+// With the database down, calls fail unavailable and retryable; what was
+// acknowledged before is there when it is back.
+func TestPostgresDatabaseDown(t *testing.T) {
+	srv := pgtest.StartPrivate(t)
+	provider := wiretest.NewServer(t, "openai_success")
+	h := host(t, srv.DSN(), openaiConfig(provider.URL, ""), nil)
+	done := h.mustGenerate(t, fmt.Sprintf(hello, "d1"))
+	srv.Stop()
+	_, err := h.generate(t, fmt.Sprintf(hello, "d2"))
+	wantCode(t, err, "unavailable", "aiEnvelope store")
+	if !wop.IsRetryable(err) {
+		t.Errorf("%+v is not retryable", err)
+	}
+	srv.Start()
+	var again aienvelope.GenerateResult
+	waitFor(t, func() bool {
+		res, err := h.generate(t, fmt.Sprintf(hello, "d1"))
+		again = res
+		return err == nil
+	})
+	if again.EnvelopeID != done.EnvelopeID || provider.Calls() != 1 {
+		t.Errorf("after the restart: envelope %s (want %s), provider calls %d (want 1)", again.EnvelopeID, done.EnvelopeID, provider.Calls())
 	}
 }

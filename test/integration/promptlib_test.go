@@ -383,6 +383,14 @@ func TestPromptReplay(t *testing.T) {
 	if err != nil || again.ReplayOf != rec.RunID || again.Prompts[0].Digest != v1 {
 		t.Errorf("replay record = %+v, %v", again, err)
 	}
+	// The run id finds the same record in the host's storage.
+	byID := runHost(t, "", "--config", s.cfg, "run", "--replay", rec.RunID)
+	if byID.code != 0 || byID.stdout != first.stdout {
+		t.Fatalf("replay by run id: exit %d\n got %s\nwant %s\n%s", byID.code, byID.stdout, first.stdout, byID.stderr)
+	}
+	if res := runHost(t, "", "--config", s.cfg, "run", "--replay", "run_0123456789abcdef"); res.code == 0 || !strings.Contains(res.stderr, "does not exist") {
+		t.Fatalf("replay of an unknown run id: exit %d\n%s", res.code, res.stderr)
+	}
 	if res := runHost(t, "", "--config", s.cfg, "run", "--replay", path, "--input", "-"); res.code == 0 {
 		t.Error("--replay with --input was accepted")
 	}
