@@ -29,15 +29,19 @@ type cluster struct {
 	cfgs     map[string]string // host name → config path
 	hosts    map[string]*daemon
 	provider *capture
+	// slow is a second provider whose answers wait for its gate, so that
+	// a job can hold a host's only worker.
+	slow *chatServer
 	// listenerPin is the pinned system prompt of the listener agent.
 	listenerPin string
+	gateOnce    sync.Once
 }
 
 // clusterConfig is one host's config: the storage block naming the shared
-// database, promptLibrary, aiEnvelope (an OpenAI-compatible provider
+// database, promptLibrary, aiEnvelope (two OpenAI-compatible providers
 // served by the test, async jobs with a short lease), agentRuntime,
-// test.echo, the probe pack and the shared pack. jobWorkers is the
-// host's async job_workers.
+// test.echo, the probe pack and the shared pack. Its sixth argument is
+// the host's async job_workers.
 const clusterConfig = `
 host {
   plugin_dir = %[1]q
@@ -70,6 +74,11 @@ capability "ai" {
     provider "chat" {
       type     = "openai"
       base_url = "%[7]s/v1"
+      model    = "fixture-model"
+    }
+    provider "slow" {
+      type     = "openai"
+      base_url = "%[12]s/v1"
       model    = "fixture-model"
     }
   }
@@ -119,21 +128,24 @@ func sharedPack(t *testing.T, pin string) string {
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	dsn := pgtest.DSN(t)
-	c := &cluster{cfgs: map[string]string{}, hosts: map[string]*daemon{}, provider: newCapture(t)}
+	c := &cluster{cfgs: map[string]string{}, hosts: map[string]*daemon{}, provider: newCapture(t), slow: newChatServer(t, true)}
+	// Runs before the server's own cleanup, which waits for the answers
+	// held at the gate.
+	t.Cleanup(c.openGate)
 	const listenerPrompt = "---\nname: cluster/listener\nversion: 1\n---\nYou are the listener.\n"
 	c.listenerPin = "cluster/listener@1#" + promptlibrary.DigestOf([]byte(listenerPrompt))
 	probe, shared := probePack(t), sharedPack(t, c.listenerPin)
 	for _, name := range []string{"a", "b", "c"} {
-		// A accepts async jobs and runs none, so the job it accepts is
-		// still waiting when it dies.
+		// A runs one async job at a time: a job held at the slow
+		// provider keeps the next one it accepts waiting, and leased to A.
 		workers := 2
 		if name == "a" {
-			workers = 0
+			workers = 1
 		}
 		dir := t.TempDir()
 		text := fmt.Sprintf(clusterConfig, bin.dir, filepath.Join(dir, "state"), dsn,
 			binary(t, "./plugins/promptlib"), binary(t, "./plugins/aienvelope"), workers, c.provider.URL,
-			binary(t, "./plugins/agentrt"), spawnQuota, probe, shared)
+			binary(t, "./plugins/agentrt"), spawnQuota, probe, shared, c.slow.URL)
 		c.cfgs[name] = filepath.Join(dir, name+".hcl")
 		if err := os.WriteFile(c.cfgs[name], []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -172,6 +184,11 @@ func newCluster(t *testing.T) *cluster {
 		t.Fatalf("hosts that did not start: %v", failures)
 	}
 	return c
+}
+
+// openGate lets the slow provider answer, once and for all.
+func (c *cluster) openGate() {
+	c.gateOnce.Do(func() { close(c.slow.gate) })
 }
 
 // startServeQuietly is startServe for a goroutine other than the test's:
@@ -468,14 +485,23 @@ func TestSeveralHosts(t *testing.T) {
 	})
 
 	t.Run("a job accepted by A, killed before running it, is run once by another host and awaited through C", func(t *testing.T) {
-		const marker = "job-c41e: summarise the release"
-		var pending aiResult
-		nodeSucceeded(t, "async generate on A", c.call(t, "a", "shared.call", "aiEnvelope", "generate", map[string]any{
-			"envelopeType": "bg", "userMessage": marker, "idempotencyKey": "cluster-job-1", "async": true}), &pending)
-		if pending.Status != "pending" || pending.EnvelopeID == "" {
-			t.Fatalf("async generate on A: %+v", pending)
+		generate := func(name, key, provider, message string) aiResult {
+			t.Helper()
+			var res aiResult
+			nodeSucceeded(t, "async generate on "+name, c.call(t, name, "shared.call", "aiEnvelope", "generate", map[string]any{
+				"envelopeType": "bg", "provider": provider, "userMessage": message, "idempotencyKey": key, "async": true}), &res)
+			if res.Status != "pending" || res.EnvelopeID == "" {
+				t.Fatalf("async generate on %s: %+v", name, res)
+			}
+			return res
 		}
-		// A runs no jobs and holds the job's lease while it lives.
+		// The first job takes A's only worker and waits at the slow
+		// provider; the second waits for the worker, leased to A, whose
+		// lease keeps the other hosts' sweepers off it.
+		generate("a", "cluster-job-blocker", "slow", "hold the worker")
+		waitUntil(t, "the first job to reach the slow provider", func() bool { return c.slow.count() == 1 })
+		const marker = "job-c41e: summarise the release"
+		pending := generate("a", "cluster-job-1", "chat", marker)
 		if n := c.provider.countContaining(marker); n != 0 {
 			t.Fatalf("the provider saw the job %d times while A held it", n)
 		}
@@ -495,6 +521,7 @@ func TestSeveralHosts(t *testing.T) {
 		if !strings.Contains(c.hosts["b"].log(), tookOver) && !strings.Contains(c.hosts["c"].log(), tookOver) {
 			t.Errorf("neither B nor C logged %q", tookOver)
 		}
+		c.openGate()
 	})
 }
 
