@@ -99,27 +99,13 @@ pack "private.test.shared" { path = %[11]q }
 // pinned to pin.
 func sharedPack(t *testing.T, pin string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "shared")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	manifest := fmt.Sprintf(`{"name":"private.test.shared","version":"1.0.0","kind":"node","engines":{"openwop":">=2.0 <3.0.0"},
+	return openWOPPack(t, fmt.Sprintf(`{"name":"private.test.shared","version":"1.0.0","kind":"node","engines":{"openwop":">=2.0 <3.0.0"},
   "runtime":{"language":"go","entry":"agentpack"},
   "peerDependencies":{"aiEnvelope":"required","agentRuntime":"required"},
   "peerDependenciesMeta":{"aiEnvelope":{"facets":["await"]}},
   "nodes":[{"typeId":"shared.call","version":"1.0.0","category":"data","role":"pure"}],
-  "agents":[{"id":"listener","name":"listener","description":"Reads its mail.","systemPromptRef":%q,"toolAllowlist":[]}]}`, pin)
-	if err := os.WriteFile(filepath.Join(dir, "pack.json"), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	exe, err := os.ReadFile(binary(t, "./test/plugins/agentpack"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "agentpack"), exe, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+  "agents":[{"id":"listener","name":"listener","description":"Reads its mail.","systemPromptRef":%q,"toolAllowlist":[]}]}`, pin),
+		map[string]string{})
 }
 
 // newCluster writes the three configs on one fresh database, publishes
