@@ -11,7 +11,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # built as bin/wophost-NAME.
 PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard plugins/*/main.go))
 
-.PHONY: all build run test test-race bench bench-update proto proto-check lint clean conformance fuzz mutate
+.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance fuzz mutate
 
 all: build
 
@@ -24,29 +24,38 @@ build: ## Build the host, the plugins and the example packs.
 	$(GO) build -o $(BIN)/mcp-conformance ./cmd/mcp-conformance
 	@for d in $(wildcard examples/mcpservers/*/main.go); do d=$${d%/main.go}; echo "$(GO) build -o $(BIN)/mcpserver-$${d#examples/mcpservers/} ./$$d"; $(GO) build -o $(BIN)/mcpserver-$${d#examples/mcpservers/} ./$$d || exit 1; done
 
-run: build ## Run the demo against host.hcl.example, offline.
+# demo runs the demo against the config $(1): the steps of `make run`.
+define demo
 	@echo '$$ host prompts publish examples/prompts/*.prompt   # the pinned prompts the demo packs use'
-	@$(BIN)/host --config host.hcl.example prompts publish examples/prompts/kvdemo-describe.prompt examples/prompts/council-reviewer.prompt examples/prompts/council-maintainer.prompt
+	@$(BIN)/host --config $(1) prompts publish examples/prompts/kvdemo-describe.prompt examples/prompts/council-reviewer.prompt examples/prompts/council-maintainer.prompt
 	@echo '$$ host capabilities'
-	@$(BIN)/host --config host.hcl.example capabilities
+	@$(BIN)/host --config $(1) capabilities
 	@echo '$$ host plugins'
-	@$(BIN)/host --config host.hcl.example plugins
+	@$(BIN)/host --config $(1) plugins
 	@echo '$$ host packs'
-	@$(BIN)/host --config host.hcl.example packs
+	@$(BIN)/host --config $(1) packs
 	@echo '$$ host run kvdemo.remember --input examples/inputs/remember.json'
-	@$(BIN)/host --config host.hcl.example run kvdemo.remember --input examples/inputs/remember.json
+	@$(BIN)/host --config $(1) run kvdemo.remember --input examples/inputs/remember.json
 	@echo '$$ host call acme.kv.get --input examples/inputs/recall.json'
-	@$(BIN)/host --config host.hcl.example call acme.kv.get --input examples/inputs/recall.json
+	@$(BIN)/host --config $(1) call acme.kv.get --input examples/inputs/recall.json
 	@echo '$$ host run kvdemo.describe --input examples/inputs/recall.json   # pinned prompt + aiEnvelope (local provider)'
-	@$(BIN)/host --config host.hcl.example run kvdemo.describe --input examples/inputs/recall.json
+	@$(BIN)/host --config $(1) run kvdemo.describe --input examples/inputs/recall.json
 	@echo '$$ host run kvdemo.wordcount --input examples/inputs/recall.json  # an MCP tool on the toolbox server'
-	@$(BIN)/host --config host.hcl.example run kvdemo.wordcount --input examples/inputs/recall.json
+	@$(BIN)/host --config $(1) run kvdemo.wordcount --input examples/inputs/recall.json
 	@echo '$$ host call mcp.callTool --input examples/inputs/mcp-add.json'
-	@$(BIN)/host --config host.hcl.example call mcp.callTool --input examples/inputs/mcp-add.json
+	@$(BIN)/host --config $(1) call mcp.callTool --input examples/inputs/mcp-add.json
 	@echo '$$ host agents'
-	@$(BIN)/host --config host.hcl.example agents
+	@$(BIN)/host --config $(1) agents
 	@echo '$$ host run council.decide --input examples/inputs/council-proposal.json   # two agents vote (local provider)'
-	@$(BIN)/host --config host.hcl.example run council.decide --input examples/inputs/council-proposal.json
+	@$(BIN)/host --config $(1) run council.decide --input examples/inputs/council-proposal.json
+endef
+
+run: build ## Run the demo against host.hcl.example, offline.
+	$(call demo,host.hcl.example)
+
+run-postgres: build ## Run the demo against host.postgres.hcl.example on the database WOPHOST_DATABASE_URL names.
+	@test -n "$$WOPHOST_DATABASE_URL" || { echo "run-postgres: set WOPHOST_DATABASE_URL to the database, such as postgres://wophost@127.0.0.1:5432/wophost" >&2; exit 2; }
+	$(call demo,host.postgres.hcl.example)
 
 # The integration tests run once, with the race detector, and so does the
 # host binary they drive (test/testbin builds it with -race then).

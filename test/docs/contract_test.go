@@ -125,39 +125,15 @@ func TestContractCitationsExist(t *testing.T) {
 // each must be a json block holding valid JSON, so that no example in it
 // can drift into something a client could not parse.
 func TestContractCodeBlocks(t *testing.T) {
-	root := moduleRoot(t)
-	src, err := os.ReadFile(filepath.Join(root, contractPath))
-	if err != nil {
-		t.Fatalf("read the contract: %v", err)
-	}
-	const fence = "```"
-	var block []string
-	open, lang, start := false, "", 0
-	for i, line := range strings.Split(string(src), "\n") {
-		trimmed := strings.TrimSpace(line)
-		if !strings.HasPrefix(trimmed, fence) {
-			if open {
-				block = append(block, line)
-			}
+	for _, b := range fencedBlocks(t, moduleRoot(t), contractPath) {
+		if b.lang != "json" {
+			t.Errorf("%s:%d: a %q code block; only json blocks are checked, so only they may appear", contractPath, b.line, b.lang)
 			continue
 		}
-		if !open {
-			open, lang, start, block = true, strings.TrimSpace(strings.TrimPrefix(trimmed, fence)), i+1, nil
-			continue
-		}
-		open = false
-		if lang != "json" {
-			t.Errorf("%s:%d: a %q code block; only json blocks are checked, so only they may appear", contractPath, start, lang)
-			continue
-		}
-		text := strings.Join(block, "\n")
-		if !json.Valid([]byte(text)) {
+		if !json.Valid([]byte(b.text)) {
 			var v any
-			err := json.Unmarshal([]byte(text), &v)
-			t.Errorf("%s:%d: the json block is not valid JSON: %v", contractPath, start, err)
+			err := json.Unmarshal([]byte(b.text), &v)
+			t.Errorf("%s:%d: the json block is not valid JSON: %v", contractPath, b.line, err)
 		}
-	}
-	if open {
-		t.Errorf("%s:%d: a code block is never closed", contractPath, start)
 	}
 }

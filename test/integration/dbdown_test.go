@@ -123,6 +123,37 @@ func call(t *testing.T, d *daemon, family, method string, payload any) runOutcom
 	return out
 }
 
+// dbAnswer runs probe.call of family.method on the served host and
+// returns the run outcome, or, when the host refused the run because its
+// own database (its run records live there) cannot be reached, a failed
+// outcome with that refusal's code. Any other answer fails t.
+func dbAnswer(t *testing.T, d *daemon, family, method string, payload any) runOutcome {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"input": map[string]any{"family": family, "method": method, "payload": payload}})
+	r := request(t, "POST", d.base+"/v1/nodes/probe.call:execute", string(body), nil)
+	var out runOutcome
+	if r.status == 200 && json.Unmarshal([]byte(r.body), &out) == nil {
+		return out
+	}
+	var e struct {
+		Error   string `json:"error"`
+		Details struct {
+			Retryable bool   `json:"retryable"`
+			Storage   string `json:"storage"`
+		} `json:"details"`
+	}
+	if r.status != 503 || json.Unmarshal([]byte(r.body), &e) != nil || e.Error != storageUnavailable ||
+		!e.Details.Retryable || e.Details.Storage != "database" {
+		t.Fatalf("probe.call %s.%s: %d %s", family, method, r.status, r.body)
+	}
+	out.Status, out.Error.Code, out.Error.Retryable = "failed", e.Error, true
+	return out
+}
+
+// storageUnavailable is the host's refusal of a run while its storage
+// cannot take writes.
+const storageUnavailable = "wophost.storage_unavailable"
+
 // getPrompt is promptLibrary.get of id through a node on the served host.
 func getPrompt(t *testing.T, d *daemon, id string) runOutcome {
 	t.Helper()
@@ -173,11 +204,10 @@ func TestDatabaseDownAtStart(t *testing.T) {
 	if advertises(t, d, "promptLibrary") || !strings.Contains(request(t, "GET", d.base+"/.well-known/openwop", "", nil).body, "test.echo") {
 		t.Fatal("the advertisement while the database is down is not the echo family alone")
 	}
-	if out := call(t, d, "test.echo", "echo", map[string]int{"n": 1}); out.Status != "succeeded" {
-		t.Fatalf("echo while the database is down: %+v", out)
-	}
-	if out := getPrompt(t, d, "db/greeting@1"); out.Status != "failed" || out.Error.Code != "capability_not_provided" {
-		t.Fatalf("get while waiting: %+v", out)
+	// The host keeps its run records in the same database, so it runs no
+	// node until the database is back, not even one that needs none.
+	if out := dbAnswer(t, d, "test.echo", "echo", map[string]int{"n": 1}); out.Error.Code != storageUnavailable {
+		t.Fatalf("echo while the database is down: %+v, want the host's refusal", out)
 	}
 
 	s.server.Start()
@@ -190,6 +220,9 @@ func TestDatabaseDownAtStart(t *testing.T) {
 		t.Fatalf("publish: exit %d\n%s%s", pub.code, pub.stdout, pub.stderr)
 	}
 	checkGot(t, "get once the database is up", getPrompt(t, d, "db/greeting@1"))
+	if out := call(t, d, "test.echo", "echo", map[string]int{"n": 1}); out.Status != "succeeded" {
+		t.Fatalf("echo once the database is up: %+v", out)
+	}
 	if code := d.stop(t, 15); code != 0 {
 		t.Errorf("host serve exited %d", code)
 	}
@@ -208,9 +241,14 @@ func TestDatabaseLostMidFlight(t *testing.T) {
 	checkGot(t, "get with the database up", getPrompt(t, d, "db/greeting@1"))
 
 	s.server.Stop()
-	out := getPrompt(t, d, "db/greeting@1")
-	if out.Status != "failed" || out.Error.Code != "unavailable" || !out.Error.Retryable {
-		t.Fatalf("get with the database down: %+v, want retryable unavailable", out)
+	// Refused by the host, or failed in the plugin if the run started
+	// before the host saw the database go: retryable either way.
+	get := func() runOutcome {
+		return dbAnswer(t, d, "promptLibrary", "get", map[string]string{"promptId": "db/greeting@1"})
+	}
+	out := get()
+	if out.Status != "failed" || !out.Error.Retryable || (out.Error.Code != "unavailable" && out.Error.Code != storageUnavailable) {
+		t.Fatalf("get with the database down: %+v, want a retryable unavailable", out)
 	}
 	if rec := servedRecords(t, d)["prompts"]; rec.State != "ready" {
 		t.Fatalf("prompts while the database is down: %+v, want ready (a call fails, the plugin does not)", rec)
@@ -218,8 +256,8 @@ func TestDatabaseLostMidFlight(t *testing.T) {
 
 	s.server.Start()
 	deadline := time.Now().Add(30 * time.Second)
-	for out = getPrompt(t, d, "db/greeting@1"); out.Status != "succeeded"; out = getPrompt(t, d, "db/greeting@1") {
-		if out.Error.Code != "unavailable" || time.Now().After(deadline) {
+	for out = get(); out.Status != "succeeded"; out = get() {
+		if !out.Error.Retryable || time.Now().After(deadline) {
 			t.Fatalf("get once the database is back: %+v", out)
 		}
 		time.Sleep(200 * time.Millisecond)
