@@ -40,6 +40,14 @@ const (
 	minRetention = "24h"
 	// keepForever is the retention value that turns pruning off.
 	keepForever = "forever"
+	// defaultJobLease is how long a host that stopped keeps its pending
+	// envelopes from the other hosts (postgres backend).
+	defaultJobLease = 30 * time.Second
+	// minJobLease and maxJobLease bound job_lease: a shorter lease costs
+	// a renewal more often than a busy database should see; a longer one
+	// leaves a dead host's jobs waiting longer than anyone would.
+	minJobLease = "1s"
+	maxJobLease = "1h"
 )
 
 // configSchema is the plugin's config block.
@@ -62,6 +70,10 @@ func configSchema() schema.Block {
 					{Name: "enabled", Type: schema.Bool, Description: "accept async requests and advertise the await facet (default false)"},
 					count("workers", "async jobs run at once (default 2)"),
 					dur("job_timeout", "longest an async job may run, retries included (default 10m)"),
+					{Name: "job_workers", Type: schema.Number, Whole: true, Min: schema.Bound(0), Max: schema.Bound(1e6),
+						Description: "postgres backend: async jobs this host runs at once, those it accepted and those it takes over from stopped hosts (default: workers); 0 makes a host that accepts jobs and leaves running them to the other hosts"},
+					{Name: "job_lease", Type: schema.String, Duration: true, MinDuration: minJobLease, MaxDuration: maxJobLease,
+						Description: `postgres backend: how long a pending job stays its host's without a renewal; a host renews every third of it, and another host takes a job over once it passed (a Go duration, default "30s")`},
 				},
 			}},
 			{TypeName: "retry", Nesting: schema.NestingSingle, Description: "the retry policy for provider calls", Block: schema.Block{
@@ -105,6 +117,8 @@ type rawAsync struct {
 	Enabled    *bool    `json:"enabled"`
 	Workers    *float64 `json:"workers"`
 	JobTimeout *string  `json:"job_timeout"`
+	JobWorkers *float64 `json:"job_workers"`
+	JobLease   *string  `json:"job_lease"`
 }
 
 type rawRetry struct {
@@ -143,6 +157,13 @@ type settings struct {
 	async           bool
 	workers         int
 	jobTimeout      time.Duration
+	// jobWorkers and jobLease are the postgres backend's: the jobs run at
+	// once (0: none, other hosts run them) and the lease of a pending row.
+	// jobSettings names the ones the config set, for a warning when the
+	// backend is embedded.
+	jobWorkers  int
+	jobLease    time.Duration
+	jobSettings []string
 	// retention is how long a finished envelope is kept; 0 keeps it
 	// forever.
 	retention time.Duration
@@ -179,11 +200,20 @@ func parseConfig(req *plugin.ConfigureRequest) (*settings, error) {
 		return int(*v)
 	}
 
-	s := &settings{backends: map[string]*backend{}, workers: defaultWorkers, jobTimeout: defaultJobTimeout, retention: defaultRetention}
+	s := &settings{backends: map[string]*backend{}, workers: defaultWorkers, jobTimeout: defaultJobTimeout, retention: defaultRetention,
+		jobWorkers: defaultWorkers, jobLease: defaultJobLease}
 	if a := rc.Async; a != nil {
 		s.async = a.Enabled != nil && *a.Enabled
 		s.workers = integer(a.Workers, defaultWorkers)
 		s.jobTimeout = duration(a.JobTimeout, defaultJobTimeout, "async", "job_timeout")
+		s.jobWorkers = integer(a.JobWorkers, s.workers)
+		s.jobLease = duration(a.JobLease, defaultJobLease, "async", "job_lease")
+		if a.JobWorkers != nil {
+			s.jobSettings = append(s.jobSettings, "job_workers")
+		}
+		if a.JobLease != nil {
+			s.jobSettings = append(s.jobSettings, "job_lease")
+		}
 	}
 	if r := rc.Retry; r != nil {
 		s.policy.MaxAttempts = integer(r.MaxAttempts, retry.DefaultMaxAttempts)

@@ -201,7 +201,7 @@ INSERT INTO envelopes VALUES ('k', 'd', 'env_old', 't', 'completed', 0, '{}', '{
 	db.Close()
 
 	h := configured(t, dir, `{}`)
-	st := h.svc.current().store
+	st := h.svc.current().store.(*store.Store)
 	if inc, err := st.Incremental(context.Background()); err != nil || !inc {
 		t.Errorf("the old store after Configure: incremental %v %v", inc, err)
 	}

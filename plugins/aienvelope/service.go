@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/wophost/wophost/internal/pgstore"
 	"github.com/wophost/wophost/plugins/aienvelope/provider"
 	"github.com/wophost/wophost/plugins/aienvelope/store"
 	"github.com/wophost/wophost/sdk/families/aienvelope"
@@ -49,6 +51,19 @@ const (
 	vacuumBudget = 10 * time.Second
 )
 
+// The postgres backend's coordination between hosts.
+const (
+	// maxSweepInterval bounds how long a job whose lease passed waits for
+	// a sweeper; a shorter lease sweeps at a tenth of it.
+	maxSweepInterval = time.Second
+	// pollInterval is how often a waiter re-reads its envelope besides
+	// being woken by a notification: a lost notification only delays.
+	pollInterval = 500 * time.Millisecond
+	// relistenDelay is the pause before listening again after the
+	// listening connection failed.
+	relistenDelay = time.Second
+)
+
 // NewFamily serves Await only from an AwaitServer: this keeps a missing
 // Await the compiler's error.
 var _ aienvelope.AwaitServer = (*service)(nil)
@@ -68,13 +83,30 @@ type service struct {
 	now        func() time.Time
 	pruneEvery time.Duration
 	lockWait   time.Duration
+	// pollEvery, when set, replaces pollInterval; noListen turns the
+	// notifications off (tests of the postgres backend).
+	pollEvery time.Duration
+	noListen  bool
 }
 
 // instance is one configuration with its open store and job runner.
 type instance struct {
 	cfg    *settings
-	store  *store.Store
+	store  store.Backend
 	logger hclog.Logger
+	// shared is the store when several processes use it (postgres), with
+	// poll the interval waiters re-read at; nil and 0 for the embedded
+	// store, whose only writer is this process.
+	shared store.Shared
+	poll   time.Duration
+	// running counts the jobs started and not yet done, which a sweep
+	// takes over no more than the free workers for.
+	running atomic.Int64
+	// coordinate runs the renewal, the sweeper and the listener; stopping
+	// it (abandon) leaves this process's rows to the others, as a killed
+	// process would.
+	coordCancel context.CancelFunc
+	coord       sync.WaitGroup
 	// jobs runs async envelopes; ctx ends at shutdown.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -86,9 +118,11 @@ type instance struct {
 	waitMu  sync.Mutex
 	changed chan struct{}
 	// now is the clock the prune measures age by; pruned is closed when
-	// the periodic prune has stopped (nil when retention is forever).
-	now    func() time.Time
-	pruned chan struct{}
+	// the periodic prune has stopped (nil when retention is forever);
+	// backlog says Configure's prune did not get through.
+	now     func() time.Time
+	pruned  chan struct{}
+	backlog bool
 }
 
 func newPlugin() *plugin.Plugin {
@@ -150,10 +184,41 @@ func (s *service) configure(ctx context.Context, req *plugin.ConfigureRequest) e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// The same database file is reopened, so the old instance closes first.
+	// The same store is reopened, so the old instance closes first.
 	if s.inst != nil {
 		s.inst.close()
 		s.inst = nil
+	}
+	now := s.now
+	if now == nil {
+		now = time.Now
+	}
+	ictx, cancel := context.WithCancel(context.Background())
+	inst := &instance{cfg: cfg, logger: logger, ctx: ictx, cancel: cancel,
+		changed: make(chan struct{}), now: now}
+	if req.Storage.Backend == plugin.StoragePostgres {
+		err = s.openShared(ctx, req, inst)
+	} else {
+		err = s.openEmbedded(ctx, req, inst)
+	}
+	if err != nil {
+		cancel()
+		return err
+	}
+	if cfg.retention > 0 {
+		inst.pruned = make(chan struct{})
+		go inst.pruneLoop(cmp.Or(s.pruneEvery, pruneInterval), inst.backlog)
+	}
+	s.inst = inst
+	return nil
+}
+
+// openEmbedded opens the SQLite store under the state directory and deals
+// with what a previous process left pending.
+func (s *service) openEmbedded(ctx context.Context, req *plugin.ConfigureRequest, inst *instance) error {
+	for _, name := range inst.cfg.jobSettings {
+		req.Warn([]string{"async", name}, name+" is not used",
+			"the host's storage backend is embedded: one process runs every job, with async.workers at once")
 	}
 	// The store's lock is held from here until close: the recovery below
 	// releases and re-runs pending envelopes, which is only right when no
@@ -165,25 +230,42 @@ func (s *service) configure(ctx context.Context, req *plugin.ConfigureRequest) e
 	if err != nil {
 		return wop.Errorf(wop.CodeUnavailable, "aiEnvelope store: %v", err)
 	}
-	now := s.now
-	if now == nil {
-		now = time.Now
-	}
-	ictx, cancel := context.WithCancel(context.Background())
-	inst := &instance{cfg: cfg, store: st, logger: logger, ctx: ictx, cancel: cancel,
-		slots: make(chan struct{}, cfg.workers), changed: make(chan struct{}), now: now}
+	inst.store = st
+	inst.slots = make(chan struct{}, inst.cfg.workers)
 	// Upkeep first: its one-time rewrite holds the write lock, which
 	// resumed jobs would otherwise wait for to record their results.
-	backlog := cfg.retention > 0 && !inst.upkeep(ctx)
+	inst.backlog = inst.cfg.retention > 0 && !inst.upkeep(ctx)
 	if err := inst.recover(ctx); err != nil {
 		inst.close()
 		return wop.Errorf(wop.CodeUnavailable, "aiEnvelope store: %v", err)
 	}
-	if cfg.retention > 0 {
-		inst.pruned = make(chan struct{})
-		go inst.pruneLoop(cmp.Or(s.pruneEvery, pruneInterval), backlog)
+	return nil
+}
+
+// openShared opens the plugin's schema of the shared database. Several
+// processes use it at once, so nothing is locked and nothing recovered:
+// the sweeper takes over what a stopped process left pending once its
+// lease passed.
+func (s *service) openShared(ctx context.Context, req *plugin.ConfigureRequest, inst *instance) error {
+	pool, err := pgstore.Open(ctx, req.Storage, req.Storage.Schema, store.Migrations())
+	if err != nil {
+		return wop.Errorf(wop.CodeUnavailable, "aiEnvelope store: %v", err).WithRetryable(pgstore.Unavailable(err))
 	}
-	s.inst = inst
+	pg := store.NewPostgres(pool, req.Storage.Schema,
+		store.PostgresOptions{Lease: inst.cfg.jobLease, Handoff: inst.cfg.jobWorkers == 0})
+	inst.store, inst.shared = pg, pg
+	inst.slots = make(chan struct{}, inst.cfg.jobWorkers)
+	inst.poll = cmp.Or(s.pollEvery, pollInterval)
+	inst.backlog = inst.cfg.retention > 0 && !inst.upkeep(ctx)
+	cctx, ccancel := context.WithCancel(inst.ctx)
+	inst.coordCancel = ccancel
+	inst.coord.Add(2)
+	go inst.renewLoop(cctx)
+	go inst.sweepLoop(cctx)
+	if !s.noListen {
+		inst.coord.Add(1)
+		go inst.listenLoop(cctx)
+	}
 	return nil
 }
 
@@ -202,8 +284,18 @@ func (s *service) shutdown() {
 func (in *instance) close() {
 	in.cancel()
 	in.jobs.Wait()
+	in.coord.Wait()
 	if in.pruned != nil {
 		<-in.pruned
+	}
+	if in.shared != nil {
+		// The jobs stopped above are another host's to run at once,
+		// rather than once their leases pass.
+		hctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		if err := in.shared.Handback(hctx); err != nil {
+			in.logger.Warn("cannot hand the pending aiEnvelope jobs over to the other hosts; they take them over when the leases pass", "error", err)
+		}
+		cancel()
 	}
 	if err := in.store.Close(); err != nil {
 		in.logger.Error("cannot close the aiEnvelope store", "error", err)
@@ -227,7 +319,11 @@ func (in *instance) upkeep(ctx context.Context) bool {
 		in.logger.Warn("cannot prune the aiEnvelope store", "error", err)
 		return false
 	}
-	inc, err := in.store.Incremental(ctx)
+	c, ok := in.store.(store.Compactor)
+	if !ok {
+		return true
+	}
+	inc, err := c.Incremental(ctx)
 	if err != nil {
 		in.logger.Warn("cannot read the aiEnvelope store's vacuum mode", "error", err)
 		return true
@@ -235,16 +331,16 @@ func (in *instance) upkeep(ctx context.Context) bool {
 	if inc {
 		return true
 	}
-	before, _ := in.store.Size()
+	before, _ := c.Size()
 	t0 := time.Now()
 	vctx, cancel := context.WithTimeout(ctx, vacuumBudget)
 	defer cancel()
-	if err := in.store.Vacuum(vctx); err != nil {
+	if err := c.Vacuum(vctx); err != nil {
 		in.logger.Warn("cannot rewrite the aiEnvelope store for incremental vacuum; its free pages are reused but the file does not shrink; retried at the next start",
 			"error", err)
 		return true
 	}
-	after, _ := in.store.Size()
+	after, _ := c.Size()
 	in.logger.Info("rewrote the aiEnvelope store with incremental vacuum", "bytes_before", before, "bytes_after", after,
 		"took", time.Since(t0).Round(time.Millisecond))
 	return true
@@ -279,17 +375,21 @@ func (in *instance) prune(ctx context.Context) error {
 	cutoff := in.now().Add(-in.cfg.retention)
 	t0 := time.Now()
 	n, err := in.store.Prune(ctx, cutoff, pruneBatch)
-	if err == nil {
-		if rerr := in.store.Reclaim(ctx); rerr != nil {
+	c, compacts := in.store.(store.Compactor)
+	if err == nil && compacts {
+		if rerr := c.Reclaim(ctx); rerr != nil {
 			in.logger.Warn("cannot give the aiEnvelope store's free pages back", "error", rerr)
 		}
 	}
 	if n == 0 {
 		return err
 	}
-	size, _ := in.store.Size()
-	in.logger.Info("pruned finished envelopes", "deleted", n, "finished_before", cutoff.UTC().Format(time.RFC3339),
-		"took", time.Since(t0).Round(time.Millisecond), "store_bytes", size)
+	args := []any{"deleted", n, "finished_before", cutoff.UTC().Format(time.RFC3339), "took", time.Since(t0).Round(time.Millisecond)}
+	if compacts {
+		size, _ := c.Size()
+		args = append(args, "store_bytes", size)
+	}
+	in.logger.Info("pruned finished envelopes", args...)
 	return err
 }
 
@@ -389,10 +489,17 @@ func (in *instance) runSync(ctx context.Context, id string, p *prepared) (*aienv
 }
 
 // start runs an async envelope in the background, at most workers at once.
+// With no workers (a shared store's job_workers = 0) it runs nothing: the
+// store recorded the job for the other processes.
 func (in *instance) start(id string, reqJSON []byte) {
+	if cap(in.slots) == 0 {
+		return
+	}
 	in.jobs.Add(1)
+	in.running.Add(1)
 	go func() {
 		defer in.jobs.Done()
+		defer in.running.Add(-1)
 		select {
 		case in.slots <- struct{}{}:
 		case <-in.ctx.Done():
@@ -515,6 +622,12 @@ func (in *instance) wait(ctx context.Context, id string, until time.Time) (res *
 		defer t.Stop()
 		timer = t.C
 	}
+	var poll <-chan time.Time
+	if in.poll > 0 {
+		t := time.NewTicker(in.poll)
+		defer t.Stop()
+		poll = t.C
+	}
 	for {
 		ch := in.waitChan()
 		e, err := in.store.Get(ctx, id)
@@ -530,6 +643,7 @@ func (in *instance) wait(ctx context.Context, id string, until time.Time) (res *
 		}
 		select {
 		case <-ch:
+		case <-poll:
 		case <-timer:
 			return pendingResult("", id, true), true, nil
 		case <-ctx.Done():

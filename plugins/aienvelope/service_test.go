@@ -482,6 +482,11 @@ func TestConfigErrorsNameTheirPath(t *testing.T) {
 		{`{"retention":{"finished":"-168h"}}`, "retention.finished"},
 		{`{"retention":{"finished":"a week"}}`, "retention.finished"},
 		{`{"retention":{"finished":"never"}}`, "retention.finished"},
+		{`{"async":{"job_workers":-1}}`, "async.job_workers"},
+		{`{"async":{"job_workers":0.5}}`, "async.job_workers"},
+		{`{"async":{"job_lease":"500ms"}}`, "async.job_lease"},
+		{`{"async":{"job_lease":"2h"}}`, "async.job_lease"},
+		{`{"async":{"job_lease":"soon"}}`, "async.job_lease"},
 	}
 	for _, tt := range tests {
 		_, err := tryConfigure(t, t.TempDir(), tt.config)
