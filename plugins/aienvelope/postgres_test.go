@@ -67,9 +67,7 @@ func TestPostgresTwinsAcrossHosts(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var in aienvelope.GenerateRequest
-			_ = json.Unmarshal([]byte(fmt.Sprintf(hello, "twin")), &in)
-			out, err := hosts[i%2].svc.Generate(context.Background(), nil, &in)
+			out, err := hosts[i%2].svc.call(fmt.Sprintf(hello, "twin"))
 			if err != nil {
 				t.Errorf("caller %d: %v", i, err)
 				return
@@ -182,9 +180,7 @@ func TestPostgresSyncCallOfAStoppedHostIsReleased(t *testing.T) {
 	defer func() { close(srvA.Gate); <-first }()
 	go func() {
 		defer close(first)
-		var in aienvelope.GenerateRequest
-		_ = json.Unmarshal([]byte(fmt.Sprintf(hello, "s1")), &in)
-		_, _ = a.svc.Generate(context.Background(), nil, &in)
+		_, _ = a.svc.call(fmt.Sprintf(hello, "s1"))
 	}()
 	waitFor(t, func() bool { return srvA.Calls() == 1 })
 	a.svc.current().abandon()

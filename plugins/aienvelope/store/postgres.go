@@ -178,26 +178,12 @@ func (p *Postgres) Pending(ctx context.Context) ([]*Envelope, error) {
 // Rows another process is pruning at the same moment are skipped, not
 // waited for.
 func (p *Postgres) Prune(ctx context.Context, cutoff time.Time, batch int) (int, error) {
-	if batch <= 0 {
-		return 0, fmt.Errorf("prune: batch size %d is not positive", batch)
-	}
-	total := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			return total, fmt.Errorf("prune: %w", err)
-		}
+	return pruneBatches(ctx, cutoff, batch, nil, func(ctx context.Context) (int64, error) {
 		tag, err := p.pool.Exec(ctx, `DELETE FROM envelopes WHERE key IN (
 			SELECT key FROM envelopes WHERE state <> 'pending' AND finished_at < $1
 			ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff, batch)
-		if err != nil {
-			return total, fmt.Errorf("prune envelopes finished before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
-		}
-		n := int(tag.RowsAffected())
-		total += n
-		if n < batch {
-			return total, nil
-		}
-	}
+		return tag.RowsAffected(), err
+	})
 }
 
 // Renew implements Shared.

@@ -192,6 +192,23 @@ func (s *Store) Close() error {
 // prune never holds the write lock for long. Prune stops between batches
 // when ctx ends, returning what it deleted so far with ctx's error.
 func (s *Store) Prune(ctx context.Context, cutoff time.Time, batch int) (int, error) {
+	return pruneBatches(ctx, cutoff, batch, s.afterBatch, func(ctx context.Context) (int64, error) {
+		// The inner query walks envelopes_finished (its WHERE implies the
+		// index's), so a batch costs what it deletes, not the table's size.
+		res, err := s.db.ExecContext(ctx, `DELETE FROM envelopes WHERE rowid IN (
+  SELECT rowid FROM envelopes WHERE state != 'pending' AND finished_at < ? ORDER BY finished_at LIMIT ?)`,
+			cutoff.UnixMilli(), batch)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	})
+}
+
+// pruneBatches runs deleteBatch until it deletes fewer than batch rows or
+// ctx ends, calling afterBatch (when set) between two batches, and
+// returns how many rows it deleted.
+func pruneBatches(ctx context.Context, cutoff time.Time, batch int, afterBatch func(), deleteBatch func(context.Context) (int64, error)) (int, error) {
 	if batch <= 0 {
 		return 0, fmt.Errorf("prune: batch size %d is not positive", batch)
 	}
@@ -200,24 +217,16 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time, batch int) (int, er
 		if err := ctx.Err(); err != nil {
 			return total, fmt.Errorf("prune: %w", err)
 		}
-		// The inner query walks envelopes_finished (its WHERE implies the
-		// index's), so a batch costs what it deletes, not the table's size.
-		res, err := s.db.ExecContext(ctx, `DELETE FROM envelopes WHERE rowid IN (
-  SELECT rowid FROM envelopes WHERE state != 'pending' AND finished_at < ? ORDER BY finished_at LIMIT ?)`,
-			cutoff.UnixMilli(), batch)
+		n, err := deleteBatch(ctx)
 		if err != nil {
 			return total, fmt.Errorf("prune envelopes finished before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return total, fmt.Errorf("prune: %w", err)
 		}
 		total += int(n)
 		if n < int64(batch) {
 			return total, nil
 		}
-		if s.afterBatch != nil {
-			s.afterBatch()
+		if afterBatch != nil {
+			afterBatch()
 		}
 	}
 }
