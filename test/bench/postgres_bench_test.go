@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/internal/pgtest"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
@@ -28,15 +31,44 @@ func postgresStorage(dsn string) string {
 	return fmt.Sprintf("  storage {\n    backend = \"postgres\"\n    dsn     = %q\n  }\n", dsn)
 }
 
-// startBackendHosts starts two hosts of deployment, one per backend; the
-// database is asked for first, so the benchmark skips before starting
-// anything when there is no server.
-func startBackendHosts(tb testing.TB, deployment string) (embedded, postgres *host.Host) {
+// startBackendHosts starts two hosts of deployment, one per backend, and
+// checks that the second keeps the state of each capability block named
+// in caps in the database. The database is asked for first, so the
+// benchmark skips before starting anything when there is no server.
+func startBackendHosts(tb testing.TB, deployment string, caps ...string) (embedded, postgres *host.Host) {
 	tb.Helper()
 	dsn := pgtest.DSN(tb)
 	embedded = startHost(tb, writeConfigIn(tb, "", deployment))
 	postgres = startHost(tb, writeConfigIn(tb, postgresStorage(dsn), deployment))
+	schemas := make([]string, len(caps))
+	for i, c := range caps {
+		schemas[i] = config.StorageSchema(c)
+	}
+	requireTables(tb, dsn, schemas...)
 	return embedded, postgres
+}
+
+// requireTables fails tb unless each schema of the database of dsn holds
+// a table: a host that ignored its storage block would otherwise time the
+// embedded backend twice.
+func requireTables(tb testing.TB, dsn string, schemas ...string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, schema := range schemas {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = $1`, schema).Scan(&n); err != nil {
+			tb.Fatal(err)
+		}
+		if n == 0 {
+			tb.Fatalf("the postgres host keeps no table in schema %s", schema)
+		}
+	}
 }
 
 // timeBackends warms both paths up, then makes b.N calls on each,
@@ -96,20 +128,33 @@ capability "ai" {
 `, binary(tb, "./plugins/aienvelope"))
 }
 
-// BenchmarkPostgresAIEnvelopeGenerate times aiEnvelope.generate as an
-// operator call (host → plugin) with a new idempotency key per call, so
-// every call runs the local provider and records a new envelope: in
-// SQLite on one host, in PostgreSQL on the other.
-func BenchmarkPostgresAIEnvelopeGenerate(b *testing.B) {
-	embedded, postgres := startBackendHosts(b, aiDeployment(b))
+// generatePaths is aiEnvelope.generate as an operator call (host →
+// plugin) with a new idempotency key per call, so every call runs the
+// local provider and records a new envelope: in SQLite on one host, in
+// PostgreSQL on the other.
+func generatePaths(tb testing.TB) (embedded, postgres func(int) error) {
+	he, hp := startBackendHosts(tb, aiDeployment(tb), "ai")
 	ctx := context.Background()
 	generate := func(h *host.Host, path string) func(int) error {
 		return func(i int) error {
-			_, err := h.Call(ctx, "aiEnvelope", "generate", generatePayload(path, i), host.RunOptions{})
-			return err
+			out, err := h.Call(ctx, "aiEnvelope", "generate", generatePayload(path, i), host.RunOptions{})
+			if err != nil {
+				return err
+			}
+			var res struct{ Status string }
+			if err := json.Unmarshal(out, &res); err != nil || res.Status != "completed" {
+				return fmt.Errorf("generate = %.300s (%v)", out, err)
+			}
+			return nil
 		}
 	}
-	timeBackends(b, generate(embedded, "embedded"), generate(postgres, "postgres"))
+	return generate(he, "embedded"), generate(hp, "postgres")
+}
+
+// BenchmarkPostgresAIEnvelopeGenerate times generatePaths.
+func BenchmarkPostgresAIEnvelopeGenerate(b *testing.B) {
+	embedded, postgres := generatePaths(b)
+	timeBackends(b, embedded, postgres)
 }
 
 // promptDeployment serves promptLibrary from the real plugin; its store
@@ -142,24 +187,38 @@ func publishPrompt(ctx context.Context, h *host.Host, raw []byte) (string, error
 	return res.Version.Pin().String(), nil
 }
 
-// BenchmarkPostgresPromptGet times promptLibrary.get of a pinned ~1 KiB
-// prompt as an operator call (the host's prompt policy and the plugin),
-// from a file store on one host and from PostgreSQL on the other.
-func BenchmarkPostgresPromptGet(b *testing.B) {
-	embedded, postgres := startBackendHosts(b, promptDeployment(b))
+// promptGetPaths is promptLibrary.get of a pinned ~1 KiB prompt as an
+// operator call (the host's prompt policy and the plugin), from a file
+// store on one host and from PostgreSQL on the other.
+func promptGetPaths(tb testing.TB) (embedded, postgres func(int) error) {
+	he, hp := startBackendHosts(tb, promptDeployment(tb), "prompts")
 	ctx := context.Background()
+	raw := benchPrompt("bench/system", 1)
 	get := func(h *host.Host) func(int) error {
-		pin, err := publishPrompt(ctx, h, benchPrompt("bench/system", 1))
+		pin, err := publishPrompt(ctx, h, raw)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		req := json.RawMessage(`{"promptId":"` + pin + `"}`)
 		return func(int) error {
-			_, err := h.Call(ctx, promptlibrary.Family, promptlibrary.MethodGet, req, host.RunOptions{})
-			return err
+			out, err := h.Call(ctx, promptlibrary.Family, promptlibrary.MethodGet, req, host.RunOptions{})
+			if err != nil {
+				return err
+			}
+			var p promptlibrary.Prompt
+			if err := json.Unmarshal(out, &p); err != nil || p.Raw != string(raw) {
+				return fmt.Errorf("get = %.300s (%v)", out, err)
+			}
+			return nil
 		}
 	}
-	timeBackends(b, get(embedded), get(postgres))
+	return get(he), get(hp)
+}
+
+// BenchmarkPostgresPromptGet times promptGetPaths.
+func BenchmarkPostgresPromptGet(b *testing.B) {
+	embedded, postgres := promptGetPaths(b)
+	timeBackends(b, embedded, postgres)
 }
 
 // agentPrompt is the system prompt of the agents of the round-trip
@@ -225,21 +284,27 @@ func messageRoundTrip(ctx context.Context, h *host.Host, from, to, path string) 
 	}
 }
 
-// BenchmarkPostgresAgentMessage times an agent message round trip (see
+// agentMessagePaths is an agent message round trip (see
 // messageRoundTrip) with the runtime's instances, tasks and mailboxes, and
 // the envelopes and prompts its run uses, in SQLite and files on one host
 // and in PostgreSQL on the other.
-func BenchmarkPostgresAgentMessage(b *testing.B) {
-	embedded, postgres := startBackendHosts(b, agentDeployment(b))
+func agentMessagePaths(tb testing.TB) (embedded, postgres func(int) error) {
+	he, hp := startBackendHosts(tb, agentDeployment(tb), "ai", "prompts", "agents")
 	ctx := context.Background()
 	roundTrip := func(h *host.Host, path string) func(int) error {
 		from, to, err := agentPair(ctx, h)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		return messageRoundTrip(ctx, h, from, to, path)
 	}
-	timeBackends(b, roundTrip(embedded, "embedded"), roundTrip(postgres, "postgres"))
+	return roundTrip(he, "embedded"), roundTrip(hp, "postgres")
+}
+
+// BenchmarkPostgresAgentMessage times agentMessagePaths.
+func BenchmarkPostgresAgentMessage(b *testing.B) {
+	embedded, postgres := agentMessagePaths(b)
+	timeBackends(b, embedded, postgres)
 }
 
 // executeRequest posts one probe.echo run to base with its own
@@ -269,22 +334,56 @@ func executeRequest(client *http.Client, base, key string) error {
 	return nil
 }
 
-// BenchmarkPostgresServeExecute times POST /v1/nodes/probe.echo:execute
-// on `host serve`, one request at a time, each with a new Idempotency-Key:
-// the run record and the idempotency record on the embedded backend
-// (files synced under the state directory) on one host process, in
-// PostgreSQL on the other.
-func BenchmarkPostgresServeExecute(b *testing.B) {
-	dsn := pgtest.DSN(b)
-	embedded, _ := startServeIn(b, "", echoDeployment())
-	postgres, _ := startServeIn(b, postgresStorage(dsn), echoDeployment())
+// executePaths is POST /v1/nodes/probe.echo:execute on `host serve`, one
+// request at a time, each with a new Idempotency-Key: the run record and
+// the idempotency record on the embedded backend (files synced under the
+// state directory) on one host process, in PostgreSQL on the other.
+func executePaths(tb testing.TB) (embedded, postgres func(int) error) {
+	dsn := pgtest.DSN(tb)
+	be, _ := startServeIn(tb, "", echoDeployment())
+	bp, _ := startServeIn(tb, postgresStorage(dsn), echoDeployment())
 	client := &http.Client{Timeout: time.Minute}
-	b.Cleanup(client.CloseIdleConnections)
+	tb.Cleanup(client.CloseIdleConnections)
 	execute := func(base, path string) func(int) error {
 		return func(i int) error {
 			// Keys are 22 to 128 characters.
 			return executeRequest(client, base, fmt.Sprintf("bench-execute-%s-%d", path, i))
 		}
 	}
-	timeBackends(b, execute(embedded, "embedded"), execute(postgres, "postgres"))
+	// The host's own tables are made at its first run.
+	if err := executeRequest(client, bp, "bench-execute-setup-postgres"); err != nil {
+		tb.Fatal(err)
+	}
+	requireTables(tb, dsn, config.HostStorageSchema)
+	return execute(be, "embedded"), execute(bp, "postgres")
+}
+
+// BenchmarkPostgresServeExecute times executePaths.
+func BenchmarkPostgresServeExecute(b *testing.B) {
+	embedded, postgres := executePaths(b)
+	timeBackends(b, embedded, postgres)
+}
+
+// TestPostgresBenchSetup makes each PostgreSQL benchmark's calls a few
+// times on both backends, so `go test` catches a broken setup without
+// running the benchmarks. It skips without a server, as they do.
+func TestPostgresBenchSetup(t *testing.T) {
+	for name, paths := range map[string]func(testing.TB) (func(int) error, func(int) error){
+		"aiEnvelope generate": generatePaths,
+		"promptLibrary get":   promptGetPaths,
+		"agent message":       agentMessagePaths,
+		"POST execute":        executePaths,
+	} {
+		t.Run(name, func(t *testing.T) {
+			embedded, postgres := paths(t)
+			for i := range 3 {
+				if err := embedded(i); err != nil {
+					t.Fatalf("embedded call %d: %v", i, err)
+				}
+				if err := postgres(i); err != nil {
+					t.Fatalf("postgres call %d: %v", i, err)
+				}
+			}
+		})
+	}
 }
