@@ -110,9 +110,16 @@ func binary(tb testing.TB, pkg string) string {
 // host's state kept there too.
 func writeConfig(tb testing.TB, text string) string {
 	tb.Helper()
+	return writeConfigIn(tb, "", text)
+}
+
+// writeConfigIn is writeConfig with hostBody (such as a storage block)
+// added to the host block.
+func writeConfigIn(tb testing.TB, hostBody, text string) string {
+	tb.Helper()
 	dir := tb.TempDir()
 	path := filepath.Join(dir, "host.hcl")
-	hostBlock := fmt.Sprintf("host {\n  state_dir = %q\n  log_level = \"off\"\n}\n", filepath.Join(dir, "state"))
+	hostBlock := fmt.Sprintf("host {\n  state_dir = %q\n  log_level = \"off\"\n%s}\n", filepath.Join(dir, "state"), hostBody)
 	if err := os.WriteFile(path, []byte(hostBlock+text), 0o644); err != nil {
 		tb.Fatal(err)
 	}

@@ -37,6 +37,13 @@ pack "private.wophost.probe" {
 // process; the process is stopped when tb ends.
 func startServe(tb testing.TB, deployment string) (string, *exec.Cmd) {
 	tb.Helper()
+	return startServeIn(tb, "", deployment)
+}
+
+// startServeIn is startServe with hostBody (such as a storage block)
+// added to the host block.
+func startServeIn(tb testing.TB, hostBody, deployment string) (string, *exec.Cmd) {
+	tb.Helper()
 	hostBin := binary(tb, "./cmd/host")
 	dir := tb.TempDir()
 	cfg := filepath.Join(dir, "host.hcl")
@@ -46,8 +53,8 @@ host {
   http {
     listen = "127.0.0.1:0"
   }
-}
-`, filepath.Join(dir, "state")) + deployment
+%s}
+`, filepath.Join(dir, "state"), hostBody) + deployment
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		tb.Fatal(err)
 	}

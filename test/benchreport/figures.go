@@ -46,6 +46,7 @@ func (f format) text(shown float64) string {
 // come, ratios with two decimals.
 
 func nanosAsMicros() format { return format{scale: 1e-3, decimals: 1, unit: "µs"} }
+func nanosAsMillis() format { return format{scale: 1e-6, decimals: 2, unit: "ms"} }
 func micros() format        { return format{scale: 1, decimals: 1, unit: "µs"} }
 func millis() format        { return format{scale: 1, decimals: 1, unit: "ms"} }
 func megabytes() format     { return format{scale: 1, decimals: 1, unit: "MB"} }
@@ -113,6 +114,17 @@ func throughputVsDirect(name, bench string) figure {
 	}
 }
 
+// postgresVsEmbedded is the per-call time of bench's path on the postgres
+// storage backend against the same path on the embedded backend, measured
+// call by call in the same run; the goal is the same for every such path.
+func postgresVsEmbedded(name, bench string, show format) figure {
+	return figure{
+		name: name, bench: bench, value: "postgres-ns/call", show: show,
+		baseline: "embedded-ns/call", baselineLabel: "embedded", ratioMetric: "pg/embedded",
+		goal: &goal{atMost: true, limit: 1.5},
+	}
+}
+
 // figures lists the project's performance figures, one per table row, in
 // table order.
 func figures() []figure {
@@ -165,5 +177,9 @@ func figures() []figure {
 			name: "promptLibrary get", bench: "BenchmarkPromptGet",
 			value: "p50-µs", show: micros(),
 		},
+		postgresVsEmbedded("postgres: aiEnvelope generate, new idempotency key", "BenchmarkPostgresAIEnvelopeGenerate", nanosAsMicros()),
+		postgresVsEmbedded("postgres: promptLibrary get", "BenchmarkPostgresPromptGet", nanosAsMicros()),
+		postgresVsEmbedded("postgres: agent message round trip", "BenchmarkPostgresAgentMessage", nanosAsMillis()),
+		postgresVsEmbedded("postgres: POST :execute with an Idempotency-Key", "BenchmarkPostgresServeExecute", nanosAsMillis()),
 	}
 }

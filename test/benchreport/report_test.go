@@ -27,6 +27,10 @@ BenchmarkMCPCallToolFromPack-2   	    2000	    598210 ns/op	    422308 host-ns/c
 BenchmarkServeExecute-2          	    2000	    221336 ns/op	      1712 p50-µs	      4890 p99-µs	      4518 req/s
 BenchmarkAIEnvelopeGenerate-2    	    2000	   1288410 ns/op	    201388 direct-p50-ns	    512904 node-p50-ns	         2.547 node/direct-p50
 BenchmarkPromptGet-2             	    2000	    301554 ns/op	       287.4 p50-µs	       612.9 p99-µs
+BenchmarkPostgresAIEnvelopeGenerate-2	    2000	   6345034 ns/op	   2774397 embedded-ns/call	   2483587 embedded-p50-ns	         1.287 pg/embedded	   3569974 postgres-ns/call	   2880290 postgres-p50-ns
+BenchmarkPostgresPromptGet-2     	    2000	   3739337 ns/op	   1495682 embedded-ns/call	    813525 embedded-p50-ns	         1.500 pg/embedded	   2243246 postgres-ns/call	   1034956 postgres-p50-ns
+BenchmarkPostgresAgentMessage-2  	    2000	  49735050 ns/op	  23189371 embedded-ns/call	  22033893 embedded-p50-ns	         1.145 pg/embedded	  26544586 postgres-ns/call	  24517620 postgres-p50-ns
+BenchmarkPostgresServeExecute-2  	    2000	  26165138 ns/op	  14625342 embedded-ns/call	  13218382 embedded-p50-ns	         0.7888 pg/embedded	  11537172 postgres-ns/call	   9898286 postgres-p50-ns
 PASS
 ok  	github.com/wophost/wophost/test/bench	41.120s
 `
@@ -261,6 +265,7 @@ func TestFormat(t *testing.T) {
 		{nanosAsMicros(), 196672, 196.7, "196.7 µs"},
 		{nanosAsMicros(), 61840, 61.8, "61.8 µs"},
 		{nanosAsMicros(), 1288410, 1288.4, "1288.4 µs"},
+		{nanosAsMillis(), 23189371, 23.19, "23.19 ms"},
 		{micros(), 287.4, 287.4, "287.4 µs"},
 		{millis(), 168.4, 168.4, "168.4 ms"},
 		{millis(), 24.61, 24.6, "24.6 ms"},
@@ -302,6 +307,7 @@ func TestGoal(t *testing.T) {
 		start   = "host start to ready, four families and the demo pack"
 		memory  = "idle memory, host"
 		op      = "operator call, host → plugin"
+		pg      = "postgres: promptLibrary get"
 	)
 	tests := []struct {
 		name   string
@@ -320,6 +326,8 @@ func TestGoal(t *testing.T) {
 		{"goal on the value despite a ratio, missed", start, "BenchmarkStartToReady 1 1 ns/op 210 ms/ready 100 plugin-ms/start", "≤ 200 ms", "no"},
 		{"value goal, missed", memory, "BenchmarkIdleMemory 1 1 ns/op 40.2 host-MB", "≤ 40 MB", "no"},
 		{"value goal, not measured", memory, "BenchmarkOther 1 1 ns/op", "≤ 40 MB", "—"},
+		{"postgres within 1.5 × embedded", pg, "BenchmarkPostgresPromptGet 1 1 ns/op 1400 postgres-ns/call 1000 embedded-ns/call 1.4 pg/embedded", "≤ 1.5", "yes"},
+		{"postgres over 1.5 × embedded", pg, "BenchmarkPostgresPromptGet 1 1 ns/op 1600 postgres-ns/call 1000 embedded-ns/call 1.6 pg/embedded", "≤ 1.5", "no"},
 		{"no goal", op, "BenchmarkOperatorCall 1 1 ns/op 2 host-ns/call 1 direct-ns/call 2 ratio", "—", "—"},
 	}
 	for _, tt := range tests {
@@ -400,56 +408,56 @@ func TestCompare(t *testing.T) {
 		checked     int
 	}{
 		{
-			name: "identical", old: oneRun, new: oneRun, tol: 0.2, checked: 15,
+			name: "identical", old: oneRun, new: oneRun, tol: 0.2, checked: 19,
 		},
 		{
-			name: "identical, zero tolerance", old: oneRun, new: oneRun, tol: 0, checked: 15,
+			name: "identical, zero tolerance", old: oneRun, new: oneRun, tol: 0, checked: 19,
 		},
 		{
 			name: "lower is better, ratio 28% worse",
-			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.2, checked: 15,
+			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.2, checked: 19,
 			regressions: []string{"ctx call, pack → host → plugin: ratio 3.40, committed 2.66 (+27.8%, lower is better, tolerance 20%)"},
 		},
 		{
 			name: "lower is better, value only: a slower machine is not a regression of a ratio",
-			old:  oneRun, new: edit(t, oneRun, "522506 host-ns/call", "922506 host-ns/call"), tol: 0.2, checked: 15,
+			old:  oneRun, new: edit(t, oneRun, "522506 host-ns/call", "922506 host-ns/call"), tol: 0.2, checked: 19,
 		},
 		{
 			name: "lower is better, value guarded",
-			old:  oneRun, new: edit(t, oneRun, "287.4 p50-µs", "400 p50-µs"), tol: 0.2, checked: 15,
+			old:  oneRun, new: edit(t, oneRun, "287.4 p50-µs", "400 p50-µs"), tol: 0.2, checked: 19,
 			regressions: []string{"promptLibrary get: value 400.0 µs, committed 287.4 µs (+39.2%, lower is better, tolerance 20%)"},
 		},
 		{
 			name: "higher is better, 30% fewer requests",
-			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "3163 req/s"), tol: 0.2, checked: 15,
+			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "3163 req/s"), tol: 0.2, checked: 19,
 			regressions: []string{"POST :execute (8 workers, load driver): value 3163 req/s, committed 4518 req/s (-30.0%, higher is better, tolerance 20%)"},
 		},
 		{
 			name: "higher is better, more is fine",
-			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "9000 req/s"), tol: 0.2, checked: 15,
+			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "9000 req/s"), tol: 0.2, checked: 19,
 		},
 		{
 			name: "computed ratio guarded",
-			old:  oneRun, new: edit(t, oneRun, "24.61 plugin-ms/start", "12.3 plugin-ms/start"), tol: 0.2, checked: 15,
+			old:  oneRun, new: edit(t, oneRun, "24.61 plugin-ms/start", "12.3 plugin-ms/start"), tol: 0.2, checked: 19,
 			regressions: []string{"host start to ready, four families and the demo pack: ratio 13.69, committed 6.84"},
 		},
 		{
 			name: "exactly at the tolerance",
-			old:  edit(t, oneRun, "2.657 ratio", "2.5 ratio"), new: edit(t, oneRun, "2.657 ratio", "3.0 ratio"), tol: 0.2, checked: 15,
+			old:  edit(t, oneRun, "2.657 ratio", "2.5 ratio"), new: edit(t, oneRun, "2.657 ratio", "3.0 ratio"), tol: 0.2, checked: 19,
 		},
 		{
 			name: "within the tolerance, several figures",
 			old:  oneRun,
 			new:  edit(t, oneRun, "2.657 ratio", "3.15 ratio", "4518 req/s", "3700 req/s", "31.42 host-MB", "37.5 host-MB"),
-			tol:  0.2, checked: 15,
+			tol:  0.2, checked: 19,
 		},
 		{
 			name: "a larger tolerance lets a regression through",
-			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.5, checked: 15,
+			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.5, checked: 19,
 		},
 		{
 			name: "benchmark filtered out now",
-			old:  oneRun, new: dropLine(oneRun, "BenchmarkIdleMemory"), tol: 0.2, checked: 13,
+			old:  oneRun, new: dropLine(oneRun, "BenchmarkIdleMemory"), tol: 0.2, checked: 17,
 			notes: []string{
 				"idle memory, host: in the committed table, not measured now",
 				"idle memory, largest plugin: in the committed table, not measured now",
@@ -457,14 +465,14 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name: "benchmark new since the committed table",
-			old:  dropLine(oneRun, "BenchmarkPromptGet"), new: oneRun, tol: 0.2, checked: 14,
+			old:  dropLine(oneRun, "BenchmarkPromptGet"), new: oneRun, tol: 0.2, checked: 18,
 			notes: []string{"promptLibrary get: measured now, not measured in the committed table"},
 		},
 		{
 			name: "notes and a regression together",
 			old:  dropLine(oneRun, "BenchmarkPromptGet"),
 			new:  dropLine(edit(t, oneRun, "0.6154 ratio", "0.31 ratio"), "BenchmarkServeExecute"),
-			tol:  0.2, checked: 13,
+			tol:  0.2, checked: 17,
 			regressions: []string{"throughput, 16 concurrent callers: ratio 0.31, committed 0.62 (-50.0%, higher is better"},
 			notes: []string{
 				"POST :execute (8 workers, load driver): in the committed table, not measured now",
@@ -678,7 +686,7 @@ func TestRunUpdateThenCompare(t *testing.T) {
 
 	for _, tol := range []string{"0.2", "0"} {
 		code, _, errOut = runCmd("", "-compare", doc, "-tolerance", tol, input)
-		if code != exitOK || !strings.Contains(errOut, "15 figures within tolerance") {
+		if code != exitOK || !strings.Contains(errOut, "19 figures within tolerance") {
 			t.Errorf("compare at tolerance %s: status %d, stderr %s", tol, code, errOut)
 		}
 	}
@@ -711,7 +719,7 @@ func TestRunCompareFailsThenUpdates(t *testing.T) {
 	}
 	for _, want := range []string{
 		"benchreport: regression: ctx call, pack → host → plugin: ratio 3.40, committed 2.66",
-		"1 of 15 figures regressed against " + doc,
+		"1 of 19 figures regressed against " + doc,
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr %q lacks %q", errOut, want)
@@ -842,7 +850,7 @@ func TestFigures(t *testing.T) {
 			t.Errorf("%s: onValue is implied without a ratio", f.name)
 		}
 	}
-	if len(seen) != 15 {
-		t.Errorf("%d figures, want 15", len(seen))
+	if len(seen) != 19 {
+		t.Errorf("%d figures, want 19", len(seen))
 	}
 }
