@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wophost/wophost/core/idempotency"
+	"github.com/wophost/wophost/internal/pgstore"
 )
 
 //go:embed migrations/*.sql
@@ -17,11 +18,7 @@ var migrationFiles embed.FS
 // store's (001) and then the host's own (002 on), one numbered sequence,
 // as pgstore.Open applies one sequence per schema.
 func hostMigrations() fs.FS {
-	own, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the directory is embedded above
-	}
-	return unionFS{idempotency.Migrations(), own}
+	return unionFS{idempotency.Migrations(), pgstore.MigrationsDir(migrationFiles)}
 }
 
 // unionFS shows the files of several file systems as one; a name is read

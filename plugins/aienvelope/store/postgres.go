@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/wophost/wophost/internal/pgstore"
 )
 
 //go:embed migrations/*.sql
@@ -19,13 +21,7 @@ var migrationFiles embed.FS
 
 // Migrations returns the PostgreSQL store's numbered migrations, for
 // pgstore.Open.
-func Migrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the directory is embedded above
-	}
-	return sub
-}
+func Migrations() fs.FS { return pgstore.MigrationsDir(migrationFiles) }
 
 // claimAttempts bounds Claim's loop: each turn loses only to another
 // process inserting or deleting the same key in between two statements.
