@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/core/registry"
@@ -513,12 +514,16 @@ func replaceFile(path string, data []byte) error {
 // replayFlags are the run command's --replay flag and its reading.
 type replayFlags struct {
 	record string
+	live   []string
 }
 
 func (f *replayFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.record, "replay", "", "re-run the node of a run record, a file (state_dir/runs/<runId>.json) or a run id (run_…) looked up in\n"+
-		"the host's storage (with the postgres backend, a record any host on the database wrote), with its input,\n"+
-		"resolving each prompt to the recorded version and digest")
+	cmd.Flags().StringVar(&f.record, "replay", "", "replay the node of a run record, a file (state_dir/runs/<runId>.json) or a run id (run_…) looked up in\n"+
+		"the host's storage (with the postgres backend, a record any host on the database wrote): its input again,\n"+
+		"each prompt at the recorded version and digest, and every call with effects answered from the record's\n"+
+		"invocation log, never performed")
+	cmd.Flags().StringSliceVar(&f.live, "live", nil, "with --replay: run these calls for real although they have effects, a branch rather than a replay;\n"+
+		"FAMILY or FAMILY.METHOD (aiEnvelope, mcp.callTool, acme.kv.put), repeated or comma-separated")
 }
 
 // byRunID reports whether --replay names a run id rather than a file: a
@@ -531,6 +536,9 @@ func (f *replayFlags) resolve(args []string, c *callFlags, stdin io.Reader, read
 	opts := c.options()
 	opts.Record = true
 	if f.record == "" {
+		if len(f.live) > 0 {
+			return "", nil, opts, errors.New("--live needs --replay: only a replay chooses calls to run for real")
+		}
 		if len(args) != 1 {
 			return "", nil, opts, errors.New("run needs a TYPEID, or --replay RECORD")
 		}
@@ -557,6 +565,7 @@ func (f *replayFlags) resolve(args []string, c *callFlags, stdin io.Reader, read
 		return "", nil, opts, fmt.Errorf("run record %s is of node %s, not %s", f.record, rec.TypeID, args[0])
 	}
 	opts.Replay = rec
+	opts.Live = f.live
 	return rec.TypeID, rec.Input, opts, nil
 }
 
@@ -580,6 +589,9 @@ func (g *globals) printRunRecord(res *host.RunResult) {
 		if res.Replayed {
 			line["idempotentReplay"] = true
 		}
+		if res.Replay != nil {
+			line["replay"] = res.Replay
+		}
 		b, _ := json.Marshal(line)
 		fmt.Fprintln(g.stderr, string(b))
 		return
@@ -595,4 +607,33 @@ func (g *globals) printRunRecord(res *host.RunResult) {
 	default:
 		fmt.Fprintf(g.stderr, "run record: %s\n", res.RecordPath)
 	}
+	if res.Replay != nil {
+		fmt.Fprintln(g.stderr, describeReplay(res.Replay))
+	}
+}
+
+// describeReplay is one line on what a replay did with the node's calls,
+// and its first divergence.
+func describeReplay(s *dispatch.ReplaySummary) string {
+	kind := "replay"
+	if s.Branch {
+		kind = "branch (calls with effects ran live)"
+	}
+	line := fmt.Sprintf("%s of %s: %d calls served from the log, %d run live, %d diverged", kind, s.Source, s.Served, s.Live, s.Diverged)
+	if len(s.Divergences) > 0 {
+		d := s.Divergences[0]
+		at := "a call the replay did not make"
+		if d.Seq > 0 {
+			at = fmt.Sprintf("call %d", d.Seq)
+		}
+		line += fmt.Sprintf("\nfirst divergence: %s, %s.%s (key %s; the source run's: %s): %s", at, d.Family, d.Method, orNone(d.Key), orNone(d.RecordedKey), d.Reason)
+	}
+	return line
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

@@ -78,3 +78,68 @@ func redactAt(v any, path []string) any {
 	}
 	return v
 }
+
+// SensitiveValues returns the values at paths inside value, as Redact
+// finds them: each string, and each other scalar as its JSON text. Nested
+// objects and arrays at a path give their scalars. Invalid JSON gives
+// none.
+func SensitiveValues(value json.RawMessage, paths [][]string) []string {
+	if len(paths) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(value))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range paths {
+		out = collectAt(v, p, out)
+	}
+	return out
+}
+
+// collectAt appends the scalars at path inside v to out.
+func collectAt(v any, path []string, out []string) []string {
+	if len(path) == 0 {
+		return collectScalars(v, out)
+	}
+	key, rest := path[0], path[1:]
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if key == "*" || key == k {
+				out = collectAt(e, rest, out)
+			}
+		}
+	case []any:
+		for i, e := range t {
+			if key == "*" || key == strconv.Itoa(i) {
+				out = collectAt(e, rest, out)
+			}
+		}
+	}
+	return out
+}
+
+func collectScalars(v any, out []string) []string {
+	switch t := v.(type) {
+	case nil:
+	case string:
+		out = append(out, t)
+	case json.Number:
+		out = append(out, t.String())
+	case bool:
+		out = append(out, strconv.FormatBool(t))
+	case map[string]any:
+		for _, e := range t {
+			out = collectScalars(e, out)
+		}
+	case []any:
+		for _, e := range t {
+			out = collectScalars(e, out)
+		}
+	}
+	return out
+}

@@ -42,6 +42,8 @@ type Router struct {
 	policies map[string]Policy
 	tracer   trace.Tracer
 	observer Observer
+	// journal logs the calls of tracked runs and answers replays.
+	journal *Journal
 }
 
 // Observer is told of every call the router handles (metrics).
@@ -65,6 +67,11 @@ func (r *Router) SetTracer(t trace.Tracer) { r.tracer = t }
 // SetObserver reports every routed call to o. Call it before the router
 // serves any call.
 func (r *Router) SetObserver(o Observer) { r.observer = o }
+
+// SetJournal logs every call of a run j tracks in its invocation log, and
+// answers a replayed run's calls from its source (Journal). Call it before
+// the router serves any call.
+func (r *Router) SetJournal(j *Journal) { r.journal = j }
 
 // Observer returns the observer SetObserver set, or nil.
 func (r *Router) Observer() Observer { return r.observer }
@@ -90,6 +97,13 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 		}
 		tracing.End(span, err, wop.CodeOf(err))
 	}()
+	// The journal sees the call before any check and its outcome after
+	// all of them, so that a replay notices a refusal that is new. Its
+	// defer runs before the one above, which sees the outcome it returns.
+	pending := r.journal.begin(caller, family, method, payload, call)
+	if pending != nil {
+		defer func() { out, err = pending.finish(out, err) }()
+	}
 	capability := fmt.Sprintf("host.%s.%s", family, method)
 	if len(payload) > r.maxBytes {
 		return nil, wop.Errorf(wop.CodeValidation, "request of %d bytes is over the %d-byte limit", len(payload), r.maxBytes).WithCapability(capability)
@@ -137,6 +151,11 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 		return nil, contextError(err, capability)
 	}
 	invoke := func(payload []byte) ([]byte, error) {
+		if pending != nil {
+			if ok, out, err := pending.answer(); ok {
+				return out, err
+			}
+		}
 		out, err := inv.Invoke(ctx, family, method, payload, call)
 		if err != nil {
 			we := wop.AsError(err)

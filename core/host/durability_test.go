@@ -31,7 +31,7 @@ func TestRunRecordSyncedBeforeTheRunAnswers(t *testing.T) {
 	}
 	rec := &RunRecord{RunID: "run_1", TypeID: "demo.node", Pack: "demo.pack", Input: json.RawMessage(`{}`), StartedAt: time.Now().UTC()}
 	var res RunResult
-	if err := h.record(rec, &dispatch.PromptTrace{}, RunOptions{Record: true}, &res, nil); err != nil {
+	if err := h.record(rec, &dispatch.PromptTrace{}, nil, RunOptions{Record: true}, &res, nil); err != nil {
 		t.Fatal(err)
 	}
 	if res.RecordError != "" {

@@ -44,6 +44,12 @@ type Host struct {
 	// prompts resolves and checks promptLibrary.get calls and records
 	// what each run resolved (runrecord.go).
 	prompts *dispatch.PromptPolicy
+	// journal keeps each recorded run's invocation log and answers
+	// replays from their source's (journal.go); secretValues, read once,
+	// are what no log may hold.
+	journal      *dispatch.Journal
+	secretsOnce  sync.Once
+	secretValues [][]byte
 	// agents is the agent registry (agents.manifestRuntime, agents.go);
 	// agentCheck runs the install checks of agent manifests.
 	agents     *agents.Registry
@@ -119,6 +125,8 @@ func NewWithOptions(cfg *config.Config, files *config.Loader, logger hclog.Logge
 	h.router.SetTracer(h.tracer)
 	h.prompts = dispatch.NewPromptPolicy(h.promptLockMap)
 	h.router.SetPolicy(wop.FamilyPromptLibrary, h.prompts)
+	h.journal = dispatch.NewJournal(h.isPure, h.holdsSecret)
+	h.router.SetJournal(h.journal)
 	h.setUpAgents()
 	h.state = newState(h)
 	return h

@@ -37,6 +37,10 @@ type RunOptions struct {
 	// prompt the record does not hold is refused (prompt_unpinned). The
 	// caller passes the record's typeId and input.
 	Replay *RunRecord
+	// Live names the calls a replay runs for real although they have
+	// effects, each a family ("aiEnvelope") or family.method
+	// ("mcp.callTool"): the replay becomes a branch.
+	Live []string
 }
 
 // RunResult is the outcome of a node run. Run returns one with a RunID
@@ -60,6 +64,9 @@ type RunResult struct {
 	// Replayed is set when the outcome is the recorded outcome of the
 	// request's idempotency key, answered without running the node.
 	Replayed bool
+	// Replay says what a replay of a recorded run (RunOptions.Replay) did
+	// with each call; nil for other runs.
+	Replay *dispatch.ReplaySummary
 }
 
 // Run executes the node typeID with input. Every check that can refuse the
@@ -153,6 +160,11 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	}
 	promptTrace, untrack := h.prompts.Track(run.ID, replay)
 	defer untrack()
+	calls, untrackCalls, err := h.trackCalls(run.ID, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer untrackCalls()
 	advertised := map[string][]byte{}
 	for fam, facets := range h.reg.Advertised() {
 		b, err := json.Marshal(facets)
@@ -175,11 +187,13 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 				we = wop.Errorf(wop.CodeCancelled, "node %s was cancelled", typeID)
 			}
 		}
+		_, err = replayOutcome(calls, nil, we)
 		res := &RunResult{RunID: run.ID}
-		return res, h.record(rec, promptTrace, opts, res, we)
+		return res, h.record(rec, promptTrace, calls, opts, res, err)
 	}
+	out, err = replayOutcome(calls, out, nil)
 	res := &RunResult{RunID: run.ID, Output: out}
-	return res, h.record(rec, promptTrace, opts, res, nil)
+	return res, h.record(rec, promptTrace, calls, opts, res, err)
 }
 
 // ServesNode reports whether a loaded pack serves the node typeID.

@@ -45,6 +45,13 @@ type RunRecord struct {
 	ReplayOf string `json:"replayOf,omitempty"`
 	// Prompts lists every prompt the run resolved, each reference once.
 	Prompts []dispatch.ResolvedPrompt `json:"prompts"`
+	// Invocations is the run's invocation log: every host-service call
+	// the node made, and the callbacks of the plugins it called, with
+	// their outcomes. A replay answers from it.
+	Invocations *dispatch.InvocationLog `json:"invocations,omitempty"`
+	// Replay says what a replay did with each call (served from its
+	// source's log, run live, diverged); set on a replay's record.
+	Replay *dispatch.ReplaySummary `json:"replay,omitempty"`
 }
 
 // ReadRunRecord reads a run record written by a run to a file.
@@ -128,13 +135,20 @@ func writeRunRecord(dir string, rec *RunRecord, synced func(path string)) (path 
 // logged, counted (StateObserver.StateWriteFailed), named in
 // res.RecordError, and makes the host refuse new runs until the state
 // directory (or the database) takes writes again.
-func (h *Host) record(rec *RunRecord, trace *dispatch.PromptTrace, opts RunOptions, res *RunResult, runErr error) error {
+func (h *Host) record(rec *RunRecord, trace *dispatch.PromptTrace, calls *dispatch.RunLog, opts RunOptions, res *RunResult, runErr error) error {
 	res.Prompts = trace.Resolved()
+	if calls != nil {
+		res.Replay = calls.Summary()
+	}
 	if !opts.Record {
 		return runErr
 	}
 	rec.FinishedAt = time.Now().UTC()
 	rec.Prompts = res.Prompts
+	if calls != nil {
+		rec.Invocations = calls.Log()
+		rec.Replay = res.Replay
+	}
 	rec.Outcome = OutcomeSucceeded
 	if runErr != nil {
 		rec.Outcome, rec.Error = OutcomeFailed, wop.AsError(runErr)

@@ -1,0 +1,135 @@
+package dispatch
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// Invocation is one host-service call a run made, as the run's invocation
+// log keeps it: enough to answer the same call again on a replay without
+// calling the plugin, and to tell when a replay's call differs.
+type Invocation struct {
+	// Seq numbers the run's calls from 1, in the order they arrived.
+	Seq int `json:"seq"`
+	// Caller is who made the call: "pack:<name>", "plugin:<name>", and
+	// Agent the agent instance a plugin called for.
+	Caller string `json:"caller"`
+	Agent  string `json:"agent,omitempty"`
+	// Depth is the call's hop count: 1 for the node's own calls, more for
+	// the callbacks of the plugins it called.
+	Depth  int    `json:"depth"`
+	Family string `json:"family"`
+	Method string `json:"method"`
+	// Key is the invocation key (InvocationKey): equal for two calls that
+	// ask the same thing, whatever run they belong to.
+	Key string `json:"key"`
+	// Pure marks a call of a method declared pure, which a replay runs
+	// live and compares.
+	Pure bool `json:"pure,omitempty"`
+	// Result is the answer the caller got, or Error the refusal.
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *wop.Error      `json:"error,omitempty"`
+	// Redacted says the outcome held a sensitive value of the host's
+	// configuration and was left out; a replay cannot answer from it.
+	Redacted bool `json:"redacted,omitempty"`
+	// Source is set on a replay's own log: "log" when the call was
+	// answered from the source run's log, "live" when it ran.
+	Source         string    `json:"source,omitempty"`
+	StartedAt      time.Time `json:"startedAt"`
+	DurationMicros int64     `json:"durationMicros"`
+}
+
+// Sources of a replayed call (Invocation.Source).
+const (
+	SourceLog  = "log"
+	SourceLive = "live"
+)
+
+// InvocationLog is the list of a run's host-service calls, bounded in
+// calls and bytes. A log cut short says so: a replay cannot answer the
+// calls it lost.
+type InvocationLog struct {
+	Calls []Invocation `json:"calls"`
+	// Truncated is set when calls were dropped at the bounds; Dropped
+	// counts them.
+	Truncated bool `json:"truncated,omitempty"`
+	Dropped   int  `json:"dropped,omitempty"`
+}
+
+// perRunFields lists, per family and method, the request fields that
+// differ between two runs asking the same thing and are left out of the
+// invocation key: the idempotency keys packs derive from the run id.
+// Everything else of the request is part of the key; a vendor family's
+// requests count whole (per-run values belong in the call context, which
+// the key never includes).
+func perRunFields(family, method string) []string {
+	switch {
+	case family == wop.FamilyAIEnvelope && method == aienvelope.MethodGenerate,
+		family == wop.FamilyAgentRuntime && (method == agentruntime.MethodSpawn || method == agentruntime.MethodMessageSend):
+		return []string{"idempotencyKey"}
+	}
+	return nil
+}
+
+// InvocationKey returns the invocation key of a call: "sha256:" and the
+// hex SHA-256 of the canonical JSON (RFC 8785) of
+// {"family", "method", "request"}, the request without its per-run fields
+// (perRunFields). A request that is not JSON counts as the string of its
+// bytes, so that every call has a key.
+func InvocationKey(family, method string, payload []byte) string {
+	req := canonicalRequest(family, method, payload)
+	var b bytes.Buffer
+	b.WriteString(`{"family":`)
+	b.WriteString(strconv.Quote(family))
+	b.WriteString(`,"method":`)
+	b.WriteString(strconv.Quote(method))
+	b.WriteString(`,"request":`)
+	b.Write(req)
+	b.WriteString(`}`)
+	// The three members are written in RFC 8785's key order; the family
+	// and method are plain ASCII names, which strconv.Quote writes as
+	// canonical JSON does.
+	sum := sha256.Sum256(b.Bytes())
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// canonicalRequest is the request's canonical JSON, per-run fields left
+// out.
+func canonicalRequest(family, method string, payload []byte) []byte {
+	if omit := perRunFields(family, method); len(omit) > 0 {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(payload, &obj) == nil && obj != nil {
+			for _, f := range omit {
+				delete(obj, f)
+			}
+			if b, err := json.Marshal(obj); err == nil {
+				payload = b
+			}
+		}
+	}
+	if c, err := jcs.Transform(payload); err == nil {
+		return c
+	}
+	s, _ := json.Marshal(string(payload)) // a Go string always marshals
+	return s
+}
+
+// size is what an invocation counts against the log's byte bound: its
+// outcome and a fixed allowance for the rest.
+func (inv *Invocation) size() int {
+	n := 256 + len(inv.Result)
+	if inv.Error != nil {
+		n += len(inv.Error.Message) + len(inv.Error.Details)
+	}
+	return n
+}
