@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/httpstatus"
 	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -245,5 +247,44 @@ func TestExecuteAnswersRunOutcomes(t *testing.T) {
 		if w.Header().Get("Retry-After") != "" {
 			t.Errorf("%s: an outcome with Retry-After", tc.name)
 		}
+	}
+}
+
+// Every registered code the host answers with (httpstatus.Codes, the
+// undotted ones) is in the schema's enum of registered codes, so an answer
+// with a newly registered code cannot pass only by luck.
+func TestEnvelopeSchemaListsEveryRegisteredCode(t *testing.T) {
+	data, err := os.ReadFile("testdata/openwop-error-envelope.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Properties struct {
+			Error struct {
+				AnyOf []struct {
+					Enum []string `json:"enum"`
+				} `json:"anyOf"`
+			} `json:"error"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	enum := map[string]bool{}
+	for _, alt := range doc.Properties.Error.AnyOf {
+		for _, c := range alt.Enum {
+			enum[c] = true
+		}
+	}
+	if len(enum) == 0 {
+		t.Fatal("the schema lists no registered codes")
+	}
+	for code := range httpstatus.Codes() {
+		if !strings.Contains(code, ".") && !enum[code] {
+			t.Errorf("registered code %s is answered but not in the schema's enum", code)
+		}
+	}
+	for _, code := range []string{httpstatus.CodeRunExpired, httpstatus.CodeReplayDivergedAtRefusal} {
+		validEnvelope(t, []byte(`{"error":"`+code+`","message":"m","details":{}}`))
 	}
 }

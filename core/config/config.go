@@ -93,6 +93,9 @@ type Host struct {
 	// Storage says where durable state is kept; defaults (the embedded
 	// backend) apply without a storage block.
 	Storage Storage
+	// Runs bounds what one run records besides its input (its invocation
+	// log); defaults apply without a runs block.
+	Runs Runs
 }
 
 // Capability is one capability block: a plugin and its opaque config.
@@ -185,6 +188,8 @@ type rawHost struct {
 	Retention []*rawRetention `hcl:"retention,block"`
 	// Storage is the storage block (storage.go).
 	Storage []*rawStorage `hcl:"storage,block"`
+	// Runs is the runs block (runs.go).
+	Runs []*rawRuns `hcl:"runs,block"`
 }
 
 type rawCapability struct {
@@ -477,6 +482,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		RunTimeout:      DefaultRunTimeout,
 		Retention:       DefaultRetention(),
 		Storage:         DefaultStorage(),
+		Runs:            DefaultRuns(),
 	}
 	if len(hosts) == 0 {
 		return h, true
@@ -528,6 +534,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	h.Tracing = d.tracing(r.Tracing)
 	h.Retention = d.retention(r.Retention)
 	h.Storage = d.storage(r.Storage)
+	h.Runs = d.runs(r.Runs)
 	return h, pluginDirOK
 }
 

@@ -155,6 +155,7 @@ pack "community.demo" {
 		RunTimeout:      DefaultRunTimeout,
 		Retention:       DefaultRetention(),
 		Storage:         DefaultStorage(),
+		Runs:            DefaultRuns(),
 	}
 	if cfg.Host != wantHost {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, wantHost)
@@ -236,6 +237,7 @@ func TestLoadDefaults(t *testing.T) {
 			IdempotencyKeys: 24 * time.Hour, MaxIdempotencyKeys: 100000, Interval: 10 * time.Minute,
 		},
 		Storage: Storage{Backend: "embedded", MaxConnections: 8, StatementTimeout: 5 * time.Second},
+		Runs:    Runs{LogMaxCalls: 10000, LogMaxBytes: 16 << 20},
 	}
 	if cfg.Host != want {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, want)

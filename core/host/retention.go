@@ -86,9 +86,12 @@ func (s *state) report(store string, removed, kept int, err error) {
 // than maxAge and then as many more as it takes to keep at most maxCount,
 // but never the record of a run inFlight reports. A record's age is its
 // file's modification time: a record is written once, when its run
-// finishes. Each record is one file removed whole, so an interrupted
-// pruning leaves whole records. It returns how many records it removed
-// and how many it kept; a missing dir holds none.
+// finishes. Each record deleted leaves a tombstone under dir/ExpiredDir,
+// made durable before the record goes, and the tombstones are then
+// bounded by the same maxAge and maxCount (pruneFileTombstones). Each
+// record is one file removed whole, so an interrupted pruning leaves
+// whole records. It returns how many records it removed and how many it
+// kept; a missing dir holds none.
 func pruneRunRecords(ctx context.Context, dir string, now time.Time, maxAge time.Duration, maxCount int, inFlight func(runID string) bool) (removed, kept int, err error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -127,18 +130,31 @@ func pruneRunRecords(ctx context.Context, dir string, now time.Time, maxAge time
 		}
 		return strings.Compare(a.name, b.name)
 	})
-	// gone counts records another host pruned meanwhile: not removed
-	// here, no longer kept either.
-	excess, gone := len(records)-maxCount, 0
+	var doomed []record
+	excess := len(records) - maxCount
 	for _, r := range records {
 		if now.Sub(r.mod) <= maxAge && excess <= 0 {
 			break // every record from here on is younger and within the count
 		}
-		if err := ctx.Err(); err != nil {
-			return removed, len(records) - removed - gone, err
-		}
 		if inFlight != nil && inFlight(r.id) {
 			continue
+		}
+		doomed = append(doomed, r)
+		excess--
+	}
+	ids := make([]string, len(doomed))
+	for i, r := range doomed {
+		ids[i] = r.id
+	}
+	if err := writeFileTombstones(dir, ids, now); err != nil {
+		return 0, len(records), fmt.Errorf("prune run records: %w", err)
+	}
+	// gone counts records another host pruned meanwhile: not removed
+	// here, no longer kept either.
+	gone := 0
+	for _, r := range doomed {
+		if err := ctx.Err(); err != nil {
+			return removed, len(records) - removed - gone, err
 		}
 		switch err := os.Remove(filepath.Join(dir, r.name)); {
 		case err == nil:
@@ -148,12 +164,15 @@ func pruneRunRecords(ctx context.Context, dir string, now time.Time, maxAge time
 		default:
 			return removed, len(records) - removed - gone, fmt.Errorf("prune run record %s: %w", r.name, err)
 		}
-		excess--
 	}
+	kept = len(records) - removed - gone
 	if removed > 0 {
 		if err := atomicfile.SyncDir(dir); err != nil {
-			return removed, len(records) - removed - gone, fmt.Errorf("prune run records: %w", err)
+			return removed, kept, fmt.Errorf("prune run records: %w", err)
 		}
 	}
-	return removed, len(records) - removed - gone, nil
+	if _, err := pruneFileTombstones(ctx, dir, now, maxAge, maxCount); err != nil {
+		return removed, kept, fmt.Errorf("prune run records: %w", err)
+	}
+	return removed, kept, nil
 }

@@ -25,10 +25,14 @@ type runRecordStore interface {
 	// the file's path, or the run id for a row.
 	put(ctx context.Context, runID string, data []byte) (string, error)
 	// get returns the bytes of runID's record, or an error matching
-	// fs.ErrNotExist when there is none.
+	// fs.ErrNotExist when there is none: for a run whose record retention
+	// pruned, while its tombstone is kept, that error is also the
+	// *wop.Error with code CodeRunExpired (errRunExpired).
 	get(ctx context.Context, runID string) ([]byte, error)
-	// prune applies the retention (see pruneRunRecords) and returns how
-	// many records it removed and how many it kept.
+	// prune applies the retention (see pruneRunRecords), leaving a
+	// tombstone of each record it removes and bounding the tombstones by
+	// the same maxAge and maxCount, and returns how many records it
+	// removed and how many it kept.
 	prune(ctx context.Context, now time.Time, maxAge time.Duration, maxCount int, inFlight func(runID string) bool) (removed, kept int, err error)
 	// where names the store in messages.
 	where() string
@@ -58,7 +62,18 @@ func (f *fileRunRecords) put(_ context.Context, runID string, data []byte) (stri
 }
 
 func (f *fileRunRecords) get(_ context.Context, runID string) ([]byte, error) {
-	return readRunRecordFile(filepath.Join(f.dir, runID+".json"))
+	data, err := readRunRecordFile(filepath.Join(f.dir, runID+".json"))
+	if !errors.Is(err, fs.ErrNotExist) {
+		return data, err
+	}
+	prunedAt, ok, terr := fileTombstone(f.dir, runID)
+	switch {
+	case terr != nil:
+		return nil, terr
+	case ok:
+		return nil, errRunExpired(runID, prunedAt)
+	}
+	return nil, err
 }
 
 func (f *fileRunRecords) prune(ctx context.Context, now time.Time, maxAge time.Duration, maxCount int, inFlight func(string) bool) (int, int, error) {
@@ -104,6 +119,13 @@ func (p *pgRunRecords) get(ctx context.Context, runID string) ([]byte, error) {
 	var data []byte
 	err := p.pool.QueryRow(ctx, `SELECT record FROM run_records WHERE run_id = $1`, runID).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
+		prunedAt, ok, terr := pgTombstone(ctx, p.pool, runID)
+		switch {
+		case terr != nil:
+			return nil, terr
+		case ok:
+			return nil, errRunExpired(runID, prunedAt)
+		}
 		return nil, fmt.Errorf("run record %s: %w", runID, fs.ErrNotExist)
 	}
 	if err != nil {
@@ -114,8 +136,10 @@ func (p *pgRunRecords) get(ctx context.Context, runID string) ([]byte, error) {
 
 // prune deletes what pruneRunRecords would of the files: the oldest
 // records past maxAge, then past maxCount, never one of a run in flight.
-// A record another host pruned meanwhile counts as neither removed nor
-// kept.
+// One statement deletes the records and writes their tombstones, so a
+// record never goes without one; the tombstones are then bounded
+// (prunePgTombstones). A record another host pruned meanwhile counts as
+// neither removed nor kept.
 func (p *pgRunRecords) prune(ctx context.Context, now time.Time, maxAge time.Duration, maxCount int, inFlight func(string) bool) (removed, kept int, err error) {
 	rows, err := p.pool.Query(ctx, `SELECT run_id, created_at FROM run_records ORDER BY created_at, run_id`)
 	if err != nil {
@@ -144,16 +168,24 @@ func (p *pgRunRecords) prune(ctx context.Context, now time.Time, maxAge time.Dur
 		doomed = append(doomed, r.id)
 		excess--
 	}
-	if len(doomed) == 0 {
-		return 0, len(records), nil
+	kept = len(records)
+	if len(doomed) > 0 {
+		// The upsert's count is the deleted records': each gets exactly
+		// one tombstone row, new or refreshed.
+		tag, err := p.pool.Exec(ctx, `WITH gone AS (DELETE FROM run_records WHERE run_id = ANY($1) RETURNING run_id)
+			INSERT INTO run_tombstones (run_id, pruned_at) SELECT run_id, $2 FROM gone
+			ON CONFLICT (run_id) DO UPDATE SET pruned_at = EXCLUDED.pruned_at`, doomed, now.UTC())
+		if err != nil {
+			return 0, len(records), fmt.Errorf("prune run records: %w", err)
+		}
+		removed = int(tag.RowsAffected())
+		gone := len(doomed) - removed
+		kept = len(records) - removed - gone
 	}
-	tag, err := p.pool.Exec(ctx, `DELETE FROM run_records WHERE run_id = ANY($1)`, doomed)
-	if err != nil {
-		return 0, len(records), fmt.Errorf("prune run records: %w", err)
+	if _, err := prunePgTombstones(ctx, p.pool, now, maxAge, maxCount); err != nil {
+		return removed, kept, fmt.Errorf("prune run records: %w", err)
 	}
-	removed = int(tag.RowsAffected())
-	gone := len(doomed) - removed
-	return removed, len(records) - removed - gone, nil
+	return removed, kept, nil
 }
 
 // IsRunID reports whether s has the shape of a run id: "run_" and

@@ -43,6 +43,14 @@ const (
 	CodePackKindInvalid       = packmanifest.CodePackKindInvalid
 	CodePackEngine            = packmanifest.CodePackEngineUnsupported
 	CodeOAuthUnsupported      = packmanifest.CodeOAuthProviderUnsupported
+
+	// CodeRunExpired refuses a replay whose source run existed but whose
+	// record retention has pruned (410 Gone); an id never recorded is
+	// not_found.
+	CodeRunExpired = "run_expired"
+	// CodeReplayDivergedAtRefusal refuses a replay that diverged from its
+	// source run's invocation log at a refusal (409 Conflict).
+	CodeReplayDivergedAtRefusal = "replay_diverged_at_refusal"
 )
 
 // The host's vendor codes: refusals no registered code describes.
@@ -91,6 +99,9 @@ func statusTable() map[string]int {
 		CodeStorageUnavailable:    http.StatusServiceUnavailable,
 		CodeCancelled:             http.StatusServiceUnavailable,
 		CodeDeadlineExceeded:      http.StatusGatewayTimeout,
+		// Replays of run records.
+		CodeRunExpired:              http.StatusGone,
+		CodeReplayDivergedAtRefusal: http.StatusConflict,
 	}
 }
 

@@ -309,9 +309,30 @@ func TestRetentionPrunesRunRecords(t *testing.T) {
 	waitFor(t, "17 pruned records counted", func() bool {
 		return strings.Contains(request(t, "GET", d.base+"/metrics", "", nil).body, `wophost_pruned_records_total{store="run_records"} 17`)
 	})
+	// Each pruned record left a tombstone, and the tombstones are bounded
+	// by max_run_records as the records are.
+	if n := countTombstones(t, filepath.Join(runs, "expired")); n != 5 {
+		t.Fatalf("%d tombstones of pruned runs; want max_run_records, 5", n)
+	}
 	if code := d.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, d.log())
 	}
+}
+
+// countTombstones counts the tombstones of pruned runs in dir.
+func countTombstones(t *testing.T, dir string) int {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "run_") && e.Type().IsRegular() {
+			n++
+		}
+	}
+	return n
 }
 
 func countRecords(t *testing.T, dir, prefix string) int {
