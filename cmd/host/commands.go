@@ -137,6 +137,9 @@ func runCommand(g *globals) *cobra.Command {
 				read = host.ReadRunRecord
 			}
 			typeID, input, opts, err := rf.resolve(args, &f, g.stdin, read)
+			if wop.CodeOf(err) == host.CodeRunExpired {
+				return g.printRefusal(err)
+			}
 			if err != nil {
 				return err
 			}
@@ -152,6 +155,9 @@ func runCommand(g *globals) *cobra.Command {
 					typeID, input, opts, err = rf.resolve(args, &f, g.stdin, func(id string) (*host.RunRecord, error) {
 						return h.RunRecord(ctx, id)
 					})
+					if wop.CodeOf(err) == host.CodeRunExpired {
+						return g.printRefusal(err)
+					}
 					if err != nil {
 						return err
 					}

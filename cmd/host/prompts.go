@@ -20,6 +20,7 @@ import (
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/sdk/wop"
 	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/internal/atomicfile"
@@ -555,6 +556,9 @@ func (f *replayFlags) resolve(args []string, c *callFlags, stdin io.Reader, read
 		return "", nil, opts, nil // a run id, read once the host has started
 	}
 	rec, err := read(f.record)
+	if wop.CodeOf(err) == host.CodeRunExpired {
+		return "", nil, opts, err // a refusal, printed as one
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil, opts, fmt.Errorf("run record %s does not exist; records older than the host's retention (run_records, max_run_records) are deleted", f.record)
 	}

@@ -37,6 +37,8 @@ type Backend interface {
 	Registry() *registry.Registry
 	Packs() []host.PackInfo
 	Run(ctx context.Context, typeID string, input json.RawMessage, opts host.RunOptions) (*host.RunResult, error)
+	// RunRecord returns the record of a run, for a replay.
+	RunRecord(ctx context.Context, runID string) (*host.RunRecord, error)
 	Ready() error
 }
 
@@ -83,6 +85,7 @@ func New(current *Current, opts Options) *Server {
 		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
 		{"GET", "/.well-known/openwop", s.authed(s.discovery)},
 		{"POST", "/v1/nodes/{node}", s.authed(s.execute)},
+		{"POST", "/v1/runs/{run}", s.authed(s.replay)},
 		{"GET", "/v1/plugins", s.authed(s.plugins)},
 		{"GET", "/v1/packs", s.authed(s.packs)},
 		{"GET", "/v1/agents", s.authed(s.agents)},

@@ -29,6 +29,10 @@ type fakeBackend struct {
 	gotInput string
 	// unknown lists typeIds no pack serves.
 	unknown map[string]bool
+	// records are the run records RunRecord finds; recordErr answers
+	// every other id.
+	records   map[string]*host.RunRecord
+	recordErr error
 }
 
 func newFake() *fakeBackend {
@@ -39,6 +43,12 @@ func (f *fakeBackend) Registry() *registry.Registry { return f.reg }
 func (f *fakeBackend) Packs() []host.PackInfo       { return nil }
 func (f *fakeBackend) ServesNode(id string) bool    { return !f.unknown[id] }
 func (f *fakeBackend) Ready() error                 { return f.ready }
+func (f *fakeBackend) RunRecord(_ context.Context, id string) (*host.RunRecord, error) {
+	if r, ok := f.records[id]; ok {
+		return r, nil
+	}
+	return nil, f.recordErr
+}
 func (f *fakeBackend) Run(ctx context.Context, _ string, input json.RawMessage, opts host.RunOptions) (*host.RunResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -101,7 +101,8 @@ func (h *Host) trackCalls(runID string, opts RunOptions) (*dispatch.RunLog, func
 	} else if len(opts.Live) > 0 {
 		return nil, nil, wop.Errorf(wop.CodeValidation, "live calls are chosen only for a replay")
 	}
-	l, stop := h.journal.Track(runID, h.logLimits(), src)
+	runs := h.cfg.Host.Runs
+	l, stop := h.journal.Track(runID, dispatch.LogLimits{MaxCalls: runs.LogMaxCalls, MaxBytes: runs.LogMaxBytes}, src)
 	return l, stop, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/sdk/wop"
@@ -50,7 +51,7 @@ const (
 	CodeRunExpired = "run_expired"
 	// CodeReplayDivergedAtRefusal refuses a replay that diverged from its
 	// source run's invocation log at a refusal (409 Conflict).
-	CodeReplayDivergedAtRefusal = "replay_diverged_at_refusal"
+	CodeReplayDivergedAtRefusal = dispatch.CodeReplayDivergedAtRefusal
 )
 
 // The host's vendor codes: refusals no registered code describes.

@@ -1,0 +1,80 @@
+package api
+
+import (
+	"errors"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/httpstatus"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// replaySuffix ends the path of a replay: POST /v1/runs/{runId}:replay.
+const replaySuffix = ":replay"
+
+// replayRequest is the body of POST /v1/runs/{runId}:replay; an empty
+// body replays with every call that has effects answered from the log.
+type replayRequest struct {
+	// Live names calls to run for real (FAMILY or FAMILY.METHOD): the
+	// replay becomes a branch.
+	Live      []string `json:"live,omitempty"`
+	TimeoutMs int64    `json:"timeoutMs,omitempty"`
+}
+
+// replayOutcome is the answer of a replay: the run's outcome, as an
+// execute answers it, and what the replay did with each call.
+type replayOutcome struct {
+	httpstatus.Outcome
+	Replay *dispatch.ReplaySummary `json:"replay,omitempty"`
+}
+
+// replay runs the node of a recorded run again from its run record
+// (docs/replay.md).
+func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
+	runID, ok := strings.CutSuffix(r.PathValue("run"), replaySuffix)
+	if !ok || !host.IsRunID(runID) {
+		writeError(w, wop.Errorf(wop.CodeNotFound, "no route POST %s; runs replay at POST /v1/runs/{runId}:replay", clip(r.URL.Path, maxEchoBytes)))
+		return
+	}
+	var req replayRequest
+	if r.ContentLength != 0 {
+		if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	if req.TimeoutMs < 0 {
+		writeError(w, wop.Errorf(wop.CodeValidation, `field "timeoutMs": must not be negative`))
+		return
+	}
+	b, release := s.current.Acquire()
+	defer release()
+	if b == nil {
+		writeError(w, errNoHost())
+		return
+	}
+	rec, err := b.RunRecord(r.Context(), runID)
+	if err != nil {
+		if wop.CodeOf(err) != host.CodeRunExpired && errors.Is(err, fs.ErrNotExist) {
+			err = wop.Errorf(wop.CodeNotFound, "no run record %s", runID)
+		}
+		writeError(w, err)
+		return
+	}
+	res, err := b.Run(r.Context(), rec.TypeID, rec.Input, host.RunOptions{
+		Timeout:     time.Duration(req.TimeoutMs) * time.Millisecond,
+		Traceparent: r.Header.Get("traceparent"),
+		Record:      true,
+		Replay:      rec,
+		Live:        req.Live,
+	})
+	if res == nil || res.RunID == "" {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, replayOutcome{Outcome: httpstatus.NewOutcome(res.RunID, res.Output, err), Replay: res.Replay})
+}

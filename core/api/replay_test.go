@@ -1,0 +1,97 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+const replayRunID = "run_0123456789abcdef01234567"
+
+func replayRequestTo(s *Server, path, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", path, strings.NewReader(body))
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	return w
+}
+
+func TestReplayRunsTheRecordedNode(t *testing.T) {
+	f := newFake()
+	rec := &host.RunRecord{RunID: replayRunID, TypeID: "kvdemo.remember", Input: json.RawMessage(`{"key":"a"}`)}
+	f.records = map[string]*host.RunRecord{replayRunID: rec}
+	summary := &dispatch.ReplaySummary{Source: replayRunID, Served: 2, Live: 1}
+	f.res = &host.RunResult{RunID: "run_new", Output: json.RawMessage(`{"ok":true}`), Replay: summary}
+	s := New(NewCurrent(f), Options{MaxBodyBytes: 1 << 20})
+
+	w := replayRequestTo(s, "/v1/runs/"+replayRunID+":replay", `{"live":["mcp.callTool"]}`)
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	var got struct {
+		RunID  string                  `json:"runId"`
+		Status string                  `json:"status"`
+		Output json.RawMessage         `json:"output"`
+		Replay *dispatch.ReplaySummary `json:"replay"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.RunID != "run_new" || got.Status != "succeeded" || string(got.Output) != `{"ok":true}` || got.Replay == nil || got.Replay.Served != 2 {
+		t.Errorf("answer %s", w.Body)
+	}
+	if f.opts.Replay != rec || !f.opts.Record || len(f.opts.Live) != 1 || f.opts.Live[0] != "mcp.callTool" {
+		t.Errorf("run options %+v", f.opts)
+	}
+	if f.gotInput != `{"key":"a"}` {
+		t.Errorf("input %s, want the recorded one", f.gotInput)
+	}
+
+	// An empty body replays without live calls.
+	w = replayRequestTo(s, "/v1/runs/"+replayRunID+":replay", "")
+	if w.Code != http.StatusOK || len(f.opts.Live) != 0 {
+		t.Errorf("empty body: status %d, live %v", w.Code, f.opts.Live)
+	}
+}
+
+func TestReplayRefusals(t *testing.T) {
+	f := newFake()
+	s := New(NewCurrent(f), Options{MaxBodyBytes: 1 << 20})
+	expired := fmt.Errorf("read: %w", wop.Errorf(host.CodeRunExpired, "pruned"))
+	for _, tc := range []struct {
+		name, path, body string
+		recordErr        error
+		status           int
+		code             string
+	}{
+		{"not a run id", "/v1/runs/bogus:replay", "", nil, http.StatusNotFound, "not_found"},
+		{"no suffix", "/v1/runs/" + replayRunID, "", nil, http.StatusNotFound, "not_found"},
+		{"unknown run", "/v1/runs/" + replayRunID + ":replay", "", fs.ErrNotExist, http.StatusNotFound, "not_found"},
+		{"expired run", "/v1/runs/" + replayRunID + ":replay", "", expired, http.StatusGone, host.CodeRunExpired},
+		{"negative timeout", "/v1/runs/" + replayRunID + ":replay", `{"timeoutMs":-1}`, nil, http.StatusBadRequest, "validation_error"},
+		{"unknown field", "/v1/runs/" + replayRunID + ":replay", `{"liev":[]}`, nil, http.StatusBadRequest, "validation_error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.recordErr = tc.recordErr
+			f.calls = 0
+			w := replayRequestTo(s, tc.path, tc.body)
+			var env struct {
+				Error string `json:"error"`
+			}
+			_ = json.Unmarshal(w.Body.Bytes(), &env)
+			if w.Code != tc.status || env.Error != tc.code {
+				t.Errorf("status %d %s, want %d %s", w.Code, w.Body, tc.status, tc.code)
+			}
+			if f.calls != 0 {
+				t.Error("the node ran")
+			}
+		})
+	}
+}
