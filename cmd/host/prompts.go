@@ -20,12 +20,12 @@ import (
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/host"
-	"github.com/wophost/wophost/sdk/wop"
 	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/internal/atomicfile"
 	"github.com/wophost/wophost/internal/promptfile"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // promptlibPlugin is the file name of the prompt library plugin; a
