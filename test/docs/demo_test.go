@@ -1,0 +1,281 @@
+package docs_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wophost/wophost/test/testbin"
+)
+
+// demo is the deployment `make build` and `make run` leave in a checkout,
+// laid out in a directory of its own: bin/ with the host, the plugins and
+// the toolbox MCP server, the example packs with their binaries, the
+// examples' inputs, rules and prompts, and host.hcl.example. A document's
+// transcripts run there, as a reader runs them in the checkout.
+type demo struct {
+	root string
+}
+
+// demoOnce builds the deployment once per test binary.
+var demoOnce struct {
+	sync.Once
+	dir string
+	err error
+}
+
+// newDemo returns a fresh copy of the demo deployment in which the prompts
+// are published and `host run kvdemo.remember` has run, as after `make
+// run`. It skips under -short: the binaries take a while to build.
+func newDemo(t *testing.T) *demo {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the demo deployment")
+	}
+	demoOnce.Do(func() { demoOnce.dir, demoOnce.err = buildDemo() })
+	if demoOnce.err != nil {
+		t.Fatal(demoOnce.err)
+	}
+	d := &demo{root: t.TempDir()}
+	if err := copyTree(demoOnce.dir, d.root); err != nil {
+		t.Fatal(err)
+	}
+	d.mustRun(t, "bin/host --config host.hcl.example prompts publish examples/prompts/kvdemo-describe.prompt examples/prompts/council-reviewer.prompt examples/prompts/council-maintainer.prompt")
+	d.mustRun(t, "bin/host --config host.hcl.example run kvdemo.remember --input examples/inputs/remember.json")
+	return d
+}
+
+// buildDemo builds the deployment into a temporary directory that lives
+// as long as the test binary.
+func buildDemo() (string, error) {
+	dir, err := os.MkdirTemp("", "wophost-docs-demo-")
+	if err != nil {
+		return "", err
+	}
+	builds := map[string]string{
+		filepath.Join(dir, "bin", "host"):              "./cmd/host",
+		filepath.Join(dir, "bin", "wophost-kv"):        "./examples/plugins/kv",
+		filepath.Join(dir, "bin", "mcpserver-toolbox"): "./examples/mcpservers/toolbox",
+		filepath.Join(dir, "build", "kvdemo"):          "./examples/packs/kvdemo",
+		filepath.Join(dir, "build", "council"):         "./examples/packs/council",
+	}
+	plugins, err := filepath.Glob(testbin.SourceDir("plugins/*/main.go"))
+	if err != nil {
+		return "", err
+	}
+	for _, p := range plugins {
+		name := filepath.Base(filepath.Dir(p))
+		builds[filepath.Join(dir, "bin", "wophost-"+name)] = "./plugins/" + name
+	}
+	if err := testbin.Build(builds); err != nil {
+		return "", err
+	}
+	for _, pack := range []string{"kvdemo", "council"} {
+		if err := testbin.LayOutPack("examples/packs/"+pack, filepath.Join(dir, "build", pack), filepath.Join(dir, "examples", "packs", pack)); err != nil {
+			return "", err
+		}
+	}
+	for _, sub := range []string{"examples/inputs", "examples/prompts", "examples/aienvelope"} {
+		if err := copyTree(testbin.SourceDir(sub), filepath.Join(dir, sub)); err != nil {
+			return "", err
+		}
+	}
+	if err := copyFile(testbin.SourceDir("host.hcl.example"), filepath.Join(dir, "host.hcl.example")); err != nil {
+		return "", err
+	}
+	return dir, os.RemoveAll(filepath.Join(dir, "build"))
+}
+
+// run runs one command line of a transcript in the deployment: words
+// split at spaces, the first a path under it. It returns stdout and
+// stderr, and the exit status.
+func (d *demo) run(t *testing.T, line string) (stdout, stderr string, status int) {
+	t.Helper()
+	words := strings.Fields(line)
+	cmd := exec.Command(filepath.Join(d.root, words[0]), words[1:]...)
+	cmd.Dir = d.root
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		status = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	return out.String(), errOut.String(), status
+}
+
+func (d *demo) mustRun(t *testing.T, line string) string {
+	t.Helper()
+	out, errOut, status := d.run(t, line)
+	if status != 0 {
+		t.Fatalf("%s: exit status %d\n%s%s", line, status, out, errOut)
+	}
+	return out
+}
+
+// configWithListen writes a copy of host.hcl.example whose API listens on
+// a free port, and returns its name and the address.
+func (d *demo) configWithListen(t *testing.T) (string, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	src, err := os.ReadFile(filepath.Join(d.root, "host.hcl.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := regexp.MustCompile(`listen\s*=\s*"127\.0\.0\.1:7427"`)
+	if !listen.Match(src) {
+		t.Fatal("host.hcl.example has no listen = \"127.0.0.1:7427\" to replace")
+	}
+	out := listen.ReplaceAll(src, []byte(fmt.Sprintf("listen = %q", addr)))
+	name := "host.test.hcl"
+	if err := os.WriteFile(filepath.Join(d.root, name), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return name, addr
+}
+
+// transcriptStep is one "$ command" of a transcript block and the output
+// the block shows after it.
+type transcriptStep struct {
+	command string
+	output  []string
+}
+
+// transcript splits an sh block into its "$ " commands and their output.
+func transcript(text string) []transcriptStep {
+	var steps []transcriptStep
+	for _, line := range strings.Split(text, "\n") {
+		if cmd, ok := strings.CutPrefix(line, "$ "); ok {
+			steps = append(steps, transcriptStep{command: cmd})
+			continue
+		}
+		if len(steps) > 0 && line != "" {
+			steps[len(steps)-1].output = append(steps[len(steps)-1].output, line)
+		}
+	}
+	return steps
+}
+
+// docRoot is where a document shows the checkout in absolute paths.
+const docRoot = "/home/you/wophost/"
+
+// runID matches a run id.
+var runID = regexp.MustCompile(`run_[0-9a-f]{24}`)
+
+// idMap pairs the run ids a document shows with those its commands made
+// here, so that a later command names the run an earlier one made.
+type idMap map[string]string
+
+// substitute returns a command with each run id the map knows replaced.
+func (m idMap) substitute(cmd string) string {
+	return runID.ReplaceAllStringFunc(cmd, func(id string) string {
+		if got, ok := m[id]; ok {
+			return got
+		}
+		return id
+	})
+}
+
+// match compares one shown line with one actual line: equal once the
+// checkout's path is the document's, and the run ids pair up with those
+// seen before (new ones are paired here).
+func (m idMap) match(want, got, root string) error {
+	got = strings.ReplaceAll(got, root+string(filepath.Separator), docRoot)
+	wantIDs, gotIDs := runID.FindAllString(want, -1), runID.FindAllString(got, -1)
+	if len(wantIDs) != len(gotIDs) {
+		return fmt.Errorf("got  %s\nwant %s", got, want)
+	}
+	for i, w := range wantIDs {
+		if prev, ok := m[w]; ok && prev != gotIDs[i] {
+			return fmt.Errorf("run id %s stands for %s here, but the line has %s:\n%s", w, prev, gotIDs[i], got)
+		}
+		m[w] = gotIDs[i]
+	}
+	if runID.ReplaceAllString(want, "run_ID") != runID.ReplaceAllString(got, "run_ID") {
+		return fmt.Errorf("got  %s\nwant %s", got, want)
+	}
+	return nil
+}
+
+// checkTranscript runs each command of an sh transcript block in d and
+// compares its stdout followed by its stderr with the lines shown.
+func (d *demo) checkTranscript(t *testing.T, ids idMap, text string) {
+	t.Helper()
+	steps := transcript(text)
+	if len(steps) == 0 {
+		t.Fatal("an sh block without a \"$ \" command")
+	}
+	for _, s := range steps {
+		cmd := ids.substitute(s.command)
+		if !strings.HasPrefix(cmd, "bin/host ") {
+			t.Fatalf("%q: transcripts run bin/host", s.command)
+		}
+		stdout, stderr, status := d.run(t, cmd)
+		got := strings.Split(strings.TrimRight(stdout+stderr, "\n"), "\n")
+		if status != 0 {
+			t.Errorf("%s: exit status %d", cmd, status)
+		}
+		if len(got) != len(s.output) {
+			t.Fatalf("%s: %d lines of output, the document shows %d:\n%s", cmd, len(got), len(s.output), strings.Join(got, "\n"))
+		}
+		for i := range got {
+			if err := ids.match(s.output[i], got[i], d.root); err != nil {
+				t.Errorf("%s: line %d: %v", s.command, i+1, err)
+			}
+		}
+	}
+}
+
+func copyTree(src, dst string) error {
+	return filepath.Walk(src, func(path string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if err := copyFile(path, target); err != nil {
+			return err
+		}
+		return os.Chmod(target, fi.Mode().Perm())
+	})
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
