@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -106,7 +107,11 @@ func seamKind(rec registry.Record, family, method string) (kind, note string) {
 	case wop.FamilyAIEnvelope:
 		return SeamKindProviderSDK, "the model provider configured for " + by + ", such as HTTP to the model's API; the model's answer is the recorded fact"
 	case wop.FamilyMCP:
-		return SeamKindOther, "MCP request to a server configured for " + by + " (" + method + ", such as tools/call); a tool may act on the world"
+		request := method
+		if method == mcp.MethodCallTool {
+			request = "tools/call"
+		}
+		return SeamKindOther, "MCP " + request + " request to a server configured for " + by + "; a tool may act on the world"
 	case wop.FamilyAgentRuntime:
 		return SeamKindOther, "spawns or messages agents through " + by + "; the agents' own calls pass through the host, each a seam of its own"
 	case wop.FamilyPromptLibrary:
