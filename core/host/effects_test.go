@@ -9,15 +9,15 @@ import (
 	"github.com/wophost/wophost/sdk/wop"
 )
 
-// nopInvoker stands in for a plugin: the builder never calls one.
-type nopInvoker struct{ registry.Invoker }
+// seamInvoker stands in for a plugin: the builder never calls one.
+type seamInvoker struct{ registry.Invoker }
 
-// ready declares capability name, served by plugin, and makes it ready
+// readyForSeams declares capability name, served by plugin, and makes it ready
 // with families.
-func ready(reg *registry.Registry, name, plugin string, families ...registry.Family) {
+func readyForSeams(reg *registry.Registry, name, plugin string, families ...registry.Family) {
 	reg.Declare(name, plugin)
 	reg.Describe(name, plugin, "1.0.0", nil)
-	reg.Ready(name, families, nopInvoker{})
+	reg.Ready(name, families, seamInvoker{})
 }
 
 // The manifest has one seam per side-effecting method of each advertised
@@ -26,17 +26,17 @@ func ready(reg *registry.Registry, name, plugin string, families ...registry.Fam
 // methods of a family that is not advertised.
 func TestEffectSeamsOf(t *testing.T) {
 	reg := registry.New(registry.Implementation{Name: Name, Version: "1.2.3"})
-	ready(reg, "ai", "wophost-aienvelope", registry.Family{Name: wop.FamilyAIEnvelope, Methods: []string{"generate"}})
-	ready(reg, "prompts", "wophost-promptlib", registry.Family{Name: wop.FamilyPromptLibrary, Methods: []string{"get", "publish"}})
-	ready(reg, "mcp", "wophost-mcp", registry.Family{Name: wop.FamilyMCP,
+	readyForSeams(reg, "ai", "wophost-aienvelope", registry.Family{Name: wop.FamilyAIEnvelope, Methods: []string{"generate"}})
+	readyForSeams(reg, "prompts", "wophost-promptlib", registry.Family{Name: wop.FamilyPromptLibrary, Methods: []string{"get", "publish"}})
+	readyForSeams(reg, "mcp", "wophost-mcp", registry.Family{Name: wop.FamilyMCP,
 		Methods: []string{"callTool", "listTools", "readResource", "serverHealth"}})
 	// Advertising agentRuntime implies agents.manifestRuntime, which the
 	// host provides; a provided family has no methods and so no seams.
 	reg.Provide(registry.Family{Name: wop.FamilyAgents, Facets: map[string]json.RawMessage{"manifestRuntime": json.RawMessage(`{}`)}})
-	ready(reg, "agents", "wophost-agentruntime", registry.Family{Name: wop.FamilyAgentRuntime, Methods: []string{"spawn"}})
-	ready(reg, "kv", "wophost-kv", registry.Family{Name: "acme.kv", Methods: []string{"delete", "get", "put"}, Pure: []string{"get"}})
+	readyForSeams(reg, "agents", "wophost-agentruntime", registry.Family{Name: wop.FamilyAgentRuntime, Methods: []string{"spawn"}})
+	readyForSeams(reg, "kv", "wophost-kv", registry.Family{Name: "acme.kv", Methods: []string{"delete", "get", "put"}, Pure: []string{"get"}})
 	// Needs a family nobody serves: not advertised, so no seam.
-	ready(reg, "orphan", "wophost-orphan", registry.Family{Name: "acme.orphan", Methods: []string{"poke"}, Needs: []string{"acme.none"}})
+	readyForSeams(reg, "orphan", "wophost-orphan", registry.Family{Name: "acme.orphan", Methods: []string{"poke"}, Needs: []string{"acme.none"}})
 
 	m := EffectSeamsOf(reg)
 	if m.ManifestVersion != "1" || m.Host != (EffectHost{Name: "wophost", Build: "1.2.3"}) {
