@@ -65,7 +65,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "log level: trace, debug, info, warn, error or off (default: the config's)")
 	root.AddCommand(
 		runCommand(g), callCommand(g), capabilitiesCommand(g), validateCommand(g),
-		pluginsCommand(g), packsCommand(g), serveCommand(g), promptsCommand(g), agentsCommand(g),
+		pluginsCommand(g), effectsCommand(g), packsCommand(g), serveCommand(g), promptsCommand(g), agentsCommand(g),
 	)
 	err := root.Execute()
 	var ee *exitError

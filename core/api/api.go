@@ -89,6 +89,7 @@ func New(current *Current, opts Options) *Server {
 		{"GET", "/v1/plugins", s.authed(s.plugins)},
 		{"GET", "/v1/packs", s.authed(s.packs)},
 		{"GET", "/v1/agents", s.authed(s.agents)},
+		{"GET", "/host/effect-seams", s.authed(s.effectSeams)},
 	}
 	if opts.Metrics != nil {
 		routes = append(routes, struct {
@@ -348,6 +349,19 @@ func (s *Server) plugins(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, b.Registry().Records())
+}
+
+// effectSeams serves OpenWOP's effect-seam manifest of what the current
+// host advertises: its side-effecting methods and what guards them on
+// replay.
+func (s *Server) effectSeams(w http.ResponseWriter, _ *http.Request) {
+	b, release := s.current.Acquire()
+	defer release()
+	if b == nil {
+		writeError(w, errNoHost())
+		return
+	}
+	writeJSON(w, http.StatusOK, host.EffectSeamsOf(b.Registry()))
 }
 
 func (s *Server) packs(w http.ResponseWriter, _ *http.Request) {

@@ -420,6 +420,12 @@ func selectFamilies(cc *config.Capability, desc *loader.Description) ([]loader.F
 		if err := wop.CheckFamilyRecord(f.Status, f.Since, f.Until, f.Witness); err != nil {
 			return nil, fmt.Errorf("plugin %s describes family %q with an invalid record: %w", desc.Name, f.Name, err)
 		}
+		// A replay trusts the declaration to run these methods live, so a
+		// plugin (in any language) declaring what it does not serve, or
+		// overriding the contract, is refused here.
+		if err := checkPure(f); err != nil {
+			return nil, fmt.Errorf("plugin %s describes family %q with %w", desc.Name, f.Name, err)
+		}
 		if len(cc.Families) == 0 || slices.Contains(cc.Families, f.Name) {
 			out = append(out, f)
 		}
@@ -442,6 +448,20 @@ func selectFamilies(cc *config.Capability, desc *loader.Description) ([]loader.F
 		return nil, fmt.Errorf("plugin %s serves no family", desc.Name)
 	}
 	return out, nil
+}
+
+// checkPure returns why f's pure_methods cannot be taken: pure methods on
+// a core family, whose the contract fixes, or one f does not list.
+func checkPure(f loader.FamilyDescription) error {
+	if len(f.PureMethods) > 0 && wop.IsCoreFamily(f.Name) {
+		return fmt.Errorf("the pure method %q: the contract fixes the pure methods of a core family, which declares none", f.PureMethods[0])
+	}
+	for _, m := range f.PureMethods {
+		if !slices.Contains(f.Methods, m) {
+			return fmt.Errorf("the pure method %q, which is not one of its methods (%s)", m, strings.Join(f.Methods, ", "))
+		}
+	}
+	return nil
 }
 
 // checkClaims refuses two capability blocks serving one family, naming
@@ -540,7 +560,7 @@ func (h *Host) configure(ctx context.Context, c *capability) (_ hcl.Diagnostics,
 	for _, f := range c.families {
 		families = append(families, registry.Family{
 			Name: f.Name, Status: f.Status, Since: f.Since, Until: f.Until, Witness: f.Witness,
-			Methods: f.Methods, Needs: f.Needs, Uses: f.Uses, Facets: res.Facets[f.Name], Details: res.Details[f.Name],
+			Methods: f.Methods, Needs: f.Needs, Uses: f.Uses, Pure: f.PureMethods, Facets: res.Facets[f.Name], Details: res.Details[f.Name],
 		})
 	}
 	srv, _ := hs.(*hostservices.Server)

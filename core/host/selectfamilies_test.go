@@ -33,3 +33,28 @@ func TestSelectFamiliesChecksTheRecord(t *testing.T) {
 		t.Fatalf("no witness: %v", err)
 	}
 }
+
+// A Describe whose pure_methods names a method the family does not list,
+// or declares any on a core family, is refused naming the family and the
+// method: a replay would run that method live on the plugin's word.
+func TestSelectFamiliesChecksPureMethods(t *testing.T) {
+	cc := &config.Capability{}
+	kv := loader.FamilyDescription{Name: "acme.kv", Status: "stable", Since: "2.0", Witness: "claims-check",
+		Methods: []string{"get", "put"}, PureMethods: []string{"get"}}
+	got, err := selectFamilies(cc, &loader.Description{Name: "p", Families: []loader.FamilyDescription{kv}})
+	if err != nil || len(got) != 1 || len(got[0].PureMethods) != 1 {
+		t.Fatalf("a served pure method: %v, %+v", err, got)
+	}
+	bad := kv
+	bad.PureMethods = []string{"get", "scan"}
+	_, err = selectFamilies(cc, &loader.Description{Name: "p", Families: []loader.FamilyDescription{bad}})
+	if err == nil || !strings.Contains(err.Error(), `family "acme.kv"`) || !strings.Contains(err.Error(), `pure method "scan", which is not one of its methods`) {
+		t.Fatalf("an unserved pure method: %v", err)
+	}
+	core := loader.FamilyDescription{Name: "mcp", Status: "stable", Since: "2.0", Witness: "seam-gated",
+		Methods: []string{"callTool", "listTools"}, PureMethods: []string{"callTool"}}
+	_, err = selectFamilies(cc, &loader.Description{Name: "p", Families: []loader.FamilyDescription{core}})
+	if err == nil || !strings.Contains(err.Error(), `family "mcp"`) || !strings.Contains(err.Error(), `pure method "callTool": the contract fixes`) {
+		t.Fatalf("pure methods on a core family: %v", err)
+	}
+}

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -27,6 +30,10 @@ type Family struct {
 	Methods []string
 	Needs   []string
 	Uses    []string
+	// Pure are the methods a vendor family declares pure in Describe
+	// (pure_methods); empty for a core family, whose pure methods the
+	// contract fixes (IsPure).
+	Pure []string
 	// Facets maps each facet to its JSON settings ({} when it has none).
 	Facets map[string]json.RawMessage
 	// Details is a JSON object the plugin lists about the family under
@@ -96,6 +103,9 @@ func New(impl Implementation) *Registry {
 	r.recompute()
 	return r
 }
+
+// Implementation returns what names the host in the advertisement.
+func (r *Registry) Implementation() Implementation { return r.impl }
 
 // Declare adds a capability in the declared state.
 func (r *Registry) Declare(name, plugin string) {
@@ -281,6 +291,40 @@ func (r *Registry) Lookup(family string) (Invoker, Family, bool) {
 		return nil, Family{}, false
 	}
 	return s.invoker, s.family, true
+}
+
+// IsPure reports whether method of family is pure: it changes nothing
+// anywhere and answers the same request the same way, so a replay runs it
+// live; every other method is answered from the run's log. For a core
+// family the contract says which are (promptLibrary.get and mcp's
+// listTools, readResource and serverHealth); a vendor family's are those
+// its plugin declared in Describe, looked up among the families of the
+// ready capabilities; an unknown family has none.
+func (r *Registry) IsPure(family, method string) bool {
+	switch family {
+	case wop.FamilyPromptLibrary:
+		return promptlibrary.IsPureMethod(method)
+	case wop.FamilyMCP:
+		return mcp.IsPureMethod(method)
+	}
+	if wop.IsCoreFamily(family) {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if s, ok := r.advertised[family]; ok {
+		return slices.Contains(s.family.Pure, method)
+	}
+	// A family withdrawn for now (a crashed plugin, a missing need) keeps
+	// its declaration: what the plugin said about its methods still holds.
+	for _, n := range r.order {
+		for _, f := range r.entries[n].families {
+			if f.Name == family {
+				return slices.Contains(f.Pure, method)
+			}
+		}
+	}
+	return false
 }
 
 // Advertised returns the advertised families and their facets.

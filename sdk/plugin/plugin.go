@@ -74,6 +74,15 @@ type Family struct {
 	Witness string
 	// Methods maps each method name to its handler.
 	Methods map[string]Handler
+	// Pure names the methods, among Methods, that change nothing anywhere
+	// and answer the same request the same way (a read of the family's
+	// state, say). When the host replays a run it runs them live and
+	// compares their answers with the run's; every other method is
+	// side-effecting and answered from the run's log on replay, so leave a
+	// method out unless it is truly pure. Only a vendor family declares
+	// Pure: the contract fixes the pure methods of the core families, and
+	// Serve refuses Pure on one, as it refuses a name not in Methods.
+	Pure []string
 	// Facets, if set, returns the facets the family serves under the
 	// current configuration. It is called after Configure; each value is
 	// marshalled to JSON ({} for a facet without settings).
@@ -121,6 +130,21 @@ func (f *Family) checkCodes() error {
 		}
 		if codeOrg, _, _ := strings.Cut(c, "."); org != "" && codeOrg != org {
 			return fmt.Errorf("family %q declares the error code %q: its org must be the family's, %q", f.Name, c, org)
+		}
+	}
+	return nil
+}
+
+// checkPure returns an error naming the family and the method when f
+// declares pure methods on a core family or a pure method it does not
+// serve.
+func (f *Family) checkPure() error {
+	if len(f.Pure) > 0 && wop.IsCoreFamily(f.Name) {
+		return fmt.Errorf("family %q declares the pure method %q: the contract fixes the pure methods of a core family; leave Pure empty", f.Name, f.Pure[0])
+	}
+	for _, m := range f.Pure {
+		if _, ok := f.Methods[m]; !ok {
+			return fmt.Errorf("family %q declares the pure method %q, which is not one of its Methods", f.Name, m)
 		}
 	}
 	return nil

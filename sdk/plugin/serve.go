@@ -82,6 +82,9 @@ func (p *Plugin) Validate() error {
 		if err := f.checkCodes(); err != nil {
 			return err
 		}
+		if err := f.checkPure(); err != nil {
+			return err
+		}
 	}
 	if vs := p.ConfigSchema.CheckDeclarations(); len(vs) > 0 {
 		return fmt.Errorf("config schema attribute %q: %w", strings.Join(vs[0].Path, "."), vs[0].Err)

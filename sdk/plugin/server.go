@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 
@@ -52,9 +53,11 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 			methods = append(methods, m)
 		}
 		sort.Strings(methods)
+		pure := slices.Clone(f.Pure)
+		sort.Strings(pure)
 		resp.Families = append(resp.Families, &wophostv1.FamilyDescription{
 			Name: f.Name, Status: f.Status, Since: f.Since, Until: f.Until, Witness: f.Witness,
-			Methods: methods, Needs: f.Needs, Uses: f.Uses,
+			Methods: methods, Needs: f.Needs, Uses: f.Uses, PureMethods: pure,
 		})
 	}
 	return resp, nil

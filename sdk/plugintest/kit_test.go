@@ -69,6 +69,7 @@ func TestKitOnBadPlugin(t *testing.T) {
 	tests := []kitCase{
 		{"none", "", ""},
 		{"describe", "Describe", "Describe: version is empty"},
+		{"pure-methods", "PureMethods", `family test.bad declares the pure method "nope", which it does not list in methods`},
 		{"schema", "ConfigSchema", `name "a" is used more than once`},
 		{"serve-unconfigured", "InvokeBeforeConfigure", "succeeded before Configure"},
 		{"facets", "Configure", "Configure returned no facets for family test.bad"},

@@ -23,6 +23,8 @@ const (
 // against it, each as a subtest, in this order:
 //
 //   - Describe: name, version and well-formed families.
+//   - PureMethods: every method a family declares pure is one it lists,
+//     and a core family declares none (the contract fixes them).
 //   - ConfigSchema: a well-formed schema.Block.
 //   - InvokeBeforeConfigure: refused with code unavailable.
 //   - Configure: cfg.Config accepted, facets for every family.
@@ -43,6 +45,7 @@ func Run(t *testing.T, cfg Config) {
 	c.p = Start(t, cfg)
 
 	t.Run("Describe", c.describe)
+	t.Run("PureMethods", c.pureMethods)
 	t.Run("ConfigSchema", c.configSchema)
 	t.Run("InvokeBeforeConfigure", c.invokeBeforeConfigure)
 	t.Run("Configure", c.configure)
@@ -68,6 +71,34 @@ func (c *protocolChecks) describe(t *testing.T) {
 	for _, pr := range descriptionProblems(c.desc) {
 		t.Error(pr)
 	}
+}
+
+func (c *protocolChecks) pureMethods(t *testing.T) {
+	if c.desc == nil {
+		t.Skip("skipped: Describe failed")
+	}
+	for _, pr := range pureProblems(c.desc) {
+		t.Error(pr)
+	}
+}
+
+// pureProblems lists the pure_methods of d a host refuses: on a core
+// family, or naming a method the family does not list. A replay runs a
+// pure method live on the plugin's word, so the host fails the capability.
+func pureProblems(d *Description) []string {
+	var out []string
+	for _, f := range d.Families {
+		if len(f.PureMethods) > 0 && wop.IsCoreFamily(f.Name) {
+			out = append(out, fmt.Sprintf("family %s declares pure methods %q: the contract fixes the pure methods of a core family, which declares none", f.Name, f.PureMethods))
+			continue
+		}
+		for _, m := range f.PureMethods {
+			if !slices.Contains(f.Methods, m) {
+				out = append(out, fmt.Sprintf("family %s declares the pure method %q, which it does not list in methods %q", f.Name, m, f.Methods))
+			}
+		}
+	}
+	return out
 }
 
 func (c *protocolChecks) configSchema(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,4 +35,14 @@ func TestConformance(t *testing.T) {
 			{Family: "acme.kv", Method: "put", Payload: json.RawMessage(`{"key":"big","value":"` + strings.Repeat("x", 2000) + `"}`), WantCode: kvapi.CodeValueTooLarge},
 		},
 	})
+}
+
+// The plugin declares get pure and only get: put and delete change the
+// store, and a replay must answer them from the run's log.
+func TestDescribeDeclaresGetPure(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Config{InProcess: newPlugin()})
+	d := p.Describe(t)
+	if len(d.Families) != 1 || !slices.Equal(d.Families[0].PureMethods, []string{kvapi.MethodGet}) {
+		t.Fatalf("Describe families = %+v; want acme.kv with pure_methods [get]", d.Families)
+	}
 }

@@ -49,6 +49,9 @@ func newPlugin() *plugin.Plugin {
 				kvapi.MethodPut:    plugin.Typed(k.put),
 				kvapi.MethodDelete: plugin.Typed(k.delete),
 			},
+			// get reads and changes nothing, so a replay runs it live and
+			// compares; put and delete are answered from the run's log.
+			Pure:  []string{kvapi.MethodGet},
 			Codes: []string{kvapi.CodeKeyNotFound, kvapi.CodeValueTooLarge, kvapi.CodeStoreUnavailable},
 		}},
 	}

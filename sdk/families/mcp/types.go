@@ -25,6 +25,19 @@ const (
 	MethodServerHealth = "serverHealth"
 )
 
+// IsPureMethod reports whether method is one the contract declares pure:
+// it changes nothing anywhere and answers the same request the same way,
+// so a replay runs it live instead of answering it from the run's log.
+// listTools, readResource and serverHealth are; callTool is not, since a
+// tool may act on the world.
+func IsPureMethod(method string) bool {
+	switch method {
+	case MethodListTools, MethodReadResource, MethodServerHealth:
+		return true
+	}
+	return false
+}
+
 // The only error codes a call rejects with. CodeMCPError carries the
 // server's JSON-RPC error object unaltered in details.error.
 const (

@@ -15,6 +15,15 @@ const MethodGet = "get"
 // CapabilityGet is the capability named by capability_not_provided errors.
 const CapabilityGet = "host." + Family + "." + MethodGet
 
+// IsPureMethod reports whether method is one the contract declares pure:
+// it changes nothing anywhere and answers the same request the same way,
+// so a replay runs it live instead of answering it from the run's log.
+// Only get is: a pinned version is immutable. The management methods
+// change the store or answer from its current state, and are not.
+func IsPureMethod(method string) bool {
+	return method == MethodGet
+}
+
 // Error codes of the family. They arrive as wop.Error.Code.
 const (
 	CodePromptUnpinned         = "prompt_unpinned"

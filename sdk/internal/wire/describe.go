@@ -15,6 +15,8 @@ type Description struct {
 type FamilyDescription struct {
 	Name, Status, Since, Until, Witness string
 	Methods, Needs, Uses                []string
+	// PureMethods are the methods the family declares pure (pure_methods).
+	PureMethods []string
 }
 
 // DescriptionFromProto converts a Describe answer into plain Go.
@@ -23,7 +25,7 @@ func DescriptionFromProto(resp *wophostv1.DescribeResponse) *Description {
 	for _, f := range resp.GetFamilies() {
 		d.Families = append(d.Families, FamilyDescription{
 			Name: f.GetName(), Status: f.GetStatus(), Since: f.GetSince(), Until: f.GetUntil(), Witness: f.GetWitness(),
-			Methods: f.GetMethods(), Needs: f.GetNeeds(), Uses: f.GetUses(),
+			Methods: f.GetMethods(), Needs: f.GetNeeds(), Uses: f.GetUses(), PureMethods: f.GetPureMethods(),
 		})
 	}
 	return d

@@ -5,6 +5,8 @@
 // environment names one rule to break:
 //
 //   - describe: Describe sends no version.
+//   - pure-methods: Describe declares a pure method it does not serve
+//     (by default echo is pure).
 //   - schema: the config schema names an attribute twice.
 //   - serve-unconfigured: calls succeed before Configure.
 //   - facets: Configure returns no facets for test.bad.
@@ -143,12 +145,16 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 			}},
 		}, nil
 	}
+	pure := []string{"echo"}
+	if s.breaks("pure-methods") {
+		pure = append(pure, "nope")
+	}
 	return &wophostv1.DescribeResponse{
 		Name:    "badplugin",
 		Version: version,
 		Families: []*wophostv1.FamilyDescription{{
 			Name: family, Status: "experimental", Since: "2.0", Until: "2099-12-31", Witness: "claims-check",
-			Methods: []string{"echo", "other", "fail"},
+			Methods: []string{"echo", "other", "fail"}, PureMethods: pure,
 		}},
 	}, nil
 }

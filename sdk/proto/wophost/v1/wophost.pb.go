@@ -356,7 +356,15 @@ type FamilyDescription struct {
 	// this family to be advertised.
 	Needs []string `protobuf:"bytes,7,rep,name=needs,proto3" json:"needs,omitempty"`
 	// uses lists families the plugin may call back without needing them.
-	Uses          []string `protobuf:"bytes,8,rep,name=uses,proto3" json:"uses,omitempty"`
+	Uses []string `protobuf:"bytes,8,rep,name=uses,proto3" json:"uses,omitempty"`
+	// pure_methods lists the methods, among methods, that change nothing
+	// anywhere and answer the same request the same way. When the host
+	// replays a run it calls them live and compares; every other method is
+	// side-effecting and answered from the run's invocation log. Only a
+	// vendor family declares them: the contract fixes those of the core
+	// families, and the host fails a capability that declares pure methods
+	// on a core family or names one the family does not list in methods.
+	PureMethods   []string `protobuf:"bytes,9,rep,name=pure_methods,json=pureMethods,proto3" json:"pure_methods,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -443,6 +451,13 @@ func (x *FamilyDescription) GetNeeds() []string {
 func (x *FamilyDescription) GetUses() []string {
 	if x != nil {
 		return x.Uses
+	}
+	return nil
+}
+
+func (x *FamilyDescription) GetPureMethods() []string {
+	if x != nil {
+		return x.PureMethods
 	}
 	return nil
 }
@@ -1294,7 +1309,7 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x129\n" +
 	"\bfamilies\x18\x03 \x03(\v2\x1d.wophost.v1.FamilyDescriptionR\bfamilies\x12#\n" +
-	"\rsingle_writer\x18\x04 \x01(\bR\fsingleWriter\"\xc9\x01\n" +
+	"\rsingle_writer\x18\x04 \x01(\bR\fsingleWriter\"\xec\x01\n" +
 	"\x11FamilyDescription\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x14\n" +
@@ -1303,7 +1318,8 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\awitness\x18\x05 \x01(\tR\awitness\x12\x18\n" +
 	"\amethods\x18\x06 \x03(\tR\amethods\x12\x14\n" +
 	"\x05needs\x18\a \x03(\tR\x05needs\x12\x12\n" +
-	"\x04uses\x18\b \x03(\tR\x04uses\"\x15\n" +
+	"\x04uses\x18\b \x03(\tR\x04uses\x12!\n" +
+	"\fpure_methods\x18\t \x03(\tR\vpureMethods\"\x15\n" +
 	"\x13ConfigSchemaRequest\".\n" +
 	"\x14ConfigSchemaResponse\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\fR\x06schema\"\xd8\x01\n" +
