@@ -125,7 +125,7 @@ func NewWithOptions(cfg *config.Config, files *config.Loader, logger hclog.Logge
 	h.router.SetTracer(h.tracer)
 	h.prompts = dispatch.NewPromptPolicy(h.promptLockMap)
 	h.router.SetPolicy(wop.FamilyPromptLibrary, h.prompts)
-	h.journal = dispatch.NewJournal(h.isPure, h.holdsSecret)
+	h.journal = dispatch.NewJournal(h.reg.IsPure, h.holdsSecret)
 	h.router.SetJournal(h.journal)
 	h.setUpAgents()
 	h.state = newState(h)

@@ -229,15 +229,53 @@ func (d *demo) checkTranscript(t *testing.T, ids idMap, text string) {
 		if status != 0 {
 			t.Errorf("%s: exit status %d", cmd, status)
 		}
-		if len(got) != len(s.output) {
-			t.Fatalf("%s: %d lines of output, the document shows %d:\n%s", cmd, len(got), len(s.output), strings.Join(got, "\n"))
-		}
-		for i := range got {
-			if err := ids.match(s.output[i], got[i], d.root); err != nil {
-				t.Errorf("%s: line %d: %v", s.command, i+1, err)
-			}
+		if err := ids.matchLines(s.output, got, d.root); err != nil {
+			t.Errorf("%s: %v\nthe whole output:\n%s", s.command, err, strings.Join(got, "\n"))
 		}
 	}
+}
+
+// ellipsis, a line of its own in a transcript, stands for any number of
+// lines of output (none included).
+const ellipsis = "…"
+
+// matchLines compares the lines a transcript shows with the output: each
+// shown line matches one output line (match), and an ellipsis line any
+// run of them. Run ids are paired only along the matching found.
+func (m idMap) matchLines(want, got []string, root string) error {
+	if len(want) == 0 {
+		if len(got) != 0 {
+			return fmt.Errorf("%d lines more than the document shows, from %q", len(got), got[0])
+		}
+		return nil
+	}
+	if want[0] == ellipsis {
+		for skip := 0; skip <= len(got); skip++ {
+			trial := m.clone()
+			if trial.matchLines(want[1:], got[skip:], root) == nil {
+				for k, v := range trial {
+					m[k] = v
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no lines after %q match %q", ellipsis, want[1:])
+	}
+	if len(got) == 0 {
+		return fmt.Errorf("the output ends where the document shows %q", want[0])
+	}
+	if err := m.match(want[0], got[0], root); err != nil {
+		return err
+	}
+	return m.matchLines(want[1:], got[1:], root)
+}
+
+func (m idMap) clone() idMap {
+	c := idMap{}
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
 }
 
 func copyTree(src, dst string) error {

@@ -234,6 +234,9 @@ func (r readiness) ServesNode(string) bool       { return false }
 func (r readiness) Registry() *registry.Registry { return registry.New(registry.Implementation{}) }
 func (r readiness) Packs() []host.PackInfo       { return nil }
 func (r readiness) Ready() error                 { return r.err }
+func (r readiness) RunRecord(context.Context, string) (*host.RunRecord, error) {
+	return nil, fmt.Errorf("readiness keeps no records")
+}
 func (r readiness) Run(context.Context, string, json.RawMessage, host.RunOptions) (*host.RunResult, error) {
 	return nil, fmt.Errorf("readiness runs nothing")
 }
