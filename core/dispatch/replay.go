@@ -242,7 +242,9 @@ func (p *pendingCall) answer() (bool, []byte, error) {
 		switch {
 		case src != nil:
 			why = "the source run's outcome of this call held a sensitive value and was not kept"
-		case r.src.Log != nil && r.src.Log.Truncated:
+		case r.src.Log == nil:
+			why = "the source run's record has no invocation log"
+		case r.src.Log.Truncated:
 			why = fmt.Sprintf("the source run's log was cut after %d calls (%d dropped)", len(r.src.Log.Calls), r.src.Log.Dropped)
 		}
 		e := wop.Errorf(CodeReplaySourceMissing, "replay of %s: %s.%s has effects and %s; nothing was performed",
