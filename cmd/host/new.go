@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wophost/wophost/internal/scaffold"
+)
+
+// newFlags are the flags both `host new` commands take.
+type newFlags struct {
+	dir    string
+	module string
+	sdk    string
+	tidy   bool
+}
+
+func (f *newFlags) register(c *cobra.Command, what string) {
+	c.Flags().StringVar(&f.dir, "dir", "", "directory to write the "+what+" into, new or empty (default ./NAME)")
+	c.Flags().StringVar(&f.module, "module", "", "Go module path (default example.com/NAME)")
+	c.Flags().StringVar(&f.sdk, "sdk", "", "sdk directory of the wophost checkout go.mod's replace line names (default: the checkout the host binary is in)")
+	c.Flags().BoolVar(&f.tidy, "tidy", false, "run go mod tidy in the new module (needs the go command, and the module proxy unless the module cache has the SDK's dependencies)")
+}
+
+// sdkDir is --sdk, or the SDK of the checkout the running host was built
+// in.
+func (f *newFlags) sdkDir() (string, error) {
+	if f.sdk != "" {
+		return f.sdk, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = ""
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		wd = ""
+	}
+	return scaffold.FindSDK(exe, wd)
+}
+
+func (f *newFlags) target(name string) string {
+	if f.dir != "" {
+		return f.dir
+	}
+	return name
+}
+
+func newCommand(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "new",
+		Short: "write a starting point: a Go module for a capability plugin or a node pack",
+	}
+	c.AddCommand(newPluginCommand(g), newPackCommand(g))
+	return c
+}
+
+func newPluginCommand(g *globals) *cobra.Command {
+	var f newFlags
+	var family, method string
+	c := &cobra.Command{
+		Use:   "plugin NAME",
+		Short: "write a Go capability plugin serving one vendor family, its conformance test and a host.hcl that runs it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			sdk, err := f.sdkDir()
+			if err != nil {
+				return newError(err)
+			}
+			p := scaffold.Plugin{Name: args[0], Family: family, Method: method, Module: f.module, SDKDir: sdk}
+			res, err := scaffold.WritePlugin(f.target(args[0]), p)
+			if err != nil {
+				return newError(err)
+			}
+			return g.reportNew(f, res, "call")
+		},
+	}
+	f.register(c, "plugin")
+	c.Flags().StringVar(&family, "family", "", `vendor family the plugin serves, "org.name" (default example.NAME)`)
+	c.Flags().StringVar(&method, "method", "", "the family's method (default greet)")
+	return c
+}
+
+func newPackCommand(g *globals) *cobra.Command {
+	var f newFlags
+	var node string
+	c := &cobra.Command{
+		Use:   "pack NAME",
+		Short: "write a Go node pack with one node, its pack.json and schemas, a test and a host.hcl that loads it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			sdk, err := f.sdkDir()
+			if err != nil {
+				return newError(err)
+			}
+			p := scaffold.Pack{Name: args[0], Node: node, Module: f.module, SDKDir: sdk}
+			res, err := scaffold.WritePack(f.target(args[0]), p)
+			if err != nil {
+				return newError(err)
+			}
+			return g.reportNew(f, res, "run")
+		},
+	}
+	f.register(c, "pack")
+	c.Flags().StringVar(&node, "node", "", "typeId of the pack's node (default: the name's last segment, lowercased, then .count)")
+	return c
+}
+
+// newError makes a scaffold error a usage error (exit 2) when it is about
+// what was asked, and a failure (exit 1) otherwise.
+func newError(err error) error {
+	if errors.Is(err, scaffold.ErrInvalid) {
+		// The wrapped sentinel's text adds nothing for a reader.
+		return errors.New(strings.TrimPrefix(err.Error(), scaffold.ErrInvalid.Error()+": "))
+	}
+	return &failure{err}
+}
+
+// hostCommand is how the next steps name the host: the running
+// executable's path, so they can be pasted as they are.
+func hostCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "host"
+	}
+	return exe
+}
+
+// reportNew runs go mod tidy if asked, and prints what was written and
+// the steps that build, test and run it; verb is the host command that
+// runs it (call or run).
+func (g *globals) reportNew(f newFlags, res *scaffold.Result, verb string) error {
+	run := fmt.Sprintf("echo '%s' | %s --config host.hcl %s %s --input -", res.Input, hostCommand(), verb, res.Target)
+	next := []string{"cd " + f.shownDir(res)}
+	if f.tidy {
+		if err := scaffold.Tidy(res.Dir, g.stderr); err != nil {
+			return &failure{err}
+		}
+	} else {
+		next = append(next, "go mod tidy")
+	}
+	next = append(next, "go test ./...", "go build -o "+res.Executable+" .", run)
+	if g.json {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{
+			"dir": res.Dir, "module": res.Module, "sdk": res.SDKDir, "files": res.Files, "tidied": f.tidy, "next": next,
+		})
+	}
+	fmt.Fprintf(g.stdout, "wrote %s: module %s, SDK from %s\n", res.Dir, res.Module, res.SDKDir)
+	for _, file := range res.Files {
+		fmt.Fprintf(g.stdout, "  %s\n", file)
+	}
+	if f.tidy {
+		fmt.Fprintln(g.stdout, "ran go mod tidy: go.sum written")
+	}
+	fmt.Fprintln(g.stdout, "next:")
+	for _, step := range next {
+		fmt.Fprintf(g.stdout, "  %s\n", step)
+	}
+	return nil
+}
+
+// shownDir is the directory as the user named it, for the cd step.
+func (f newFlags) shownDir(res *scaffold.Result) string {
+	if f.dir != "" {
+		return f.dir
+	}
+	return filepath.Base(res.Dir)
+}

@@ -1,0 +1,397 @@
+// Package scaffold writes the starting points `host new` makes: a Go module
+// for a capability plugin or for a node pack that builds against the SDK of
+// a local wophost checkout, passes its own tests and runs under the host
+// with the host.hcl written beside it.
+//
+// The SDK module (github.com/wophost/wophost/sdk) is not published, so the
+// go.mod written requires it at a placeholder version and replaces it with
+// a checkout's sdk directory. go.sum is not written: `go mod tidy` (Tidy)
+// resolves the SDK's dependencies from the module proxy or cache.
+package scaffold
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"go/format"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+
+	"github.com/wophost/wophost/core/packmanifest"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// SDKModule is the module path of the wophost SDK.
+const SDKModule = "github.com/wophost/wophost/sdk"
+
+// SDKVersion is the version a written go.mod requires the SDK at: the
+// placeholder Go itself writes for a module only a replace directive
+// provides. The replace decides which code is built.
+const SDKVersion = "v0.0.0-00010101000000-000000000000"
+
+// ErrInvalid is wrapped by every error about what the caller asked for (a
+// name, a flag's value, a missing SDK directory) rather than about writing
+// it.
+var ErrInvalid = errors.New("invalid request")
+
+// invalidf returns an error wrapping ErrInvalid.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+//go:embed templates
+var templates embed.FS
+
+// Plugin is what WritePlugin writes.
+type Plugin struct {
+	// Name names the plugin: its executable, its capability block in
+	// host.hcl and Plugin.Name. Lowercase letters, digits and dashes,
+	// starting with a letter.
+	Name string
+	// Family is the vendor family it serves, "org.name"; empty means
+	// "example.NAME". Its org is also the org of the family's error codes.
+	Family string
+	// Method is the family's one method; empty means "greet".
+	Method string
+	// Module is the Go module path; empty means "example.com/NAME".
+	Module string
+	// SDKDir is the sdk directory of a wophost checkout (see FindSDK).
+	SDKDir string
+}
+
+// Pack is what WritePack writes.
+type Pack struct {
+	// Name is the pack's name by OpenWOP's grammar, such as
+	// "community.acme.notes" (packmanifest.CheckName).
+	Name string
+	// Node is the typeId of its one node; empty means the name's last
+	// segment, lowercased, then ".count".
+	Node string
+	// Module is the Go module path; empty means "example.com/" and the
+	// name's last segment.
+	Module string
+	// SDKDir is the sdk directory of a wophost checkout (see FindSDK).
+	SDKDir string
+}
+
+// Result is what a Write wrote.
+type Result struct {
+	// Dir is the directory written, absolute.
+	Dir string
+	// Module is the Go module path of go.mod.
+	Module string
+	// SDKDir is the directory go.mod's replace line names, absolute.
+	SDKDir string
+	// Executable is the file `go build -o` should write, relative to
+	// Dir: the plugin host.hcl runs, or the pack's runtime.entry.
+	Executable string
+	// Target is what the host runs of it: FAMILY.METHOD for `host call`
+	// (a plugin), the node's typeId for `host run` (a pack).
+	Target string
+	// Input is a sample input for Target, as JSON.
+	Input string
+	// Files are the files written, relative to Dir with forward
+	// slashes, sorted.
+	Files []string
+}
+
+var (
+	pluginNamePattern = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	methodPattern     = regexp.MustCompile(`^[a-z][A-Za-z0-9]*$`)
+)
+
+// maxNameLen bounds a plugin's name and a method's: they become a file
+// name and a Go identifier.
+const maxNameLen = 64
+
+// data is what the templates see.
+type data struct {
+	Name, Family, Org, Method, MethodGo string
+	Node, Entry                         string
+	Module, GoVersion, SDKVersion       string
+	SDKDir                              string
+}
+
+// check fills p's defaults and returns the templates' data, or an error
+// wrapping ErrInvalid naming what is wrong.
+func (p Plugin) check() (*data, error) {
+	if !pluginNamePattern.MatchString(p.Name) || len(p.Name) > maxNameLen {
+		return nil, invalidf("plugin name %q: lowercase letters, digits and dashes, starting with a letter, at most %d characters", p.Name, maxNameLen)
+	}
+	d := &data{Name: p.Name, Family: p.Family, Method: p.Method, Module: p.Module, Entry: p.Name}
+	if d.Family == "" {
+		d.Family = "example." + p.Name
+	}
+	if wop.IsCoreFamily(d.Family) {
+		return nil, invalidf("family %q is a core family: a new plugin serves a vendor family, \"org.name\"", d.Family)
+	}
+	if ok, why := wop.ValidVendorFamily(d.Family); !ok {
+		return nil, invalidf("family %q: %s", d.Family, why)
+	}
+	d.Org, _, _ = strings.Cut(d.Family, ".")
+	if !wop.ValidVendorCode(d.Org + ".name_too_long") {
+		return nil, invalidf("family %q: its org %q must be lowercase letters and digits in dash-separated words, since the family's error codes are \"%s.<code>\"", d.Family, d.Org, d.Org)
+	}
+	if d.Method == "" {
+		d.Method = "greet"
+	}
+	if !methodPattern.MatchString(d.Method) || len(d.Method) > maxNameLen {
+		return nil, invalidf("method %q: letters and digits, starting with a lowercase letter, at most %d characters", d.Method, maxNameLen)
+	}
+	d.MethodGo = strings.ToUpper(d.Method[:1]) + d.Method[1:]
+	if d.Module == "" {
+		d.Module = "example.com/" + p.Name
+	}
+	return d, checkModule(d.Module)
+}
+
+// check fills p's defaults and returns the templates' data, or an error
+// wrapping ErrInvalid naming what is wrong.
+func (p Pack) check() (*data, error) {
+	if err := packmanifest.CheckName(p.Name); err != nil {
+		return nil, invalidf("pack %s", err)
+	}
+	last := p.Name[strings.LastIndexByte(p.Name, '.')+1:]
+	d := &data{Name: p.Name, Node: p.Node, Module: p.Module, Entry: last}
+	if d.Node == "" {
+		d.Node = strings.ToLower(last) + ".count"
+	}
+	if err := packmanifest.CheckTypeID(d.Node); err != nil {
+		return nil, invalidf("node %s", err)
+	}
+	if d.Module == "" {
+		d.Module = "example.com/" + last
+	}
+	return d, checkModule(d.Module)
+}
+
+func checkModule(mod string) error {
+	if err := module.CheckPath(mod); err != nil {
+		return invalidf("module path: %v", err)
+	}
+	return nil
+}
+
+// WritePlugin writes the plugin p into dir, which must not exist or be
+// empty: go.mod, main.go (plugin.Serve of one family with one method and
+// a config attribute), conformance_test.go (the SDK's conformance kit, on
+// the built binary and in process), host.hcl that runs it, README.md and
+// .gitignore.
+func WritePlugin(dir string, p Plugin) (*Result, error) {
+	d, err := p.check()
+	if err != nil {
+		return nil, err
+	}
+	res, err := write(dir, "plugin", d, p.SDKDir)
+	if err != nil {
+		return nil, err
+	}
+	res.Target, res.Input = d.Family+"."+d.Method, `{"name":"Ada"}`
+	return res, nil
+}
+
+// WritePack writes the pack p into dir, which must not exist or be empty:
+// go.mod, main.go (pack.Serve of one node with a typed input and output),
+// pack.json, the node's schemas under schemas/, pack_test.go, host.hcl
+// that loads it, README.md and .gitignore.
+func WritePack(dir string, p Pack) (*Result, error) {
+	d, err := p.check()
+	if err != nil {
+		return nil, err
+	}
+	res, err := write(dir, "pack", d, p.SDKDir)
+	if err != nil {
+		return nil, err
+	}
+	res.Target, res.Input = d.Node, `{"text":"hello, wide world"}`
+	return res, nil
+}
+
+// write renders the templates under templates/kind with d, after reading
+// the SDK's go directive from sdkDir, and writes them into dir.
+func write(dir, kind string, d *data, sdkDir string) (*Result, error) {
+	if sdkDir == "" {
+		return nil, invalidf("no SDK directory given")
+	}
+	sdk, err := filepath.Abs(sdkDir)
+	if err != nil {
+		return nil, fmt.Errorf("SDK directory: %w", err)
+	}
+	if d.GoVersion, err = CheckSDK(sdk); err != nil {
+		return nil, err
+	}
+	d.SDKDir, d.SDKVersion = sdk, SDKVersion
+	files, err := render(kind, d)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("directory: %w", err)
+	}
+	if err := emptyDir(abs); err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: abs, Module: d.Module, SDKDir: sdk, Executable: d.Entry}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		target := filepath.Join(abs, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return nil, fmt.Errorf("write %s: %w", name, err)
+		}
+		// O_EXCL: never replace a file that appeared since the check.
+		f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("write %s: %w", name, err)
+		}
+		_, err = f.Write(files[name])
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("write %s: %w", name, err)
+		}
+		res.Files = append(res.Files, name)
+	}
+	return res, nil
+}
+
+// render executes every template of kind (actions between [[ and ]],
+// since Go's composite literals are full of braces), returning each file's bytes by
+// its path in the module. A template "X.tmpl" writes X, and "gitignore.tmpl"
+// writes .gitignore (a dot file would not be embedded). Go files are
+// gofmt'ed.
+func render(kind string, d *data) (map[string][]byte, error) {
+	root := path.Join("templates", kind)
+	files := map[string][]byte{}
+	err := fs.WalkDir(templates, root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		src, err := templates.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(p, root+"/"), ".tmpl")
+		if name == "gitignore" {
+			name = ".gitignore"
+		}
+		t, err := template.New(name).Delims("[[", "]]").Option("missingkey=error").Parse(string(src))
+		if err != nil {
+			return fmt.Errorf("template %s: %w", p, err)
+		}
+		var b bytes.Buffer
+		if err := t.Execute(&b, d); err != nil {
+			return fmt.Errorf("template %s: %w", p, err)
+		}
+		out := b.Bytes()
+		if strings.HasSuffix(name, ".go") {
+			if out, err = format.Source(out); err != nil {
+				return fmt.Errorf("template %s: gofmt: %w", p, err)
+			}
+		}
+		files[name] = out
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// emptyDir makes sure dir is an empty directory, creating it if need be.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: %w", dir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("%s is not empty (it has %s): host new writes only into a new or empty directory", dir, entries[0].Name())
+	}
+	return nil
+}
+
+// CheckSDK checks that dir holds the wophost SDK module and returns the
+// Go version its go.mod states, which a written go.mod states too.
+func CheckSDK(dir string) (string, error) {
+	gomod := filepath.Join(dir, "go.mod")
+	src, err := os.ReadFile(gomod)
+	if err != nil {
+		return "", invalidf("%s is not the wophost SDK: %v", dir, err)
+	}
+	f, err := modfile.ParseLax(gomod, src, nil)
+	if err != nil {
+		return "", invalidf("%s is not the wophost SDK: %v", dir, err)
+	}
+	if f.Module == nil || f.Module.Mod.Path != SDKModule {
+		got := ""
+		if f.Module != nil {
+			got = f.Module.Mod.Path
+		}
+		return "", invalidf("%s is module %q, not the wophost SDK %s", gomod, got, SDKModule)
+	}
+	if f.Go == nil {
+		return "", invalidf("%s states no go version", gomod)
+	}
+	return f.Go.Version, nil
+}
+
+// FindSDK looks for the SDK of the checkout the host runs from: the sdk
+// directory beside the directory of exe (a checkout's bin/host), then an
+// sdk directory in wd or any directory above it. The error, wrapping
+// ErrInvalid, asks for the directory.
+func FindSDK(exe, wd string) (string, error) {
+	try := func(dir string) bool {
+		_, err := CheckSDK(dir)
+		return err == nil
+	}
+	if exe != "" {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		if dir := filepath.Join(filepath.Dir(filepath.Dir(exe)), "sdk"); try(dir) {
+			return dir, nil
+		}
+	}
+	for d := wd; d != ""; {
+		if dir := filepath.Join(d, "sdk"); try(dir) {
+			return dir, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	return "", invalidf("the wophost SDK is not published as a module, and no wophost checkout's sdk directory is beside the host binary (%s) or above %s: pass --sdk with the sdk directory of your checkout", exe, wd)
+}
+
+// Tidy runs `go mod tidy` in dir, which resolves the SDK's dependencies
+// (from the module cache or the module proxy) and writes go.sum; the go
+// command's output goes to out.
+func Tidy(dir string, out io.Writer) error {
+	cmd := exec.Command("go", "mod", "tidy")
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go mod tidy in %s: %w", dir, err)
+	}
+	return nil
+}
