@@ -1,0 +1,122 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wophost/wophost/test/testbin"
+)
+
+// goIn runs the go command with args in dir and returns its output; a
+// failure fails t.
+func goIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return string(out)
+}
+
+// `host new plugin` writes a module that, as written, tidies, builds,
+// passes its conformance test, and serves its family to the host with the
+// host.hcl written beside it.
+func TestNewPlugin(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "greet")
+	res := runHost(t, "", "new", "plugin", "greet", "--family", "acme.greet", "--dir", dir, "--sdk", testbin.SourceDir("sdk"), "--tidy")
+	if res.code != 0 {
+		t.Fatalf("host new plugin: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	for _, want := range []string{"\n  conformance_test.go\n", "\n  main.go\n", "ran go mod tidy", "\n  go build -o greet .\n", "call acme.greet.greet --input -"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.sum")); err != nil {
+		t.Errorf("--tidy wrote no go.sum: %v", err)
+	}
+	goIn(t, dir, "build", "-o", "greet", ".")
+	if out := goIn(t, dir, "test", "-count=1", "./..."); !strings.HasPrefix(out, "ok ") {
+		t.Errorf("go test:\n%s", out)
+	}
+
+	call := runHost(t, `{"name":"Ada"}`, "--config", filepath.Join(dir, "host.hcl"), "--json", "call", "acme.greet.greet", "--input", "-")
+	if call.code != 0 || strings.TrimSpace(call.stdout) != `{"greeting":"Hello, Ada!"}` {
+		t.Errorf("host call: exit %d\n%s%s", call.code, call.stdout, call.stderr)
+	}
+	// The family's own vendor code crosses the wire.
+	long := `{"name":"` + strings.Repeat("x", 300) + `"}`
+	refused := runHost(t, long, "--config", filepath.Join(dir, "host.hcl"), "call", "acme.greet.greet", "--input", "-")
+	if refused.code != 1 || !strings.Contains(refused.stdout, `"code": "acme.name_too_long"`) {
+		t.Errorf("host call with a long name: exit %d\n%s%s", refused.code, refused.stdout, refused.stderr)
+	}
+
+	again := runHost(t, "", "new", "plugin", "greet", "--dir", dir, "--sdk", testbin.SourceDir("sdk"))
+	if again.code != 1 || !strings.Contains(again.stderr, "is not empty") {
+		t.Errorf("host new into the written directory: exit %d\n%s%s", again.code, again.stdout, again.stderr)
+	}
+}
+
+// `host new pack` writes a module that tidies, passes its test, builds,
+// and runs its node under `host run` with the host.hcl written beside it.
+// Without --sdk, the host finds the checkout's SDK above the working
+// directory (the test's, inside the checkout).
+func TestNewPack(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "notes")
+	res := runHost(t, "", "new", "pack", "community.acme.notes", "--dir", dir, "--json")
+	if res.code != 0 {
+		t.Fatalf("host new pack: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	var report struct {
+		Dir, Module, SDK string
+		Files, Next      []string
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &report); err != nil {
+		t.Fatalf("--json report: %v\n%s", err, res.stdout)
+	}
+	if report.Dir != dir || report.Module != "example.com/notes" || report.SDK != testbin.SourceDir("sdk") || len(report.Next) < 2 || report.Next[1] != "go mod tidy" {
+		t.Errorf("report %+v", report)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.sum")); err == nil {
+		t.Error("go.sum written without --tidy")
+	}
+	goIn(t, dir, "mod", "tidy")
+	if out := goIn(t, dir, "test", "-count=1", "./..."); !strings.HasPrefix(out, "ok ") {
+		t.Errorf("go test:\n%s", out)
+	}
+	goIn(t, dir, "build", "-o", "notes", ".")
+
+	run := runHost(t, `{"text":"hello, wide world"}`, "--config", filepath.Join(dir, "host.hcl"), "--json", "run", "notes.count", "--input", "-")
+	if run.code != 0 || strings.TrimSpace(run.stdout) != `{"words":3,"characters":17}` {
+		t.Errorf("host run: exit %d\n%s%s", run.code, run.stdout, run.stderr)
+	}
+	// The host checks the input against the schema written.
+	bad := runHost(t, `{"txt":"x"}`, "--config", filepath.Join(dir, "host.hcl"), "run", "notes.count", "--input", "-")
+	if bad.code != 1 || !strings.Contains(bad.stdout, "validation_error") {
+		t.Errorf("host run with a bad input: exit %d\n%s%s", bad.code, bad.stdout, bad.stderr)
+	}
+}
+
+// Outside a checkout, and with a host binary that is not in one, `host
+// new` asks for --sdk (a usage error) and writes nothing.
+func TestNewWithoutSDK(t *testing.T) {
+	wd := t.TempDir()
+	cmd := exec.Command(bin.host, "new", "plugin", "greet")
+	cmd.Dir = wd
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "pass --sdk") {
+		t.Errorf("host new outside a checkout: %v\n%s", err, stderr.String())
+	}
+	if entries, _ := os.ReadDir(wd); len(entries) != 0 {
+		t.Errorf("it wrote %s", entries[0].Name())
+	}
+}
