@@ -21,9 +21,11 @@ type newFlags struct {
 	tidy   bool
 }
 
-func (f *newFlags) register(c *cobra.Command, what string) {
+// register adds the flags to c; what names what c writes, and module is
+// the module path's default as help shows it.
+func (f *newFlags) register(c *cobra.Command, what, module string) {
 	c.Flags().StringVar(&f.dir, "dir", "", "directory to write the "+what+" into, new or empty (default ./NAME)")
-	c.Flags().StringVar(&f.module, "module", "", "Go module path (default example.com/NAME)")
+	c.Flags().StringVar(&f.module, "module", "", "Go module path (default "+module+")")
 	c.Flags().StringVar(&f.sdk, "sdk", "", "sdk directory of the wophost checkout go.mod's replace line names (default: the checkout the host binary is in)")
 	c.Flags().BoolVar(&f.tidy, "tidy", false, "run go mod tidy in the new module (needs the go command, and the module proxy unless the module cache has the SDK's dependencies)")
 }
@@ -81,7 +83,7 @@ func newPluginCommand(g *globals) *cobra.Command {
 			return g.reportNew(f, res, "call")
 		},
 	}
-	f.register(c, "plugin")
+	f.register(c, "plugin", "example.com/NAME")
 	c.Flags().StringVar(&family, "family", "", `vendor family the plugin serves, "org.name" (default example.NAME)`)
 	c.Flags().StringVar(&method, "method", "", "the family's method (default greet)")
 	return c
@@ -107,7 +109,7 @@ func newPackCommand(g *globals) *cobra.Command {
 			return g.reportNew(f, res, "run")
 		},
 	}
-	f.register(c, "pack")
+	f.register(c, "pack", "example.com/ and the name's last segment")
 	c.Flags().StringVar(&node, "node", "", "typeId of the pack's node (default: the name's last segment, lowercased, then .count)")
 	return c
 }
