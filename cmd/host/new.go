@@ -26,7 +26,7 @@ type newFlags struct {
 func (f *newFlags) register(c *cobra.Command, what, module string) {
 	c.Flags().StringVar(&f.dir, "dir", "", "directory to write the "+what+" into, new or empty (default ./NAME)")
 	c.Flags().StringVar(&f.module, "module", "", "Go module path (default "+module+")")
-	c.Flags().StringVar(&f.sdk, "sdk", "", "sdk directory of the wophost checkout go.mod's replace line names (default: the checkout the host binary is in)")
+	c.Flags().StringVar(&f.sdk, "sdk", "", "sdk directory of the wophost checkout go.mod's replace line names (default: that of the checkout the host binary is in, else one above the working directory)")
 	c.Flags().BoolVar(&f.tidy, "tidy", false, "run go mod tidy in the new module (needs the go command, and the module proxy unless the module cache has the SDK's dependencies)")
 }
 
@@ -71,11 +71,14 @@ func newPluginCommand(g *globals) *cobra.Command {
 		Short: "write a Go capability plugin serving one vendor family, its conformance test and a host.hcl that runs it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			sdk, err := f.sdkDir()
-			if err != nil {
+			p := scaffold.Plugin{Name: args[0], Family: family, Method: method, Module: f.module}
+			if err := p.Validate(); err != nil {
 				return newError(err)
 			}
-			p := scaffold.Plugin{Name: args[0], Family: family, Method: method, Module: f.module, SDKDir: sdk}
+			var err error
+			if p.SDKDir, err = f.sdkDir(); err != nil {
+				return newError(err)
+			}
 			res, err := scaffold.WritePlugin(f.target(args[0]), p)
 			if err != nil {
 				return newError(err)
@@ -97,11 +100,14 @@ func newPackCommand(g *globals) *cobra.Command {
 		Short: "write a Go node pack with one node, its pack.json and schemas, a test and a host.hcl that loads it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			sdk, err := f.sdkDir()
-			if err != nil {
+			p := scaffold.Pack{Name: args[0], Node: node, Module: f.module}
+			if err := p.Validate(); err != nil {
 				return newError(err)
 			}
-			p := scaffold.Pack{Name: args[0], Node: node, Module: f.module, SDKDir: sdk}
+			var err error
+			if p.SDKDir, err = f.sdkDir(); err != nil {
+				return newError(err)
+			}
 			res, err := scaffold.WritePack(f.target(args[0]), p)
 			if err != nil {
 				return newError(err)

@@ -125,6 +125,13 @@ type data struct {
 	SDKDir                              string
 }
 
+// Validate returns the error WritePlugin would return for p's name,
+// family, method or module path, before any SDK is looked for.
+func (p Plugin) Validate() error {
+	_, err := p.check()
+	return err
+}
+
 // check fills p's defaults and returns the templates' data, or an error
 // wrapping ErrInvalid naming what is wrong.
 func (p Plugin) check() (*data, error) {
@@ -156,6 +163,13 @@ func (p Plugin) check() (*data, error) {
 		d.Module = "example.com/" + p.Name
 	}
 	return d, checkModule(d.Module)
+}
+
+// Validate returns the error WritePack would return for p's name, node
+// or module path, before any SDK is looked for.
+func (p Pack) Validate() error {
+	_, err := p.check()
+	return err
 }
 
 // check fills p's defaults and returns the templates' data, or an error

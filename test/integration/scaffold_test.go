@@ -105,7 +105,8 @@ func TestNewPack(t *testing.T) {
 }
 
 // Outside a checkout, and with a host binary that is not in one, `host
-// new` asks for --sdk (a usage error) and writes nothing.
+// new` asks for --sdk (a usage error) and writes nothing; a bad name is
+// reported before that.
 func TestNewWithoutSDK(t *testing.T) {
 	wd := t.TempDir()
 	cmd := exec.Command(bin.host, "new", "plugin", "greet")
@@ -118,5 +119,15 @@ func TestNewWithoutSDK(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(wd); len(entries) != 0 {
 		t.Errorf("it wrote %s", entries[0].Name())
+	}
+
+	// A bad name is reported first: the SDK would not make it right.
+	cmd = exec.Command(bin.host, "new", "pack", "community.notes")
+	cmd.Dir = wd
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), `pack name "community.notes" must be a scope`) {
+		t.Errorf("host new pack with a bad name outside a checkout: %v\n%s", err, stderr.String())
 	}
 }
