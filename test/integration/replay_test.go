@@ -227,6 +227,19 @@ func readRecord(t *testing.T, state, runID string) *host.RunRecord {
 	return rec
 }
 
+// sources lists a replay's calls as seq family.method source, for
+// failure messages.
+func sources(l *dispatch.InvocationLog) string {
+	if l == nil {
+		return "no log"
+	}
+	var b strings.Builder
+	for _, c := range l.Calls {
+		fmt.Fprintf(&b, "%d %s.%s %s (error %v); ", c.Seq, c.Family, c.Method, c.Source, c.Error != nil)
+	}
+	return b.String()
+}
+
 func input(name string) string { return testbin.SourceDir("examples/inputs/" + name) }
 
 // Every node of the example packs, recorded with its calls reaching the
@@ -358,7 +371,7 @@ pack "private.wophost.probe" {
 	}
 	if rr := readRecord(t, filepath.Join(dir, "state"), rep.line.RunID); len(rr.Invocations.Calls) != 3 ||
 		rr.Invocations.Calls[2].Source != dispatch.SourceLog || rr.Invocations.Calls[1].Error == nil {
-		t.Errorf("replay's log %+v", rr.Invocations.Calls)
+		t.Errorf("replay's log: %s", sources(rr.Invocations))
 	}
 	// Without --json: the line names the call and both keys.
 	res := runHost(t, "", "--config", newCode, "run", "--replay", orig.line.RunID)
@@ -566,7 +579,7 @@ func TestReplayLiveBranch(t *testing.T) {
 		t.Errorf("summary %+v; want a branch, 2 live, 0 served", s)
 	}
 	if rr := readRecord(t, e.state, rep.line.RunID); rr.Invocations.Calls[1].Source != dispatch.SourceLive {
-		t.Errorf("branch's log %+v", rr.Invocations.Calls)
+		t.Errorf("branch's log: %s", sources(rr.Invocations))
 	}
 	res := runHost(t, "", "--config", e.cfg, "run", "--replay", orig.line.RunID, "--live", "mcp.callTool")
 	if res.code != 0 || !strings.Contains(res.stderr, "branch (calls with effects ran live) of "+orig.line.RunID+": 0 calls served from the log, 2 run live, 0 diverged") {
