@@ -293,6 +293,26 @@ func TestReplayExamplePacks(t *testing.T) {
 			}
 		})
 	}
+	t.Run("from the record file, and a replay of the replay", func(t *testing.T) {
+		p0, _ := e.counts()
+		orig := e.record(t, "kvdemo.describe", input("recall.json"))
+		p1, _ := e.counts()
+		if orig.line.RunRecord == "" || p1 != p0+1 {
+			t.Fatalf("record %q, provider requests %d", orig.line.RunRecord, p1-p0)
+		}
+		byFile := runJSON(t, e.cfg, "--replay", orig.line.RunRecord)
+		if byFile.code != 0 || byFile.stdout != orig.stdout || byFile.line.Replay == nil || byFile.line.Replay.Diverged != 0 {
+			t.Fatalf("replay of %s: exit %d, summary %+v\n%s%s", orig.line.RunRecord, byFile.code, byFile.line.Replay, byFile.stdout, byFile.stderr)
+		}
+		again := runJSON(t, e.cfg, "--replay", byFile.line.RunID)
+		if s := again.line.Replay; again.code != 0 || again.stdout != orig.stdout || s == nil || s.Source != byFile.line.RunID || s.Served != 1 || s.Diverged != 0 {
+			t.Fatalf("replay of the replay: exit %d, summary %+v\n%s%s", again.code, s, again.stdout, again.stderr)
+		}
+		if p2, _ := e.counts(); p2 != p1 {
+			t.Errorf("the replays reached the provider %d times", p2-p1)
+		}
+	})
+
 	// Without --json the summary is a line on stderr.
 	orig := e.record(t, "kvdemo.recall", input("recall.json"))
 	res := runHost(t, "", "--config", e.cfg, "run", "--replay", orig.line.RunID)
@@ -489,6 +509,26 @@ func TestReplayVendorPurity(t *testing.T) {
 			t.Errorf("after the replay the store holds %s; want the key absent", got)
 		}
 		if s := rep.line.Replay; s == nil || s.Served != 1 || s.Diverged != 1 || s.Divergences[0].Method != "get" {
+			t.Errorf("summary %+v", s)
+		}
+	})
+
+	// The reverse: refused in the source run, answered now.
+	t.Run("refused, then stored", func(t *testing.T) {
+		const missing = "replay-purity-later"
+		orig := runJSONIn(t, e.cfg, fmt.Sprintf(`{"key":%q}`, missing), "kvdemo.recall", "--input", "-")
+		if o := decodeFailed(t, orig); o.Error.Code != "acme.key_not_found" {
+			t.Fatalf("recall of a missing key: %+v", o.Error)
+		}
+		if res := e.kvCall(t, "put", fmt.Sprintf(`{"key":%q,"value":"now"}`, missing)); res.code != 0 {
+			t.Fatalf("put: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+		}
+		rep := runJSON(t, e.cfg, "--replay", orig.line.RunID)
+		out := decodeFailed(t, rep)
+		if out.Error.Code != dispatch.CodeReplayDivergedAtRefusal || out.Error.Details["code"] != "acme.key_not_found" {
+			t.Errorf("outcome %+v; want %s, the source's refusal acme.key_not_found", out.Error, dispatch.CodeReplayDivergedAtRefusal)
+		}
+		if s := rep.line.Replay; s == nil || s.Live != 1 || s.Diverged != 1 || !strings.Contains(s.Divergences[0].Reason, "succeeded now") {
 			t.Errorf("summary %+v", s)
 		}
 	})
