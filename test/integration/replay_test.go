@@ -594,6 +594,25 @@ func TestReplayServe(t *testing.T) {
 		t.Errorf("the replay reached the provider %d times", p2-p1)
 	}
 
+	// A body naming live calls makes a branch: the tool call reaches the
+	// MCP server again.
+	wc := executeNode(t, d.base, "kvdemo.wordcount", `{"input":{"key":"greeting"}}`, nil)
+	if !wc.ok() {
+		t.Fatalf("wordcount: %d %s", wc.status, wc.body)
+	}
+	_, m0 := e.counts()
+	status, r = postReplay(t, d.base, wc.RunID, `{"live":["mcp.callTool"]}`)
+	if s := r.Replay; status != 200 || r.Status != "succeeded" || s == nil || !s.Branch || s.Live != 2 || s.Diverged != 0 {
+		t.Errorf("branch: %d %+v %+v", status, r, s)
+	}
+	if _, m1 := e.counts(); m1 != m0+1 {
+		t.Errorf("the branch made %d tool calls; want 1", m1-m0)
+	}
+	status, r = postReplay(t, d.base, wc.RunID, `{"live":["mcp callTool"]}`)
+	if status != 400 || r.Error != "validation_error" {
+		t.Errorf("a malformed live call: %d %+v; want 400 validation_error", status, r)
+	}
+
 	status, r = postReplay(t, d.base, "run_0123456789abcdef0123456789abcdef", "")
 	if status != 404 || r.Error != "not_found" {
 		t.Errorf("unknown run: %d %+v; want 404 not_found", status, r)
