@@ -29,14 +29,21 @@ type countingProvider struct {
 	requests atomic.Int64
 }
 
-func newCountingProvider(t *testing.T) *countingProvider {
+// With echoAuth, the answer is instead the request's Authorization header,
+// as a provider that repeats a credential back would answer.
+func newCountingProvider(t *testing.T, echoAuth bool) *countingProvider {
 	p := &countingProvider{}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		p.requests.Add(1)
+		content := `{"vote":"accept","rationale":"from the counting provider"}`
+		if echoAuth {
+			content = "you sent " + r.Header.Get("Authorization")
+		}
+		c, _ := json.Marshal(content) // a string always marshals
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1795947243,"model":"fixture-model",`+
-			`"choices":[{"index":0,"message":{"role":"assistant","content":"{\"vote\":\"accept\",\"rationale\":\"from the counting provider\"}"},"finish_reason":"stop"}],`+
+			`"choices":[{"index":0,"message":{"role":"assistant","content":`+string(c)+`},"finish_reason":"stop"}],`+
 			`"usage":{"prompt_tokens":5,"completion_tokens":4,"total_tokens":9}}`)
 	}))
 	t.Cleanup(p.Close)
@@ -88,12 +95,23 @@ type replayEnv struct {
 // publishes the prompts the example packs pin.
 func newReplayEnv(t *testing.T, hostExtra string) *replayEnv {
 	t.Helper()
+	return newReplayEnvKeyed(t, hostExtra, "")
+}
+
+// newReplayEnvKeyed is newReplayEnv with the provider's api_key set to
+// apiKey, which the provider then repeats in its answers, when not empty.
+func newReplayEnvKeyed(t *testing.T, hostExtra, apiKey string) *replayEnv {
+	t.Helper()
 	council, err := bin.cache.Pack("examples/packs/council")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	e := &replayEnv{state: filepath.Join(dir, "state"), provider: newCountingProvider(t), mcp: newCountingMCP(t)}
+	keyAttr := ""
+	if apiKey != "" {
+		keyAttr = fmt.Sprintf("      api_key  = %q", apiKey)
+	}
+	e := &replayEnv{state: filepath.Join(dir, "state"), provider: newCountingProvider(t, apiKey != ""), mcp: newCountingMCP(t)}
 	e.cfg = writeConfig(t, fmt.Sprintf(`
 host {
   plugin_dir = "BIN"
@@ -114,6 +132,7 @@ capability "ai" {
       type     = "openai"
       base_url = "%s/v1"
       model    = "fixture-model"
+%s
     }
   }
 }
@@ -131,7 +150,7 @@ capability "mcp" {
 capability "agents" { plugin = %q }
 pack "community.wophost.kvdemo" { path = %q }
 pack "community.wophost.council" { path = %q }
-`, e.state, hostExtra, binary(t, "./plugins/aienvelope"), e.provider.URL, binary(t, "./plugins/promptlib"), filepath.Join(dir, "prompts"),
+`, e.state, hostExtra, binary(t, "./plugins/aienvelope"), e.provider.URL, keyAttr, binary(t, "./plugins/promptlib"), filepath.Join(dir, "prompts"),
 		binary(t, "./plugins/mcp"), e.mcp.URL, binary(t, "./plugins/agentrt"), kvdemoPack(t), council))
 	res := runHost(t, "", "--config", e.cfg, "prompts", "publish", testbin.SourceDir("examples/prompts/kvdemo-describe.prompt"),
 		testbin.SourceDir("examples/prompts/council-reviewer.prompt"), testbin.SourceDir("examples/prompts/council-maintainer.prompt"))
@@ -235,7 +254,7 @@ func sources(l *dispatch.InvocationLog) string {
 	}
 	var b strings.Builder
 	for _, c := range l.Calls {
-		fmt.Fprintf(&b, "%d %s.%s %s (error %v); ", c.Seq, c.Family, c.Method, c.Source, c.Error != nil)
+		fmt.Fprintf(&b, "%d %s.%s source %q, error %v, redacted %v, %d result bytes; ", c.Seq, c.Family, c.Method, c.Source, c.Error != nil, c.Redacted, len(c.Result))
 	}
 	return b.String()
 }
@@ -643,5 +662,49 @@ func TestReplayLiveBranch(t *testing.T) {
 	res := runHost(t, "", "--config", e.cfg, "run", "--replay", orig.line.RunID, "--live", "mcp.callTool")
 	if res.code != 0 || !strings.Contains(res.stderr, "branch (calls with effects ran live) of "+orig.line.RunID+": 0 calls served from the log, 2 run live, 0 diverged") {
 		t.Errorf("exit %d, stderr:\n%s", res.code, res.stderr)
+	}
+}
+
+// An answer that holds a configured secret (here the provider's api_key,
+// repeated back by the provider) never enters the run record; a replay
+// cannot answer that call from the log and fails with
+// replay_source_missing, without calling the provider.
+func TestReplaySecretNeverLogged(t *testing.T) {
+	const secret = "sk-replay-secret-0123456789"
+	e := newReplayEnvKeyed(t, "", secret)
+	e.record(t, "kvdemo.remember", input("remember.json"))
+	p0, _ := e.counts()
+	orig := e.record(t, "kvdemo.describe", input("recall.json"))
+	p1, _ := e.counts()
+	if p1 != p0+1 || !strings.Contains(orig.stdout, secret) {
+		t.Fatalf("the provider did not repeat the key (%d requests): %s", p1-p0, orig.stdout)
+	}
+	data, err := os.ReadFile(orig.line.RunRecord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), secret) {
+		t.Errorf("the run record %s holds the api key", orig.line.RunRecord)
+	}
+	rec := readRecord(t, e.state, orig.line.RunID)
+	var generate *dispatch.Invocation
+	for i, c := range rec.Invocations.Calls {
+		if c.Family == "aiEnvelope" && c.Method == "generate" {
+			generate = &rec.Invocations.Calls[i]
+		}
+	}
+	if generate == nil || !generate.Redacted || generate.Result != nil {
+		t.Fatalf("generate in the log: %s", sources(rec.Invocations))
+	}
+	rep := runJSON(t, e.cfg, "--replay", orig.line.RunID)
+	out := decodeFailed(t, rep)
+	if out.Error.Code != dispatch.CodeReplaySourceMissing || !strings.Contains(out.Error.Message, "sensitive value") {
+		t.Errorf("outcome %+v; want %s for the redacted outcome", out.Error, dispatch.CodeReplaySourceMissing)
+	}
+	if p2, _ := e.counts(); p2 != p1 {
+		t.Errorf("the replay reached the provider %d times", p2-p1)
+	}
+	if strings.Contains(rep.stdout+rep.stderr, secret) {
+		t.Errorf("the replay printed the api key:\n%s%s", rep.stdout, rep.stderr)
 	}
 }
