@@ -32,8 +32,11 @@ func (h *Host) secrets() [][]byte {
 		}
 	}
 	add(h.cfg.Host.Storage.DSN)
-	for _, t := range h.cfg.Host.HTTP.Tokens {
-		add(t)
+	// A host block without an http block has no tokens (HTTP is nil).
+	if h.cfg.Host.HTTP != nil {
+		for _, t := range h.cfg.Host.HTTP.Tokens {
+			add(t)
+		}
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()

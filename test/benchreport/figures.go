@@ -177,6 +177,17 @@ func figures() []figure {
 			name: "promptLibrary get", bench: "BenchmarkPromptGet",
 			value: "p50-µs", show: micros(),
 		},
+		{
+			name: "ctx call in a recorded run (invocation log)", bench: "BenchmarkRunLogCtxCall",
+			value: "logged-ns/call", show: nanosAsMicros(),
+			baseline: "unlogged-ns/call", baselineLabel: "run without a record", ratioMetric: "logged/unlogged",
+			goal: &goal{atMost: true, limit: 1.05},
+		},
+		{
+			name: "replay of council.decide", bench: "BenchmarkReplayCouncil",
+			value: "replay-ns", show: nanosAsMillis(),
+			baseline: "run-ns", baselineLabel: "the original run", ratioMetric: "replay/run",
+		},
 		postgresVsEmbedded("postgres: aiEnvelope generate, new idempotency key", "BenchmarkPostgresAIEnvelopeGenerate", nanosAsMicros()),
 		postgresVsEmbedded("postgres: promptLibrary get", "BenchmarkPostgresPromptGet", nanosAsMicros()),
 		postgresVsEmbedded("postgres: agent message round trip", "BenchmarkPostgresAgentMessage", nanosAsMillis()),

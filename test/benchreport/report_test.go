@@ -27,6 +27,8 @@ BenchmarkMCPCallToolFromPack-2   	    2000	    598210 ns/op	    422308 host-ns/c
 BenchmarkServeExecute-2          	    2000	    221336 ns/op	      1712 p50-µs	      4890 p99-µs	      4518 req/s
 BenchmarkAIEnvelopeGenerate-2    	    2000	   1288410 ns/op	    201388 direct-p50-ns	    512904 node-p50-ns	         2.547 node/direct-p50
 BenchmarkPromptGet-2             	    2000	    301554 ns/op	       287.4 p50-µs	       612.9 p99-µs
+BenchmarkRunLogCtxCall-2         	    2000	   1505272 ns/op	    782257 logged-ns/call	         1.082 logged/unlogged	    723013 unlogged-ns/call
+BenchmarkReplayCouncil-2         	    2000	   4875226 ns/op	   4875226 replay-ns	         0.1711 replay/run	  28489630 run-ns
 BenchmarkPostgresAIEnvelopeGenerate-2	    2000	   6345034 ns/op	   2774397 embedded-ns/call	   2483587 embedded-p50-ns	         1.287 pg/embedded	   3569974 postgres-ns/call	   2880290 postgres-p50-ns
 BenchmarkPostgresPromptGet-2     	    2000	   3739337 ns/op	   1495682 embedded-ns/call	    813525 embedded-p50-ns	         1.500 pg/embedded	   2243246 postgres-ns/call	   1034956 postgres-p50-ns
 BenchmarkPostgresAgentMessage-2  	    2000	  49735050 ns/op	  23189371 embedded-ns/call	  22033893 embedded-p50-ns	         1.145 pg/embedded	  26544586 postgres-ns/call	  24517620 postgres-p50-ns
@@ -408,56 +410,56 @@ func TestCompare(t *testing.T) {
 		checked     int
 	}{
 		{
-			name: "identical", old: oneRun, new: oneRun, tol: 0.2, checked: 19,
+			name: "identical", old: oneRun, new: oneRun, tol: 0.2, checked: 21,
 		},
 		{
-			name: "identical, zero tolerance", old: oneRun, new: oneRun, tol: 0, checked: 19,
+			name: "identical, zero tolerance", old: oneRun, new: oneRun, tol: 0, checked: 21,
 		},
 		{
 			name: "lower is better, ratio 28% worse",
-			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.2, checked: 19,
+			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.2, checked: 21,
 			regressions: []string{"ctx call, pack → host → plugin: ratio 3.40, committed 2.66 (+27.8%, lower is better, tolerance 20%)"},
 		},
 		{
 			name: "lower is better, value only: a slower machine is not a regression of a ratio",
-			old:  oneRun, new: edit(t, oneRun, "522506 host-ns/call", "922506 host-ns/call"), tol: 0.2, checked: 19,
+			old:  oneRun, new: edit(t, oneRun, "522506 host-ns/call", "922506 host-ns/call"), tol: 0.2, checked: 21,
 		},
 		{
 			name: "lower is better, value guarded",
-			old:  oneRun, new: edit(t, oneRun, "287.4 p50-µs", "400 p50-µs"), tol: 0.2, checked: 19,
+			old:  oneRun, new: edit(t, oneRun, "287.4 p50-µs", "400 p50-µs"), tol: 0.2, checked: 21,
 			regressions: []string{"promptLibrary get: value 400.0 µs, committed 287.4 µs (+39.2%, lower is better, tolerance 20%)"},
 		},
 		{
 			name: "higher is better, 30% fewer requests",
-			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "3163 req/s"), tol: 0.2, checked: 19,
+			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "3163 req/s"), tol: 0.2, checked: 21,
 			regressions: []string{"POST :execute (8 workers, load driver): value 3163 req/s, committed 4518 req/s (-30.0%, higher is better, tolerance 20%)"},
 		},
 		{
 			name: "higher is better, more is fine",
-			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "9000 req/s"), tol: 0.2, checked: 19,
+			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "9000 req/s"), tol: 0.2, checked: 21,
 		},
 		{
 			name: "computed ratio guarded",
-			old:  oneRun, new: edit(t, oneRun, "24.61 plugin-ms/start", "12.3 plugin-ms/start"), tol: 0.2, checked: 19,
+			old:  oneRun, new: edit(t, oneRun, "24.61 plugin-ms/start", "12.3 plugin-ms/start"), tol: 0.2, checked: 21,
 			regressions: []string{"host start to ready, four families and the demo pack: ratio 13.69, committed 6.84"},
 		},
 		{
 			name: "exactly at the tolerance",
-			old:  edit(t, oneRun, "2.657 ratio", "2.5 ratio"), new: edit(t, oneRun, "2.657 ratio", "3.0 ratio"), tol: 0.2, checked: 19,
+			old:  edit(t, oneRun, "2.657 ratio", "2.5 ratio"), new: edit(t, oneRun, "2.657 ratio", "3.0 ratio"), tol: 0.2, checked: 21,
 		},
 		{
 			name: "within the tolerance, several figures",
 			old:  oneRun,
 			new:  edit(t, oneRun, "2.657 ratio", "3.15 ratio", "4518 req/s", "3700 req/s", "31.42 host-MB", "37.5 host-MB"),
-			tol:  0.2, checked: 19,
+			tol:  0.2, checked: 21,
 		},
 		{
 			name: "a larger tolerance lets a regression through",
-			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.5, checked: 19,
+			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.5, checked: 21,
 		},
 		{
 			name: "benchmark filtered out now",
-			old:  oneRun, new: dropLine(oneRun, "BenchmarkIdleMemory"), tol: 0.2, checked: 17,
+			old:  oneRun, new: dropLine(oneRun, "BenchmarkIdleMemory"), tol: 0.2, checked: 19,
 			notes: []string{
 				"idle memory, host: in the committed table, not measured now",
 				"idle memory, largest plugin: in the committed table, not measured now",
@@ -465,14 +467,14 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name: "benchmark new since the committed table",
-			old:  dropLine(oneRun, "BenchmarkPromptGet"), new: oneRun, tol: 0.2, checked: 18,
+			old:  dropLine(oneRun, "BenchmarkPromptGet"), new: oneRun, tol: 0.2, checked: 20,
 			notes: []string{"promptLibrary get: measured now, not measured in the committed table"},
 		},
 		{
 			name: "notes and a regression together",
 			old:  dropLine(oneRun, "BenchmarkPromptGet"),
 			new:  dropLine(edit(t, oneRun, "0.6154 ratio", "0.31 ratio"), "BenchmarkServeExecute"),
-			tol:  0.2, checked: 17,
+			tol:  0.2, checked: 19,
 			regressions: []string{"throughput, 16 concurrent callers: ratio 0.31, committed 0.62 (-50.0%, higher is better"},
 			notes: []string{
 				"POST :execute (8 workers, load driver): in the committed table, not measured now",
@@ -686,7 +688,7 @@ func TestRunUpdateThenCompare(t *testing.T) {
 
 	for _, tol := range []string{"0.2", "0"} {
 		code, _, errOut = runCmd("", "-compare", doc, "-tolerance", tol, input)
-		if code != exitOK || !strings.Contains(errOut, "19 figures within tolerance") {
+		if code != exitOK || !strings.Contains(errOut, "21 figures within tolerance") {
 			t.Errorf("compare at tolerance %s: status %d, stderr %s", tol, code, errOut)
 		}
 	}
@@ -719,7 +721,7 @@ func TestRunCompareFailsThenUpdates(t *testing.T) {
 	}
 	for _, want := range []string{
 		"benchreport: regression: ctx call, pack → host → plugin: ratio 3.40, committed 2.66",
-		"1 of 19 figures regressed against " + doc,
+		"1 of 21 figures regressed against " + doc,
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr %q lacks %q", errOut, want)
@@ -850,7 +852,7 @@ func TestFigures(t *testing.T) {
 			t.Errorf("%s: onValue is implied without a ratio", f.name)
 		}
 	}
-	if len(seen) != 19 {
-		t.Errorf("%d figures, want 19", len(seen))
+	if len(seen) != 21 {
+		t.Errorf("%d figures, want 21", len(seen))
 	}
 }

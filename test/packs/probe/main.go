@@ -117,6 +117,24 @@ func main() {
 				}
 				return map[string]int{"calls": in.N}, nil
 			}),
+			// probe.steps makes three echo calls and reports each answer
+			// or refusal, going on after a refusal. The second call carries
+			// PROBE_VARIANT of the pack's environment, so a test changes
+			// what the node asks (as a new version of its code would)
+			// without changing its input.
+			"probe.steps": func(ctx *pack.Ctx, _ json.RawMessage) (any, error) {
+				steps := []map[string]any{{"step": 1}, {"step": 2, "variant": os.Getenv("PROBE_VARIANT")}, {"step": 3}}
+				out := make([]any, len(steps))
+				for i, s := range steps {
+					var res json.RawMessage
+					if err := ctx.Call("test.echo", "echo", s, &res); err != nil {
+						out[i] = map[string]string{"error": err.Error()}
+						continue
+					}
+					out[i] = res
+				}
+				return out, nil
+			},
 			"probe.validated": func(_ *pack.Ctx, input json.RawMessage) (any, error) {
 				return input, nil
 			},
