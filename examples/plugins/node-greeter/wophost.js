@@ -233,13 +233,31 @@ class HostCaller {
   }
 }
 
+// parentGone reports whether the process whose pid was parent is no
+// longer this process's parent. Node reads process.ppid once, at start, so
+// it never changes: Linux's /proc says who the parent is now; elsewhere a
+// signal 0 says whether the parent still exists.
+function parentGone(parent) {
+  try {
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== parent;
+  } catch {
+    try {
+      process.kill(parent, 0);
+      return false;
+    } catch (err) {
+      return err.code === 'ESRCH';
+    }
+  }
+}
+
 // watchParent exits once the host is gone, so that no plugin outlives a
-// host killed with SIGKILL: the parent's pid changes when it dies.
+// host killed with SIGKILL.
 function watchParent(log, onExit) {
   const parent = process.ppid;
   if (parent <= 1) return;
   setInterval(() => {
-    if (process.ppid !== parent) {
+    if (parentGone(parent)) {
       log.warn('host process is gone; exiting', { parent_pid: parent });
       onExit();
       process.exit(3);
@@ -366,7 +384,7 @@ function serve(p) {
 
   server.addService(protos.pkg.plugin.GRPCController.service, {
     Shutdown(_call, cb) {
-      log.debug('the host asked the plugin to stop');
+      log.info('stopping: the host asked the plugin to');
       cb(null, {});
       setImmediate(stop);
     },
