@@ -182,12 +182,12 @@ func TestNodePluginHostCall(t *testing.T) {
 func TestNodePluginConfigErrors(t *testing.T) {
 	cfg := nodeGreeterConfig(t, `"  "`)
 	res := runHost(t, "", "--config", cfg, "validate")
-	if res.code != 1 || !strings.Contains(res.stdout+res.stderr, "host.hcl:7:16") || !strings.Contains(res.stdout+res.stderr, "greeting must not be empty or blank") {
+	if res.code != 1 || !strings.Contains(res.stdout+res.stderr, "host.hcl:8:16") || !strings.Contains(res.stdout+res.stderr, "greeting must not be empty or blank") {
 		t.Errorf("plugin's diagnostic: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 	cfg = nodeGreeterConfig(t, `["not", "a", "string"]`)
 	res = runHost(t, "", "--config", cfg, "validate")
-	if res.code != 1 || !strings.Contains(res.stdout+res.stderr, "host.hcl:7:16") {
+	if res.code != 1 || !strings.Contains(res.stdout+res.stderr, "host.hcl:8:16") {
 		t.Errorf("schema type error: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }
