@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/sdk/hostwire"
 	"github.com/wophost/wophost/sdk/schema"
 	"github.com/wophost/wophost/sdk/wop"
@@ -314,4 +315,42 @@ func containsVerbatim(files map[string]string, text string) bool {
 		}
 	}
 	return false
+}
+
+// TestNodeExampleReadmeConfig loads each hcl block of the Node example's
+// README as a config at the repository's root, where the README says it
+// goes, so the block names the launcher where it is.
+func TestNodeExampleReadmeConfig(t *testing.T) {
+	root := moduleRoot(t)
+	readme := nodeExample + "/README.md"
+	n := 0
+	for _, b := range fencedBlocks(t, root, readme) {
+		at := readme + ":" + strconv.Itoa(b.line)
+		if b.lang != "hcl" {
+			t.Errorf("%s: a %q block, which no test checks", at, b.lang)
+			continue
+		}
+		n++
+		dir := t.TempDir()
+		if err := os.Symlink(filepath.Join(root, "examples"), filepath.Join(dir, "examples")); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "host.hcl")
+		if err := os.WriteFile(path, []byte(b.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, _, diags := config.Load(path)
+		if diags.HasErrors() {
+			t.Errorf("%s: %s", at, config.FormatDiagnostics(diags))
+			continue
+		}
+		for _, c := range cfg.Capabilities {
+			if fi, err := os.Stat(c.PluginPath); err != nil || fi.Mode()&0o111 == 0 {
+				t.Errorf("%s: capability %q names %s, which is no executable in the repository (%v)", at, c.Name, c.Plugin, err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("%s has no hcl block", readme)
+	}
 }
