@@ -355,11 +355,13 @@ function serve(p) {
       } catch (err) {
         return fail('validation_error', `request of ${capability} is not JSON: ${err.message}`);
       }
+      // The call context goes back unchanged with every callback.
+      const callContext = call.request.call || {};
       const ctx = {
-        call: call.request.call,
+        call: callContext,
         log,
         host: (fam, meth, request) => host
-          ? host.call(call.request.call, fam, meth, request)
+          ? host.call(callContext, fam, meth, request)
           : Promise.reject(new WopError('capability_not_provided', `host.${fam}.${meth} is not provided`)),
       };
       try {
