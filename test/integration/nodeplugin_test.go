@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -193,15 +194,30 @@ func TestNodePluginConfigErrors(t *testing.T) {
 }
 
 // Below the host, on the wire: the health service answers for "plugin",
-// Invoke is refused with unavailable until Configure, in the envelope.
+// Invoke is refused with unavailable until Configure, in the envelope;
+// with the key pair the host hands over, and with go-plugin's AutoMTLS
+// when the plugin finds none (the process cannot find the descriptor
+// without its variable), where the plugin's own certificate in the
+// handshake line is all the host trusts.
 func TestNodePluginWire(t *testing.T) {
 	exe := nodeGreeter(t)
+	for _, autoMTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "LaunchKeyPair", true: "AutoMTLS"}[autoMTLS], func(t *testing.T) {
+			nodePluginWire(t, exe, autoMTLS)
+		})
+	}
+}
+
+func nodePluginWire(t *testing.T, exe string, autoMTLS bool) {
 	cmd := exec.Command(exe)
 	cmd.Dir = filepath.Dir(exe)
 	cmd.Env = hostwire.ProcessEnv("greet", hclog.Info, 1<<20)
 	cfg, started, err := hostwire.ClientConfig(cmd, hclog.NewNullLogger(), 30*time.Second, 1<<20)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if autoMTLS {
+		cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, hostwire.EnvTLSFD+"=") })
 	}
 	client := goplugin.NewClient(cfg)
 	t.Cleanup(client.Kill)

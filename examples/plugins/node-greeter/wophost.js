@@ -95,6 +95,64 @@ function readLaunchTLS() {
   return { cert, key, hostCert };
 }
 
+// der encodes one DER element: tag, length, contents.
+function der(tag, ...contents) {
+  const body = Buffer.concat(contents);
+  const n = body.length;
+  const len = n < 0x80 ? Buffer.from([n])
+    : n < 0x100 ? Buffer.from([0x81, n]) : Buffer.from([0x82, n >> 8, n & 0xff]);
+  return Buffer.concat([Buffer.from([tag]), len, body]);
+}
+
+// utcTime is an X.509 UTCTime, YYMMDDHHMMSSZ (years up to 2049).
+function utcTime(date) {
+  return der(0x17, Buffer.from(date.toISOString().replace(/[-:T]/g, '').slice(2, 14) + 'Z'));
+}
+
+// autoMTLS is go-plugin's AutoMTLS, for a host that hands over no key
+// material: a fresh P-256 key and a self-signed certificate for localhost,
+// usable as server and client, trusting the host's certificate of
+// PLUGIN_CLIENT_CERT. Node has no certificate builder, so the DER is
+// written here.
+function autoMTLS() {
+  const hostCert = process.env.PLUGIN_CLIENT_CERT;
+  if (!hostCert) {
+    throw new Error('neither WOPHOST_TLS_FD nor PLUGIN_CLIENT_CERT is set: start this plugin from the host');
+  }
+  const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const ecdsaWithSHA256 = der(0x30, Buffer.from('06082a8648ce3d040302', 'hex'));
+  const name = der(0x30, der(0x31, der(0x30, Buffer.from('0603550403', 'hex'), der(0x0c, Buffer.from('localhost')))));
+  const serial = crypto.randomBytes(16);
+  serial[0] = (serial[0] & 0x7f) | 0x40; // positive, no leading zero
+  const now = Date.now();
+  const extensions = der(0xa3, der(0x30,
+    // keyUsage, critical: digitalSignature
+    der(0x30, Buffer.from('0603551d0f', 'hex'), der(0x01, Buffer.from([0xff])), der(0x04, der(0x03, Buffer.from([0x07, 0x80])))),
+    // extKeyUsage: serverAuth, clientAuth
+    der(0x30, Buffer.from('0603551d25', 'hex'), der(0x04, der(0x30,
+      Buffer.from('06082b06010505070301', 'hex'), Buffer.from('06082b06010505070302', 'hex')))),
+    // subjectAltName: DNS localhost
+    der(0x30, Buffer.from('0603551d11', 'hex'), der(0x04, der(0x30, der(0x82, Buffer.from('localhost'))))),
+  ));
+  const tbs = der(0x30,
+    der(0xa0, der(0x02, Buffer.from([2]))), // v3
+    der(0x02, serial),
+    ecdsaWithSHA256,
+    name,
+    der(0x30, utcTime(new Date(now - 60e3)), utcTime(new Date(now + 10 * 365 * 864e5))),
+    name,
+    publicKey.export({ type: 'spki', format: 'der' }),
+    extensions);
+  const signature = crypto.sign('sha256', tbs, privateKey);
+  const certDER = der(0x30, tbs, ecdsaWithSHA256, der(0x03, Buffer.from([0]), signature));
+  const cert = `-----BEGIN CERTIFICATE-----\n${certDER.toString('base64').match(/.{1,64}/g).join('\n')}\n-----END CERTIFICATE-----\n`;
+  return {
+    cert: Buffer.from(cert),
+    key: Buffer.from(privateKey.export({ type: 'pkcs8', format: 'pem' })),
+    hostCert: Buffer.from(hostCert),
+  };
+}
+
 // handshakeLine is the line go-plugin's host reads on stdout. The sixth
 // field is the plugin's certificate: DER, standard base64 without padding.
 function handshakeLine(socketPath, certPEM) {
@@ -282,7 +340,9 @@ function serve(p) {
   const name = process.env.WOPHOST_PLUGIN_NAME || p.name;
   const log = logger(name);
   const maxBytes = Number(process.env.WOPHOST_MAX_MESSAGE_BYTES) || DEFAULT_MAX_MESSAGE_BYTES;
-  const tls = readLaunchTLS();
+  // The host's key pair when it hands one over, go-plugin's AutoMTLS
+  // otherwise (a plain go-plugin host).
+  const tls = process.env.WOPHOST_TLS_FD ? readLaunchTLS() : autoMTLS();
   const protos = loadProtos();
   const broker = new Broker();
   const families = new Map(p.families.map((f) => [f.name, f]));
