@@ -11,7 +11,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # built as bin/wophost-NAME.
 PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard plugins/*/main.go))
 
-.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance fuzz mutate
+.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance fuzz mutate node-plugin
 
 all: build
 
@@ -23,6 +23,15 @@ build: ## Build the host, the plugins and the example packs.
 	$(GO) build -o examples/packs/council/bin/council ./examples/packs/council
 	$(GO) build -o $(BIN)/mcp-conformance ./cmd/mcp-conformance
 	@for d in $(wildcard examples/mcpservers/*/main.go); do d=$${d%/main.go}; echo "$(GO) build -o $(BIN)/mcpserver-$${d#examples/mcpservers/} ./$$d"; $(GO) build -o $(BIN)/mcpserver-$${d#examples/mcpservers/} ./$$d || exit 1; done
+
+# The Node.js example plugin (docs/protocol.md) needs its pinned packages
+# from npm, installed from its lockfile; its tests skip without them.
+NODE_GREETER := examples/plugins/node-greeter
+
+node-plugin: $(NODE_GREETER)/node_modules/.package-lock.json ## Install the Node.js example plugin's pinned packages (npm ci).
+
+$(NODE_GREETER)/node_modules/.package-lock.json: $(NODE_GREETER)/package-lock.json $(NODE_GREETER)/package.json
+	cd $(NODE_GREETER) && npm ci --ignore-scripts --no-audit --no-fund
 
 # demo runs the demo against the config $(1): the steps of `make run`.
 define demo
@@ -166,4 +175,4 @@ lint: ## gofmt and go vet on both modules.
 	cd sdk && $(GO) vet ./...
 
 clean:
-	rm -rf $(BIN) $(TOOLS) examples/packs/*/bin .wophost
+	rm -rf $(BIN) $(TOOLS) examples/packs/*/bin .wophost $(NODE_GREETER)/node_modules
