@@ -240,4 +240,3 @@ func (r readiness) RunRecord(context.Context, string) (*host.RunRecord, error) {
 func (r readiness) Run(context.Context, string, json.RawMessage, host.RunOptions) (*host.RunResult, error) {
 	return nil, fmt.Errorf("readiness runs nothing")
 }
-
