@@ -106,22 +106,77 @@ func InvocationKey(family, method string, payload []byte) string {
 // canonicalRequest is the request's canonical JSON, per-run fields left
 // out.
 func canonicalRequest(family, method string, payload []byte) []byte {
-	if omit := perRunFields(family, method); len(omit) > 0 {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(payload, &obj) == nil && obj != nil {
-			for _, f := range omit {
-				delete(obj, f)
-			}
-			if b, err := json.Marshal(obj); err == nil {
-				payload = b
-			}
-		}
+	c, err := jcs.Transform(payload)
+	if err != nil {
+		s, _ := json.Marshal(string(payload)) // a Go string always marshals
+		return s
 	}
-	if c, err := jcs.Transform(payload); err == nil {
+	if omit := perRunFields(family, method); len(omit) > 0 {
+		c = withoutMembers(c, omit)
+	}
+	return c
+}
+
+// withoutMembers returns canonical JSON c without the members of its
+// top-level object named in names (c itself when it is no object). It
+// scans rather than decodes: in canonical JSON a member name is a plain
+// string whose only escapes are backslash sequences, and the text has no
+// whitespace, so the members are found by depth and quotes alone.
+func withoutMembers(c []byte, names []string) []byte {
+	if len(c) < 2 || c[0] != '{' {
 		return c
 	}
-	s, _ := json.Marshal(string(payload)) // a Go string always marshals
-	return s
+	out := make([]byte, 0, len(c))
+	out = append(out, '{')
+	depth, inString, escaped := 0, false, false
+	start := 1 // where the current member begins
+	for i := 1; i < len(c); i++ {
+		b := c[i]
+		switch {
+		case escaped:
+			escaped = false
+			continue
+		case inString:
+			switch b {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+			continue
+		case b == '"':
+			inString = true
+			continue
+		case b == '{' || b == '[':
+			depth++
+			continue
+		case (b == '}' || b == ']') && depth > 0:
+			depth--
+			continue
+		case depth > 0 || (b != ',' && b != '}'):
+			continue
+		}
+		// c[start:i] is one whole member of the top-level object.
+		if member := c[start:i]; len(member) > 0 && !namedOneOf(member, names) {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(out, member...)
+		}
+		start = i + 1
+	}
+	return append(out, '}')
+}
+
+// namedOneOf reports whether the canonical member "name":value has one of
+// names.
+func namedOneOf(member []byte, names []string) bool {
+	for _, n := range names {
+		if len(member) > len(n)+2 && member[0] == '"' && string(member[1:len(n)+1]) == n && member[len(n)+1] == '"' && member[len(n)+2] == ':' {
+			return true
+		}
+	}
+	return false
 }
 
 // size is what an invocation counts against the log's byte bound: its

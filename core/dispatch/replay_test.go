@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gowebpki/jcs"
+
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -322,5 +324,42 @@ func TestReplayLiveCallsMakeABranch(t *testing.T) {
 	}
 	if s := l.Summary(); !s.Branch || s.Live != 1 || s.Served != 0 {
 		t.Errorf("summary %+v", s)
+	}
+}
+
+func TestWithoutMembersMatchesDecoding(t *testing.T) {
+	names := []string{"idempotencyKey"}
+	// Each input's result must equal the canonical JSON of the object
+	// decoded, the members deleted and encoded again.
+	for _, in := range []string{
+		`{"idempotencyKey":"k"}`,
+		`{"a":1,"idempotencyKey":"k","b":[1,{"idempotencyKey":"nested"}]}`,
+		`{"idempotencyKey":"k","z":"}{,\"idempotencyKey\":"}`,
+		`{"idempotencyKeyX":"kept","x":{"y":"]"},"idempotencyKey":{"a":[1,2]}}`,
+		`{"a\"idempotencyKey":"kept","b":"\\","idempotencyKey":null}`,
+		`{"a":"é","idempotencyKey":1e21,"c":-0}`,
+		`{}`,
+		`[{"idempotencyKey":"an array is left alone"}]`,
+		`"a string"`,
+	} {
+		c, err := jcs.Transform([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		got := string(withoutMembers(c, names))
+		want := string(c)
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(in), &obj) == nil && obj != nil {
+			delete(obj, "idempotencyKey")
+			b, _ := json.Marshal(obj)
+			w, err := jcs.Transform(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = string(w)
+		}
+		if got != want {
+			t.Errorf("%s:\ngot  %s\nwant %s", in, got, want)
+		}
 	}
 }
