@@ -27,7 +27,9 @@ const (
 // a replay. How long run records are kept is the retention block's.
 type Runs struct {
 	// LogMaxCalls is the most calls one run's log records; a log cut
-	// short is marked as such.
+	// short is marked as such. 0 keeps no log: the host then does no
+	// per-call work for it, and a replay of such a run answers no call
+	// with effects (replay_source_missing).
 	LogMaxCalls int
 	// LogMaxBytes is the most bytes one run's log holds.
 	LogMaxBytes int
@@ -59,7 +61,7 @@ func (d *decoder) runs(blocks []*rawRuns) Runs {
 	}
 	raw := blocks[0]
 	r.DefRange = raw.DefRange
-	if n, ok := d.intAttr(raw.LogMaxCalls, 1, MaxRunLogMaxCalls); ok {
+	if n, ok := d.intAttr(raw.LogMaxCalls, 0, MaxRunLogMaxCalls); ok {
 		r.LogMaxCalls = n
 	}
 	if n, ok := d.intAttr(raw.LogMaxBytes, MinRunLogMaxBytes, MaxRunLogMaxBytes); ok {

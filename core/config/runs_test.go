@@ -42,8 +42,8 @@ func TestRunsBlockDiagnostics(t *testing.T) {
 		name, src, summary, detail string
 		line, col                  int
 	}{
-		{"no calls", block(`log_max_calls = 0`), "Invalid log_max_calls", "between 1 and 1000000; got 0", 3, 21},
-		{"too many calls", block(`log_max_calls = 1000001`), "Invalid log_max_calls", "between 1 and 1000000", 3, 21},
+		{"negative calls", block(`log_max_calls = -1`), "Invalid log_max_calls", "between 0 and 1000000; got -1", 3, 21},
+		{"too many calls", block(`log_max_calls = 1000001`), "Invalid log_max_calls", "between 0 and 1000000", 3, 21},
 		{"too few bytes", block(`log_max_bytes = 4095`), "Invalid log_max_bytes", "between 4096 and 1073741824; got 4095", 3, 21},
 		{"too many bytes", block(`log_max_bytes = 1073741825`), "Invalid log_max_bytes", "between 4096 and 1073741824", 3, 21},
 		{"fraction", block(`log_max_calls = 1.5`), "Unsuitable value type", "", 3, 21},

@@ -105,6 +105,10 @@ func (h *Host) trackCalls(runID string, opts RunOptions) (*dispatch.RunLog, func
 		return nil, nil, wop.Errorf(wop.CodeValidation, "live calls are chosen only for a replay")
 	}
 	runs := h.cfg.Host.Runs
+	if src == nil && runs.LogMaxCalls == 0 {
+		// No log is kept: the run's calls pass untracked.
+		return nil, func() {}, nil
+	}
 	l, stop := h.journal.Track(runID, dispatch.LogLimits{MaxCalls: runs.LogMaxCalls, MaxBytes: runs.LogMaxBytes}, src)
 	return l, stop, nil
 }

@@ -31,3 +31,32 @@ func TestHoldsSecretWithoutHTTPBlock(t *testing.T) {
 		})
 	}
 }
+
+// log_max_calls = 0 keeps no log: a recorded run is not tracked at all,
+// while a replay still is (it must answer from its source).
+func TestNoInvocationLogWhenMaxCallsIsZero(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		calls   int
+		opts    RunOptions
+		tracked bool
+	}{
+		{"default log", config.DefaultRunLogMaxCalls, RunOptions{Record: true}, true},
+		{"no log", 0, RunOptions{Record: true}, false},
+		{"no log, a replay", 0, RunOptions{Record: true, Replay: &RunRecord{RunID: "run_1"}}, true},
+		{"no record", config.DefaultRunLogMaxCalls, RunOptions{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Host{StateDir: t.TempDir(), Runs: config.Runs{LogMaxCalls: tc.calls, LogMaxBytes: config.DefaultRunLogMaxBytes}}
+			h := New(&config.Config{Host: cfg}, config.NewLoader(), hclog.NewNullLogger(), "test")
+			l, stop, err := h.trackCalls("run_2", tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			if (l != nil) != tc.tracked {
+				t.Errorf("tracked %v, want %v", l != nil, tc.tracked)
+			}
+		})
+	}
+}

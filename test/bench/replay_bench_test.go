@@ -41,15 +41,27 @@ func runLoopWith(ctx context.Context, h *host.Host, n int, opts host.RunOptions)
 }
 
 // BenchmarkRunLogCtxCall measures what the invocation log costs a ctx
-// call: b.N calls in runs that keep a record (and so log every call, kept
-// in the run's record) against b.N calls in runs that keep none, through
-// the same host and pack. Runs of logChunk calls alternate between the
-// two.
+// call: b.N calls in recorded runs on a host that logs every call (the
+// default) against b.N calls in recorded runs on a host that keeps no
+// log (runs { log_max_calls = 0 }), through the same plugin and pack, so
+// that both write a run record and only the log differs. Runs of
+// logChunk calls alternate between the two hosts.
 func BenchmarkRunLogCtxCall(b *testing.B) {
 	ctx := context.Background()
-	h := startHost(b, echoConfig(b))
-	plain, logged := host.RunOptions{}, host.RunOptions{Record: true}
-	for _, opts := range []host.RunOptions{plain, logged} {
+	text := fmt.Sprintf(`
+capability "echo" {
+  plugin   = %q
+  families = ["test.echo"]
+}
+pack "private.wophost.probe" {
+  path = %q
+}
+`, bin.testcap, bin.probePack)
+	plain := startHost(b, writeConfigIn(b, "  runs {\n    log_max_calls = 0\n  }\n", text))
+	logged := startHost(b, writeConfig(b, text))
+	opts := host.RunOptions{Record: true}
+	hosts := []*host.Host{plain, logged}
+	for _, h := range hosts {
 		if err := runLoopWith(ctx, h, warmCalls, opts); err != nil {
 			b.Fatal(err)
 		}
@@ -58,7 +70,7 @@ func BenchmarkRunLogCtxCall(b *testing.B) {
 	var took [2]time.Duration
 	for done := 0; done < b.N; done += logChunk {
 		n := min(logChunk, b.N-done)
-		for i, opts := range []host.RunOptions{plain, logged} {
+		for i, h := range hosts {
 			t0 := time.Now()
 			err := runLoopWith(ctx, h, n, opts)
 			took[i] += time.Since(t0)

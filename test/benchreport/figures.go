@@ -180,7 +180,7 @@ func figures() []figure {
 		{
 			name: "ctx call in a recorded run (invocation log)", bench: "BenchmarkRunLogCtxCall",
 			value: "logged-ns/call", show: nanosAsMicros(),
-			baseline: "unlogged-ns/call", baselineLabel: "run without a record", ratioMetric: "logged/unlogged",
+			baseline: "unlogged-ns/call", baselineLabel: "recorded run, no log (log_max_calls = 0)", ratioMetric: "logged/unlogged",
 			goal: &goal{atMost: true, limit: 1.05},
 		},
 		{
