@@ -104,7 +104,7 @@ bench-update: ## Run the benchmarks and write their table into BENCHMARKS.md, re
 FUZZTIME       ?= 10s
 FUZZ_TARGETS   := core/config:FuzzLoad core/config:FuzzDecodePluginConfig core/packmanifest:FuzzParse \
                   plugins/aienvelope:FuzzPrepare internal/promptfile:FuzzParse \
-                  plugins/mcp:FuzzRequest plugins/mcp/client:FuzzDecodeResponse
+                  plugins/mcp:FuzzRequest plugins/mcp/client:FuzzDecodeResponse core/dispatch:FuzzCanonicalJSON
 SDK_FUZZ_TARGETS := families/agentruntime:FuzzParseManifest families/agentruntime:FuzzParsePackAgents \
                   families/promptlibrary:FuzzParsePin
 

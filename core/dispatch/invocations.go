@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gowebpki/jcs"
-
 	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/wop"
@@ -106,7 +104,7 @@ func InvocationKey(family, method string, payload []byte) string {
 // canonicalRequest is the request's canonical JSON, per-run fields left
 // out.
 func canonicalRequest(family, method string, payload []byte) []byte {
-	c, err := jcs.Transform(payload)
+	c, err := canonicalJSON(payload)
 	if err != nil {
 		s, _ := json.Marshal(string(payload)) // a Go string always marshals
 		return s
