@@ -32,8 +32,12 @@ func (h *Host) secrets() [][]byte {
 		}
 	}
 	add(h.cfg.Host.Storage.DSN)
-	for _, t := range h.cfg.Host.HTTP.Tokens {
-		add(t)
+	// A config without an http block (one `host run` reads, say) has no
+	// tokens.
+	if h.cfg.Host.HTTP != nil {
+		for _, t := range h.cfg.Host.HTTP.Tokens {
+			add(t)
+		}
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
