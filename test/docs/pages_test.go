@@ -95,7 +95,7 @@ func TestDocPages(t *testing.T) {
 		t.Run(strings.ReplaceAll(page, "/", ":"), func(t *testing.T) {
 			p := &pageRun{root: root, page: page}
 			blocks := fencedBlocks(t, root, page)
-			if needsDemo(blocks) {
+			if needsDemo(blocks) && !testing.Short() {
 				// Made here, not in the first block that needs it: a
 				// subtest's temporary directory goes when it ends.
 				p.d, p.ids = newDemo(t), idMap{}
@@ -134,6 +134,9 @@ type goBlock struct {
 func (p *pageRun) demo(t *testing.T) *demo {
 	t.Helper()
 	if p.d == nil {
+		if testing.Short() {
+			t.Skip("runs in the demo deployment")
+		}
 		t.Fatal("needsDemo missed a block that needs the demo deployment")
 	}
 	return p.d
