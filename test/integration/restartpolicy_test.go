@@ -126,7 +126,7 @@ func crashOther(t *testing.T, h *host.Host) {
 	}
 }
 
-// The README's restart policy: backoff from 0.5 s doubling to a 30 s cap,
+// The restart policy of docs/operations.md (Lifecycle): backoff from 0.5 s doubling to a 30 s cap,
 // five attempts, then failed. The waits are observed, not timed: the
 // policy's After reports each one and returns at once.
 func TestRestartPolicyGivesUpAfterFiveAttempts(t *testing.T) {

@@ -18,8 +18,14 @@ type greetResult struct {
 }
 
 func main() {
+	plugin.Serve(newPlugin())
+}
+
+// newPlugin is the plugin main serves; a test can hand it to the
+// conformance kit in process (plugintest.Config.InProcess).
+func newPlugin() *plugin.Plugin {
 	greeting := "Hello"
-	plugin.Serve(&plugin.Plugin{
+	return &plugin.Plugin{
 		Name:    "acme-hello",
 		Version: "0.1.0",
 		ConfigSchema: schema.Block{Attributes: []schema.Attribute{
@@ -48,5 +54,5 @@ func main() {
 				}),
 			},
 		}},
-	})
+	}
 }
