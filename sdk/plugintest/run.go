@@ -160,6 +160,9 @@ func callText(call Call) string {
 	if call.WantCode != "" {
 		return fmt.Sprintf("The sample call %s.%s fails with code %s.", call.Family, call.Method, call.WantCode)
 	}
+	if len(call.WantResult) > 0 {
+		return fmt.Sprintf("The sample call %s.%s succeeds with a result containing %s.", call.Family, call.Method, call.WantResult)
+	}
 	return fmt.Sprintf("The sample call %s.%s succeeds with a JSON result.", call.Family, call.Method)
 }
 
