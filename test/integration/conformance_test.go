@@ -80,7 +80,7 @@ func TestConformanceNamesTheBrokenRule(t *testing.T) {
 			if res.code != 1 {
 				t.Fatalf("exit %d, want 1\n%s\n%s", res.code, res.stdout, res.stderr)
 			}
-			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(tc.rule) + ` +FAIL +\S`).MatchString(res.stdout) ||
+			if !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(tc.rule)+` +FAIL +\S`).MatchString(res.stdout) ||
 				!regexp.MustCompile(`(?m)^FAIL `+regexp.QuoteMeta(tc.rule)+`: .*`+regexp.QuoteMeta(tc.detail)).MatchString(res.stdout) {
 				t.Errorf("the report does not name %s with %q:\n%s", tc.rule, tc.detail, res.stdout)
 			}
