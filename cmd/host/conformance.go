@@ -32,20 +32,20 @@ type conformanceFlags struct {
 func conformanceCommand(g *globals) *cobra.Command {
 	f := &conformanceFlags{}
 	cmd := &cobra.Command{
-		Use:   "conformance [flags] PLUGIN_EXECUTABLE [ARGS...]",
+		Use:   "conformance [flags] [PLUGIN_EXECUTABLE [ARGS...]]",
 		Short: "Run the conformance kit against a plugin executable in any language; print a pass/fail table",
 		Long: "Start the plugin as the host does (ARGS are passed to it, for an interpreter's script) and run\n" +
 			"the kit of sdk/plugintest against it: the protocol checks, then the contract checks of every core\n" +
 			"family it serves. The plugin's config and sample calls come from a conformance file (--config,\n" +
 			"HCL or JSON; docs/conformance.md) or from flags. Prints every rule with its result and text;\n" +
-			"the exit status is 1 when a rule fails, 2 on a usage error.",
+			"the exit status is 1 when a rule fails, 2 on a usage error. Without PLUGIN_EXECUTABLE the\n" +
+			"file's plugin block names it (executable, args): a launcher script, say.",
 		Example: "  host conformance --config examples/plugins/kv/conformance.hcl bin/wophost-kv\n" +
 			"  host conformance --call 'acme.kv.get={\"key\":\"k\"}' --plugin-config '{\"file\":\"kv.db\"}' bin/wophost-kv",
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext()
 			defer stop()
-			return g.conformance(ctx, f, args[0], args[1:])
+			return g.conformance(ctx, f, args)
 		},
 	}
 	// Everything after the executable is its own arguments.
@@ -71,11 +71,7 @@ type conformanceRule struct {
 	Log    string            `json:"log,omitempty"`
 }
 
-func (g *globals) conformance(ctx context.Context, f *conformanceFlags, exe string, args []string) error {
-	exe, args, err := pluginCommand(exe, args)
-	if err != nil {
-		return err
-	}
+func (g *globals) conformance(ctx context.Context, f *conformanceFlags, command []string) error {
 	cf := &conformanceFile{files: map[string]*hcl.File{}, ectx: conformanceEvalContext(".")}
 	if f.file != "" {
 		var diags hcl.Diagnostics
@@ -83,6 +79,17 @@ func (g *globals) conformance(ctx context.Context, f *conformanceFlags, exe stri
 		if err := g.conformanceDiagnostics(cf, diags); err != nil {
 			return err
 		}
+	}
+	// The command line's executable wins over the file's.
+	if len(command) == 0 {
+		if cf.executable == "" {
+			return errors.New("no plugin executable: give PLUGIN_EXECUTABLE, or executable in the plugin block of --config")
+		}
+		command = append([]string{cf.executable}, cf.args...)
+	}
+	exe, args, err := pluginCommand(command[0], command[1:])
+	if err != nil {
+		return err
 	}
 	for _, c := range f.calls {
 		call, err := parseCallFlag(c)

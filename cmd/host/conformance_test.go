@@ -32,6 +32,8 @@ func writeFile(t *testing.T, name, text string) string {
 
 const conformanceHCL = `
 plugin {
+  executable    = "launcher.sh"
+  args          = ["-x"]
   env           = { MODE = "strict" }
   start_timeout = "20s"
 }
@@ -87,6 +89,9 @@ func TestConformanceFile(t *testing.T) {
 	cf, diags := loadConformanceFile(path)
 	if diags.HasErrors() {
 		t.Fatal(diags)
+	}
+	if cf.executable != filepath.Join(filepath.Dir(path), "launcher.sh") || len(cf.args) != 1 || cf.args[0] != "-x" {
+		t.Errorf("executable %s %q: want launcher.sh beside the file", cf.executable, cf.args)
 	}
 	if !cf.needsSchema(nil) {
 		t.Error("a file with a config block needs no schema")
@@ -210,7 +215,7 @@ func TestConformanceUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		"no executable": {[]string{"conformance"}, "requires at least 1 arg"},
+		"no executable": {[]string{"conformance"}, "no plugin executable"},
 		"no call":       {[]string{"conformance", os.Args[0]}, "no sample call"},
 		"bad call":      {[]string{"conformance", "--call", "get", os.Args[0]}, "want FAMILY.METHOD[=JSON]"},
 		"bad env":       {[]string{"conformance", "--call", "a.b", "--env", "X", os.Args[0]}, `--env "X": want KEY=VALUE`},
@@ -278,5 +283,17 @@ func TestPluginCommand(t *testing.T) {
 	exe, args, err := pluginCommand("sh", []string{"plugin.js", "--flag", "not-a-file"})
 	if err != nil || !filepath.IsAbs(exe) || len(args) != 3 || args[0] != script || args[1] != "--flag" || args[2] != "not-a-file" {
 		t.Errorf("%s %q, %v", exe, args, err)
+	}
+}
+
+// Without PLUGIN_EXECUTABLE the file's plugin block names it, relative
+// to the file: a plugin that cannot start fails the run, exit 1.
+func TestConformanceFileExecutable(t *testing.T) {
+	file := writeFile(t, "conformance.hcl", "plugin {\n  executable = \"launcher.sh\"\n}\ncall \"a.b\" {}\n")
+	var out, errb bytes.Buffer
+	code := execute([]string{"conformance", "--config", file}, strings.NewReader(""), &out, &errb)
+	want := filepath.Join(filepath.Dir(file), "launcher.sh")
+	if code != 1 || !strings.Contains(out.String(), "FAIL Protocol: plugintest: plugin binary: stat "+want) {
+		t.Errorf("exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 }

@@ -37,6 +37,8 @@ type rawConformance struct {
 }
 
 type rawConformancePlugin struct {
+	Executable   *hcl.Attribute `hcl:"executable"`
+	Args         *hcl.Attribute `hcl:"args"`
 	Env          *hcl.Attribute `hcl:"env"`
 	StartTimeout *hcl.Attribute `hcl:"start_timeout"`
 }
@@ -97,8 +99,13 @@ type rawAgentRuntime struct {
 // HCL bodies until the plugin's schema is known (resolve).
 type conformanceFile struct {
 	files map[string]*hcl.File
-	ectx  *hcl.EvalContext
-	// env and startTimeout are the plugin block's.
+	// dir is the file's absolute directory.
+	dir  string
+	ectx *hcl.EvalContext
+	// executable (absolute, "" when not given), args, env and
+	// startTimeout are the plugin block's.
+	executable   string
+	args         []string
 	env          []string
 	startTimeout time.Duration
 	config       *rawBlock
@@ -136,6 +143,7 @@ func loadConformanceFile(path string) (*conformanceFile, hcl.Diagnostics) {
 	if err != nil {
 		return cf, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid conformance file path", Detail: err.Error()})
 	}
+	cf.dir = dir
 	cf.ectx = conformanceEvalContext(dir)
 	var raw rawConformance
 	diags = append(diags, gohcl.DecodeBody(file.Body, cf.ectx, &raw)...)
@@ -191,6 +199,15 @@ func conformanceEvalContext(dir string) *hcl.EvalContext {
 
 func (cf *conformanceFile) decodePlugin(p *rawConformancePlugin) hcl.Diagnostics {
 	var diags hcl.Diagnostics
+	if p.Executable != nil {
+		diags = append(diags, gohcl.DecodeExpression(p.Executable.Expr, cf.ectx, &cf.executable)...)
+		if cf.executable != "" && !filepath.IsAbs(cf.executable) {
+			cf.executable = filepath.Join(cf.dir, cf.executable)
+		}
+	}
+	if p.Args != nil {
+		diags = append(diags, gohcl.DecodeExpression(p.Args.Expr, cf.ectx, &cf.args)...)
+	}
 	if p.Env != nil {
 		var env map[string]string
 		diags = append(diags, gohcl.DecodeExpression(p.Env.Expr, cf.ectx, &env)...)

@@ -37,6 +37,7 @@ func TestConformanceOnEveryPlugin(t *testing.T) {
 		// rules must each be on a PASS row.
 		rules []string
 	}{
+		{"examples/plugins/hello/conformance.hcl", "wophost-hello", "./examples/plugins/hello", []string{"Protocol/Invoke/acme.hello.greet#01"}},
 		{"examples/plugins/kv/conformance.hcl", "wophost-kv", "./examples/plugins/kv", []string{"Protocol/Invoke/acme.kv.get#01"}},
 		{"plugins/aienvelope/conformance.hcl", "wophost-aienvelope", "./plugins/aienvelope", []string{"aiEnvelope/Await", "aiEnvelope/JSONOutput"}},
 		{"plugins/promptlib/conformance.hcl", "wophost-promptlib", "./plugins/promptlib", []string{"promptLibrary/Pinned", "promptLibrary/DigestMismatch"}},
