@@ -41,7 +41,7 @@ func conformanceCommand(g *globals) *cobra.Command {
 			"the exit status is 1 when a rule fails, 2 on a usage error. Without PLUGIN_EXECUTABLE the\n" +
 			"file's plugin block names it (executable, args): a launcher script, say.",
 		Example: "  host conformance --config examples/plugins/kv/conformance.hcl bin/wophost-kv\n" +
-			"  host conformance --call 'acme.kv.get={\"key\":\"k\"}' --plugin-config '{\"file\":\"kv.db\"}' bin/wophost-kv",
+			"  host conformance --call 'acme.kv.put={\"key\":\"k\",\"value\":\"v\"}' --plugin-config '{\"file\":\"kv.db\"}' bin/wophost-kv",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext()
 			defer stop()
