@@ -159,3 +159,21 @@ func TestRuleT(t *testing.T) {
 		t.Errorf("rules %+v", root.r.rules)
 	}
 }
+
+// Check runs an in-process plugin too, and a Call's Check reports to its
+// rule through a testing.TB.
+func TestCheckInProcess(t *testing.T) {
+	var seen string
+	calls := []Call{{Family: "test.echo", Method: "echo", Payload: json.RawMessage(`{"text":"hi"}`),
+		Check: func(tb testing.TB, result json.RawMessage) {
+			seen = tb.Name()
+			if string(result) != `{"text":"bye"}` {
+				tb.Errorf("echo = %s", result)
+			}
+		}}}
+	r := Check(t.Context(), Suite{Config: Config{InProcess: inProcessPlugin(), Calls: calls}})
+	f := r.Failures()
+	if len(f) != 1 || f[0].Name != "Protocol/Invoke/test.echo.echo" || f[0].Detail != `echo = {"text":"hi"}` || seen != f[0].Name {
+		t.Fatalf("failures %+v (Check saw %q)", f, seen)
+	}
+}
