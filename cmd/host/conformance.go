@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -161,7 +162,8 @@ func (g *globals) conformanceDiagnostics(cf *conformanceFile, diags hcl.Diagnost
 }
 
 // pluginCommand resolves the executable: a bare name that is no file here
-// is looked up in PATH (an interpreter). The plugin runs in its
+// is looked up in PATH (an interpreter); one that does not exist is a
+// usage error. The plugin runs in its
 // executable's directory, as under the host, so an argument naming a file
 // here is made absolute.
 func pluginCommand(exe string, args []string) (string, []string, error) {
@@ -171,6 +173,11 @@ func pluginCommand(exe string, args []string) (string, []string, error) {
 			return "", nil, fmt.Errorf("plugin executable %s: %w", exe, err)
 		}
 		exe = p
+	}
+	if fi, err := os.Stat(exe); err != nil {
+		return "", nil, fmt.Errorf("plugin executable: %w", err)
+	} else if fi.IsDir() {
+		return "", nil, fmt.Errorf("plugin executable %s is a directory", exe)
 	}
 	out := make([]string, len(args))
 	for i, a := range args {
