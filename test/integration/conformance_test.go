@@ -150,3 +150,26 @@ capability "good" {
 		t.Errorf("good: state %s, error %q", r.State, r.LastError)
 	}
 }
+
+// An interpreted plugin is checked through its launcher, which its
+// conformance file names: here a shell script that runs the kv plugin,
+// as a Node plugin's launcher runs node on its script.
+func TestConformanceThroughALauncher(t *testing.T) {
+	dir := layOut(t, map[string]string{"kv-real": "./examples/plugins/kv"})
+	launcher := "#!/bin/sh\nexec \"$(dirname \"$0\")/kv-real\" \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "launcher.sh"), []byte(launcher), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := os.ReadFile(testbin.SourceDir("examples/plugins/kv/conformance.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "conformance.hcl")
+	if err := os.WriteFile(file, append([]byte("plugin {\n  executable = \"./launcher.sh\"\n}\n"), kv...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runHost(t, "", "conformance", "--config", file)
+	if res.code != 0 || !regexp.MustCompile(`(?m)^20 rules: 20 passed, 0 failed, 0 skipped$`).MatchString(res.stdout) {
+		t.Fatalf("exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+}
