@@ -122,7 +122,14 @@ func (g *globals) conformance(ctx context.Context, f *conformanceFlags, command 
 	if cf.needsSchema(pluginConfig) {
 		_, s, err := plugintest.Inspect(ctx, plugintest.Config{Binary: exe, Args: args, Env: cf.env, StartTimeout: cf.startTimeout})
 		if err != nil {
-			return &failure{fmt.Errorf("plugin %s: %w", exe, err)}
+			// The config cannot be decoded without the plugin: the
+			// report is that one failure.
+			report := &plugintest.Report{Rules: []plugintest.Rule{{Name: "Protocol", Result: plugintest.Fail, Detail: err.Error(),
+				Text: "The plugin starts as the host starts it and answers Describe and ConfigSchema, whose schema decodes the config."}}}
+			if err := g.writeReport(report, f.verbose); err != nil {
+				return err
+			}
+			return &exitError{code: 1}
 		}
 		block = s
 	}
@@ -249,7 +256,11 @@ func (g *globals) writeReport(r *plugintest.Report, verbose bool) error {
 			}
 		}
 	}
-	_, err := fmt.Fprintf(g.stdout, "\n%d rules: %d passed, %d failed, %d skipped\n", len(r.Rules), counts[plugintest.Pass], counts[plugintest.Fail], counts[plugintest.Skip])
+	rules := "rules"
+	if len(r.Rules) == 1 {
+		rules = "rule"
+	}
+	_, err := fmt.Fprintf(g.stdout, "\n%d %s: %d passed, %d failed, %d skipped\n", len(r.Rules), rules, counts[plugintest.Pass], counts[plugintest.Fail], counts[plugintest.Skip])
 	return err
 }
 

@@ -289,14 +289,14 @@ func TestPluginCommand(t *testing.T) {
 // Without PLUGIN_EXECUTABLE the file's plugin block names it, relative
 // to the file; a plugin that does not start fails the run, exit 1.
 func TestConformanceFileExecutable(t *testing.T) {
-	file := writeFile(t, "conformance.hcl", "plugin {\n  executable = \"launcher.sh\"\n}\ncall \"a.b\" {}\n")
+	file := writeFile(t, "conformance.hcl", "plugin {\n  executable = \"launcher.sh\"\n}\nconfig {}\ncall \"a.b\" {}\n")
 	launcher := filepath.Join(filepath.Dir(file), "launcher.sh")
 	if err := os.WriteFile(launcher, []byte("#!/bin/sh\necho not a handshake\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
 	code := execute([]string{"conformance", "--config", file}, strings.NewReader(""), &out, &errb)
-	if code != 1 || !strings.Contains(out.String(), "FAIL Protocol: plugintest: start "+launcher) {
+	if code != 1 || !strings.Contains(out.String(), "FAIL Protocol: plugintest: start "+launcher) || !strings.Contains(out.String(), "1 rule: 0 passed, 1 failed") {
 		t.Errorf("exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 	if err := os.Remove(launcher); err != nil {

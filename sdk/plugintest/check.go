@@ -463,10 +463,24 @@ func valueContains(g, w any) bool {
 	return true
 }
 
+// inspectLogLines is how much of the plugin's log Inspect's error keeps:
+// the end, which says why it did not start.
+const inspectLogLines = 20
+
+// logTail is the last n lines of log.
+func logTail(log string, n int) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
 // Inspect starts the plugin as cfg says (its Config and Calls unused),
 // asks it for its description and the schema of its config block, and
 // stops it: what a caller needs to decode a config for Check the way a
-// host decodes it. The error carries the plugin's log when it fails.
+// host decodes it. The error ends with the last lines of the plugin's log
+// when it fails.
 func Inspect(ctx context.Context, cfg Config) (*Description, schema.Block, error) {
 	root := &ruleT{r: &reporter{}, ctx: ctx, index: -1}
 	var desc *Description
@@ -479,7 +493,7 @@ func Inspect(ctx context.Context, cfg Config) (*Description, schema.Block, error
 	if r := root.r.rules[0]; r.Result == Fail {
 		msg := r.Detail
 		if r.Log != "" {
-			msg += "\n" + r.Log
+			msg += "\n" + logTail(r.Log, inspectLogLines)
 		}
 		return nil, schema.Block{}, fmt.Errorf("%s", msg)
 	}
