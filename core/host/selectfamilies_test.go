@@ -28,6 +28,12 @@ func TestSelectFamiliesChecksTheRecord(t *testing.T) {
 		t.Fatalf("two dots: %v", err)
 	}
 	bad = good
+	bad.Status = "bogus"
+	if _, err := selectFamilies(cc, &loader.Description{Name: "p", Families: []loader.FamilyDescription{bad}}); err == nil ||
+		!strings.Contains(err.Error(), `plugin p describes family "acme.kv" with an invalid record: status "bogus": must be one of stable, experimental, deprecated`) {
+		t.Fatalf("status bogus: %v", err)
+	}
+	bad = good
 	bad.Witness = ""
 	if _, err := selectFamilies(cc, &loader.Description{Name: "p", Families: []loader.FamilyDescription{bad}}); err == nil || !strings.Contains(err.Error(), "witness") {
 		t.Fatalf("no witness: %v", err)

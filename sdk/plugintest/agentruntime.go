@@ -19,8 +19,9 @@ import (
 
 // AgentRuntimeConfig says how to run the agentRuntime family checks.
 type AgentRuntimeConfig struct {
-	// Binary, InProcess, Env and StartTimeout are as in Config.
+	// Binary, Args, InProcess, Env and StartTimeout are as in Config.
 	Binary       string
+	Args         []string
 	InProcess    *plugin.Plugin
 	Env          []string
 	StartTimeout time.Duration
@@ -52,23 +53,29 @@ type AgentRuntimeConfig struct {
 //     retryable.
 func AgentRuntime(t *testing.T, cfg AgentRuntimeConfig) {
 	t.Helper()
+	agentRuntimeRules(testingT{t}, cfg)
+}
+
+// agentRuntimeRules runs AgentRuntime's checks.
+func agentRuntimeRules(t checkT, cfg AgentRuntimeConfig) {
+	t.Helper()
 	c := &agentRuntimeChecks{
 		cfg:     cfg,
 		host:    &agentHost{},
 		writer:  agentCheckManifest("plugintest-writer", "Writes and edits prose.", "copy-editing", "prose"),
 		analyst: agentCheckManifest("plugintest-analyst", "Reads numbers.", "spreadsheet-analysis", "statistics"),
 	}
-	c.p = Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout, HostServices: c.host.serve})
-	t.Run("Advertised", c.advertised)
-	c.p.Configure(t, cfg.Config)
-	t.Run("Spawn", c.spawnChecks)
+	c.p = start(t, Config{Binary: cfg.Binary, Args: cfg.Args, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout, HostServices: c.host.serve})
+	t.Run("Advertised", "Describe lists agentRuntime with spawn, delegate, consensus and messageSend, and it needs aiEnvelope.", c.advertised)
+	c.p.configure(t, cfg.Config)
+	t.Run("Spawn", "spawn gives an instance id and the manifest's digest; the same key gives the same instance; an invalid manifest is validation_error.", c.spawnChecks)
 	// The checks below need both agents.
 	if c.writerID == "" || c.analystID == "" {
 		return
 	}
-	t.Run("Delegate", c.delegate)
-	t.Run("Consensus", c.consensus)
-	t.Run("MessageSend", c.messageSend)
+	t.Run("Delegate", "delegate selects the agent whose skills match the task, runs it through aiEnvelope.generate on the host; an unknown agent is agent_not_found.", c.delegate)
+	t.Run("Consensus", "Agreeing participants converge on their vote with ballots in participant order; a split under unanimous does not converge.", c.consensus)
+	t.Run("MessageSend", "A resent key gives the same message id, an unknown recipient is agent_not_found, a full mailbox is mailbox_full, retryable.", c.messageSend)
 }
 
 // agentRuntimeChecks is one run of the agentRuntime checks: the plugin,
@@ -82,7 +89,7 @@ type agentRuntimeChecks struct {
 	writerID, analystID string
 }
 
-func (c *agentRuntimeChecks) advertised(t *testing.T) {
+func (c *agentRuntimeChecks) advertised(t checkT) {
 	f := describedFamily(t, c.p, agentruntime.Family)
 	for _, m := range []string{agentruntime.MethodSpawn, agentruntime.MethodDelegate, agentruntime.MethodConsensus, agentruntime.MethodMessageSend} {
 		if !slices.Contains(f.Methods, m) {
@@ -94,12 +101,12 @@ func (c *agentRuntimeChecks) advertised(t *testing.T) {
 	}
 }
 
-func (c *agentRuntimeChecks) call(t *testing.T, method string, req any) (json.RawMessage, error) {
+func (c *agentRuntimeChecks) call(t checkT, method string, req any) (json.RawMessage, error) {
 	t.Helper()
 	return c.p.invokeJSON(t, agentruntime.Family, method, req, wop.CallContext{RunID: "plugintest-run", Caller: "pack:plugintest", Deadline: time.Now().Add(rpcTimeout)})
 }
 
-func (c *agentRuntimeChecks) spawn(t *testing.T, key string, m *agentruntime.Manifest) *agentruntime.SpawnResult {
+func (c *agentRuntimeChecks) spawn(t checkT, key string, m *agentruntime.Manifest) *agentruntime.SpawnResult {
 	t.Helper()
 	raw, _ := json.Marshal(m)
 	out, err := c.call(t, agentruntime.MethodSpawn, &agentruntime.SpawnRequest{Manifest: raw, IdempotencyKey: key})
@@ -113,7 +120,7 @@ func (c *agentRuntimeChecks) spawn(t *testing.T, key string, m *agentruntime.Man
 	return &res
 }
 
-func (c *agentRuntimeChecks) spawnChecks(t *testing.T) {
+func (c *agentRuntimeChecks) spawnChecks(t checkT) {
 	res := c.spawn(t, "plugintest-spawn-writer", c.writer)
 	want, err := c.writer.Digest()
 	if err != nil {
@@ -138,7 +145,7 @@ func (c *agentRuntimeChecks) spawnChecks(t *testing.T) {
 	expectCode(t, err, wop.CodeValidation, "spawn with an unpinned systemPromptRef")
 }
 
-func (c *agentRuntimeChecks) delegate(t *testing.T) {
+func (c *agentRuntimeChecks) delegate(t checkT) {
 	c.host.script(func(string) string { return "analysis done" })
 	before := c.host.generated()
 	out, err := c.call(t, agentruntime.MethodDelegate, &agentruntime.DelegateRequest{
@@ -170,7 +177,7 @@ func (c *agentRuntimeChecks) delegate(t *testing.T) {
 
 // consensus checks that agreeing participants converge, then that a split
 // under unanimous does not.
-func (c *agentRuntimeChecks) consensus(t *testing.T) {
+func (c *agentRuntimeChecks) consensus(t checkT) {
 	participants := []string{c.analystID, c.writerID}
 	c.consensusAgreed(t, participants)
 	c.consensusSplit(t, participants)
@@ -178,7 +185,7 @@ func (c *agentRuntimeChecks) consensus(t *testing.T) {
 
 // consensusOn asks participants to decide on a release under strategy;
 // what names the call in a failure.
-func (c *agentRuntimeChecks) consensusOn(t *testing.T, what string, participants []string, strategy string) (json.RawMessage, agentruntime.ConsensusResult) {
+func (c *agentRuntimeChecks) consensusOn(t checkT, what string, participants []string, strategy string) (json.RawMessage, agentruntime.ConsensusResult) {
 	t.Helper()
 	var res agentruntime.ConsensusResult
 	out, err := c.call(t, agentruntime.MethodConsensus, &agentruntime.ConsensusRequest{
@@ -193,7 +200,7 @@ func (c *agentRuntimeChecks) consensusOn(t *testing.T, what string, participants
 	return out, res
 }
 
-func (c *agentRuntimeChecks) consensusAgreed(t *testing.T, participants []string) {
+func (c *agentRuntimeChecks) consensusAgreed(t checkT, participants []string) {
 	c.host.script(func(string) string { return `{"vote":"approve","rationale":"fine"}` })
 	out, res := c.consensusOn(t, "consensus", participants, agentruntime.StrategyMajority)
 	if !res.Converged || !agentJSONSame(res.Decision, json.RawMessage(`"approve"`)) || res.Agreement != 1 || res.Rounds < 1 {
@@ -210,7 +217,7 @@ func (c *agentRuntimeChecks) consensusAgreed(t *testing.T, participants []string
 	}
 }
 
-func (c *agentRuntimeChecks) consensusSplit(t *testing.T, participants []string) {
+func (c *agentRuntimeChecks) consensusSplit(t checkT, participants []string) {
 	c.host.script(func(agent string) string {
 		if strings.Contains(agent, c.writerID) {
 			return `{"vote":"reject"}`
@@ -225,7 +232,7 @@ func (c *agentRuntimeChecks) consensusSplit(t *testing.T, participants []string)
 
 // messageSend checks deduplication by key and an unknown recipient, then,
 // when the mailbox capacity is known, a full mailbox.
-func (c *agentRuntimeChecks) messageSend(t *testing.T) {
+func (c *agentRuntimeChecks) messageSend(t checkT) {
 	first, err := c.send(t, "plugintest-msg-0")
 	if err != nil {
 		t.Fatalf("messageSend: %s", formatError(err))
@@ -250,7 +257,7 @@ func (c *agentRuntimeChecks) messageSend(t *testing.T) {
 }
 
 // send sends the writer's message with key to the analyst.
-func (c *agentRuntimeChecks) send(t *testing.T, key string) (json.RawMessage, error) {
+func (c *agentRuntimeChecks) send(t checkT, key string) (json.RawMessage, error) {
 	return c.call(t, agentruntime.MethodMessageSend, &agentruntime.MessageSendRequest{
 		FromAgentID: c.writerID, ToAgentID: c.analystID, Channel: "plugintest", Content: json.RawMessage(`{"n":1}`), IdempotencyKey: key,
 	})
@@ -258,7 +265,7 @@ func (c *agentRuntimeChecks) send(t *testing.T, key string) (json.RawMessage, er
 
 // mailboxFull fills the analyst's mailbox, which holds one message
 // already, and expects a retryable mailbox_full.
-func (c *agentRuntimeChecks) mailboxFull(t *testing.T) {
+func (c *agentRuntimeChecks) mailboxFull(t checkT) {
 	capacity := c.cfg.MailboxCapacity
 	var full error
 	for i := 1; i <= capacity; i++ {

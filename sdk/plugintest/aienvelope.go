@@ -17,8 +17,9 @@ import (
 
 // AIEnvelopeConfig says how to run the aiEnvelope family checks.
 type AIEnvelopeConfig struct {
-	// Binary, InProcess, Env and StartTimeout are as in Config.
+	// Binary, Args, InProcess, Env and StartTimeout are as in Config.
 	Binary       string
+	Args         []string
 	InProcess    *plugin.Plugin
 	Env          []string
 	StartTimeout time.Duration
@@ -58,26 +59,32 @@ type AIEnvelopeConfig struct {
 //     is not_found.
 func AIEnvelope(t *testing.T, cfg AIEnvelopeConfig) {
 	t.Helper()
+	aiEnvelopeRules(testingT{t}, cfg)
+}
+
+// aiEnvelopeRules runs AIEnvelope's checks.
+func aiEnvelopeRules(t checkT, cfg AIEnvelopeConfig) {
+	t.Helper()
 	c := &aiEnvelopeChecks{cfg: cfg, msg: cfg.UserMessage}
 	if c.msg == "" {
 		c.msg = "Say hello."
 	}
-	c.p = Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
-	t.Run("Advertised", c.advertised)
-	facets := c.p.Configure(t, cfg.Config)
+	c.p = start(t, Config{Binary: cfg.Binary, Args: cfg.Args, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	t.Run("Advertised", "Describe lists the aiEnvelope family with the method generate.", c.advertised)
+	facets := c.p.configure(t, cfg.Config).Facets
 	_, hasAwait := facets[aienvelope.Family][aienvelope.FacetAwait]
 
-	t.Run("Generate", c.generate)
-	t.Run("Variables", c.variables)
-	t.Run("Idempotency", c.idempotency)
+	t.Run("Generate", "generate answers a completed envelope with the contract's fields: envelopeType echoed, envelopeId, status, finishReason, usage, model, provider, warnings, and payload the text as a JSON string.", c.generate)
+	t.Run("Variables", "{{name}} placeholders are filled from variables; a missing variable is envelope_validation_failed.", c.variables)
+	t.Run("Idempotency", "The same idempotencyKey and request answer the same envelope; the same key with another request is idempotency_key_mismatch; no key is validation_error.", c.idempotency)
 	if !hasAwait {
-		t.Run("AsyncRefused", c.asyncRefused)
+		t.Run("AsyncRefused", "Without the await facet, async generate is refused.", c.asyncRefused)
 	}
 	if len(cfg.JSONSchema) > 0 {
-		t.Run("JSONOutput", c.jsonOutput)
+		t.Run("JSONOutput", "With JSON output the payload is a JSON value and the text its encoding.", c.jsonOutput)
 	}
 	if len(cfg.AsyncConfig) > 0 {
-		t.Run("Await", c.await)
+		t.Run("Await", "Under the async config, await is advertised, async generate answers pending, await returns the completed envelope with the same id, and an unknown id is not_found.", c.await)
 	}
 }
 
@@ -89,31 +96,31 @@ type aiEnvelopeChecks struct {
 	p   *Plugin
 }
 
-func (c *aiEnvelopeChecks) advertised(t *testing.T) {
+func (c *aiEnvelopeChecks) advertised(t checkT) {
 	f := describedFamily(t, c.p, aienvelope.Family)
 	if !slices.Contains(f.Methods, aienvelope.MethodGenerate) {
 		t.Errorf("%s lacks the method %s: %v", aienvelope.Family, aienvelope.MethodGenerate, f.Methods)
 	}
 }
 
-func (c *aiEnvelopeChecks) call(t *testing.T, method string, req any) (json.RawMessage, error) {
+func (c *aiEnvelopeChecks) call(t checkT, method string, req any) (json.RawMessage, error) {
 	t.Helper()
 	return c.p.invokeJSON(t, aienvelope.Family, method, req, wop.CallContext{RunID: "plugintest", Caller: "pack:plugintest", Depth: 1, Deadline: time.Now().Add(rpcTimeout)})
 }
 
 // checkKey is an idempotency key unique to the check t and suffix.
-func checkKey(t *testing.T, suffix string) string {
+func checkKey(t checkT, suffix string) string {
 	return "plugintest-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + suffix
 }
 
-func (c *aiEnvelopeChecks) generate(t *testing.T) {
+func (c *aiEnvelopeChecks) generate(t checkT) {
 	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.generate", UserMessage: c.msg, IdempotencyKey: checkKey(t, "1")}
 	c.generateCompleted(t, "generate", req, false)
 }
 
 // generateCompleted makes req and checks the result has the contract's
 // shape; what names the call in a failure.
-func (c *aiEnvelopeChecks) generateCompleted(t *testing.T, what string, req aienvelope.GenerateRequest, jsonOutput bool) {
+func (c *aiEnvelopeChecks) generateCompleted(t checkT, what string, req aienvelope.GenerateRequest, jsonOutput bool) {
 	t.Helper()
 	res, err := c.call(t, aienvelope.MethodGenerate, req)
 	if err != nil {
@@ -124,7 +131,7 @@ func (c *aiEnvelopeChecks) generateCompleted(t *testing.T, what string, req aien
 	}
 }
 
-func (c *aiEnvelopeChecks) variables(t *testing.T) {
+func (c *aiEnvelopeChecks) variables(t checkT) {
 	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.vars", SystemPrompt: "You are {{persona}}.", UserMessage: c.msg + " {{suffix}}",
 		Variables: map[string]any{"persona": "terse", "suffix": "Thanks."}, IdempotencyKey: checkKey(t, "ok")}
 	if _, err := c.call(t, aienvelope.MethodGenerate, req); err != nil {
@@ -136,7 +143,7 @@ func (c *aiEnvelopeChecks) variables(t *testing.T) {
 	expectCode(t, err, aienvelope.CodeEnvelopeValidationFailed, "generate with the variable suffix missing")
 }
 
-func (c *aiEnvelopeChecks) idempotency(t *testing.T) {
+func (c *aiEnvelopeChecks) idempotency(t checkT) {
 	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.idem", UserMessage: c.msg, IdempotencyKey: checkKey(t, "k")}
 	first, err := c.call(t, aienvelope.MethodGenerate, req)
 	if err != nil {
@@ -162,7 +169,7 @@ func (c *aiEnvelopeChecks) idempotency(t *testing.T) {
 	expectCode(t, err, wop.CodeValidation, "generate without an idempotencyKey")
 }
 
-func (c *aiEnvelopeChecks) asyncRefused(t *testing.T) {
+func (c *aiEnvelopeChecks) asyncRefused(t checkT) {
 	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.async", UserMessage: c.msg, IdempotencyKey: checkKey(t, "a"), Async: true}
 	_, err := c.call(t, aienvelope.MethodGenerate, req)
 	if err == nil {
@@ -170,17 +177,17 @@ func (c *aiEnvelopeChecks) asyncRefused(t *testing.T) {
 	}
 }
 
-func (c *aiEnvelopeChecks) jsonOutput(t *testing.T) {
+func (c *aiEnvelopeChecks) jsonOutput(t checkT) {
 	req := aienvelope.GenerateRequest{EnvelopeType: "plugintest.json", UserMessage: c.msg, IdempotencyKey: checkKey(t, "j"),
 		Output: &aienvelope.Output{Type: aienvelope.OutputJSON, Schema: c.cfg.JSONSchema}}
 	c.generateCompleted(t, "generate with JSON output", req, true)
 }
 
 // await runs against a second process configured with AsyncConfig.
-func (c *aiEnvelopeChecks) await(t *testing.T) {
+func (c *aiEnvelopeChecks) await(t checkT) {
 	cfg := c.cfg
-	ap := Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.AsyncConfig, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
-	f := ap.Configure(t, cfg.AsyncConfig)
+	ap := start(t, Config{Binary: cfg.Binary, Args: cfg.Args, InProcess: cfg.InProcess, Config: cfg.AsyncConfig, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	f := ap.configure(t, cfg.AsyncConfig).Facets
 	// OpenWOP publishes await as the boolean true.
 	if v, ok := f[aienvelope.Family][aienvelope.FacetAwait]; !ok || string(bytes.TrimSpace(v)) != "true" {
 		t.Fatalf("under AsyncConfig the facets of %s are %v; want await: true", aienvelope.Family, f[aienvelope.Family])

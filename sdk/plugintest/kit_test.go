@@ -69,6 +69,7 @@ func TestKitOnBadPlugin(t *testing.T) {
 	tests := []kitCase{
 		{"none", "", ""},
 		{"describe", "Describe", "Describe: version is empty"},
+		{"record", "Describe", `family test.bad: status "bogus": must be one of stable, experimental, deprecated`},
 		{"pure-methods", "PureMethods", `family test.bad declares the pure method "nope", which it does not list in methods`},
 		{"schema", "ConfigSchema", `name "a" is used more than once`},
 		{"serve-unconfigured", "InvokeBeforeConfigure", "succeeded before Configure"},

@@ -14,8 +14,9 @@ import (
 
 // MCPConfig says how to run the mcp family checks.
 type MCPConfig struct {
-	// Binary, InProcess, Env and StartTimeout are as in Config.
+	// Binary, Args, InProcess, Env and StartTimeout are as in Config.
 	Binary       string
+	Args         []string
 	InProcess    *plugin.Plugin
 	Env          []string
 	StartTimeout time.Duration
@@ -55,21 +56,27 @@ type MCPConfig struct {
 //     or session state.
 func MCP(t *testing.T, cfg MCPConfig) {
 	t.Helper()
+	mcpRules(testingT{t}, cfg)
+}
+
+// mcpRules runs MCP's checks.
+func mcpRules(t checkT, cfg MCPConfig) {
+	t.Helper()
 	c := &mcpChecks{cfg: cfg}
-	c.p = Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	c.p = start(t, Config{Binary: cfg.Binary, Args: cfg.Args, InProcess: cfg.InProcess, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
 	c.configured = c.p.configure(t, cfg.Config)
 
-	t.Run("Advertised", c.advertised)
-	t.Run("UnknownServer", c.unknownServer)
-	t.Run("ListTools", c.listTools)
-	t.Run("CallTool", c.callTool)
+	t.Run("Advertised", "The mcp family carries the client facet, revisions including 2026-07-28, preferredVersion, minimumRevision, refreshedAt and mrtr.maxRounds 1..16; its details list the server.", c.advertised)
+	t.Run("UnknownServer", "Every method refuses an unknown serverId with not_found.", c.unknownServer)
+	t.Run("ListTools", "listTools answers a ListToolsResult; the empty-string cursor is passed to the server as a cursor.", c.listTools)
+	t.Run("CallTool", "callTool answers the tool's CallToolResult, never an InputRequiredResult.", c.callTool)
 	if cfg.ResourceURI != "" {
-		t.Run("ReadResource", c.readResource)
+		t.Run("ReadResource", "readResource answers a ReadResourceResult.", c.readResource)
 	}
 	if cfg.UnknownTool != "" {
-		t.Run("MCPError", c.mcpError)
+		t.Run("MCPError", "A server's JSON-RPC error is mcp_error with the error object under details.error.", c.mcpError)
 	}
-	t.Run("ServerHealth", c.serverHealth)
+	t.Run("ServerHealth", "serverHealth answers serverId, status, checkedAt and at most protocolVersion and discover: no connection or session state.", c.serverHealth)
 }
 
 // mcpChecks is one run of the mcp checks against the configured plugin.
@@ -79,12 +86,12 @@ type mcpChecks struct {
 	configured *ConfigureResult
 }
 
-func (c *mcpChecks) call(t *testing.T, method string, req any) (json.RawMessage, error) {
+func (c *mcpChecks) call(t checkT, method string, req any) (json.RawMessage, error) {
 	t.Helper()
 	return c.p.invokeJSON(t, mcp.Family, method, req, wop.CallContext{RunID: "plugintest", NodeID: "plugintest", Deadline: time.Now().Add(rpcTimeout)})
 }
 
-func (c *mcpChecks) advertised(t *testing.T) {
+func (c *mcpChecks) advertised(t checkT) {
 	rec, ok := c.configured.Facets[mcp.Family]
 	if !ok {
 		t.Fatalf("the plugin does not serve %s", mcp.Family)
@@ -123,7 +130,7 @@ func (c *mcpChecks) advertised(t *testing.T) {
 	}
 }
 
-func (c *mcpChecks) unknownServer(t *testing.T) {
+func (c *mcpChecks) unknownServer(t checkT) {
 	const id = "plugintest-no-such-server"
 	for method, req := range map[string]any{
 		mcp.MethodCallTool:     mcp.CallToolRequest{ServerID: id, Name: "x"},
@@ -136,7 +143,7 @@ func (c *mcpChecks) unknownServer(t *testing.T) {
 	}
 }
 
-func (c *mcpChecks) listTools(t *testing.T) {
+func (c *mcpChecks) listTools(t checkT) {
 	res, err := c.call(t, mcp.MethodListTools, mcp.ListToolsRequest{ServerID: c.cfg.ServerID})
 	if err != nil {
 		t.Fatalf("listTools: %s", formatError(err))
@@ -155,7 +162,7 @@ func (c *mcpChecks) listTools(t *testing.T) {
 	}
 }
 
-func (c *mcpChecks) callTool(t *testing.T) {
+func (c *mcpChecks) callTool(t checkT) {
 	res, err := c.call(t, mcp.MethodCallTool, mcp.CallToolRequest{ServerID: c.cfg.ServerID, Name: c.cfg.Tool, Arguments: c.cfg.ToolArguments})
 	if err != nil {
 		t.Fatalf("callTool %s: %s", c.cfg.Tool, formatError(err))
@@ -172,7 +179,7 @@ func (c *mcpChecks) callTool(t *testing.T) {
 	}
 }
 
-func (c *mcpChecks) readResource(t *testing.T) {
+func (c *mcpChecks) readResource(t checkT) {
 	res, err := c.call(t, mcp.MethodReadResource, mcp.ReadResourceRequest{ServerID: c.cfg.ServerID, URI: c.cfg.ResourceURI})
 	if err != nil {
 		t.Fatalf("readResource: %s", formatError(err))
@@ -185,7 +192,7 @@ func (c *mcpChecks) readResource(t *testing.T) {
 	}
 }
 
-func (c *mcpChecks) mcpError(t *testing.T) {
+func (c *mcpChecks) mcpError(t checkT) {
 	_, err := c.call(t, mcp.MethodCallTool, mcp.CallToolRequest{ServerID: c.cfg.ServerID, Name: c.cfg.UnknownTool})
 	we := expectCode(t, err, mcp.CodeMCPError, "callTool of an unknown tool")
 	if we == nil {
@@ -202,7 +209,7 @@ func (c *mcpChecks) mcpError(t *testing.T) {
 	}
 }
 
-func (c *mcpChecks) serverHealth(t *testing.T) {
+func (c *mcpChecks) serverHealth(t checkT) {
 	res, err := c.call(t, mcp.MethodServerHealth, mcp.ServerHealthRequest{ServerID: c.cfg.ServerID})
 	if err != nil {
 		t.Fatalf("serverHealth: %s", formatError(err))

@@ -1,7 +1,10 @@
 // Package plugintest is a conformance kit for capability plugins. A vendor
 // calls Run from a Go test with the path of their plugin binary, whatever
 // language it is written in, and gets one subtest per protocol check. Start
-// gives a handle on a running plugin for family-specific tests.
+// gives a handle on a running plugin for family-specific tests. Check runs
+// the same checks, the core families' contract checks included, outside a
+// test and returns a Report of every rule; `host conformance` is built on
+// it.
 //
 // The kit starts the binary the way the wophost host does: through
 // go-plugin, gRPC only, with automatic mTLS and the wophost handshake.
@@ -50,8 +53,13 @@ type HostServicesFunc func(ctx context.Context, family, method string, payload [
 
 // Config says how to run the kit against one plugin binary.
 type Config struct {
-	// Binary is the path of the plugin executable.
+	// Binary is the path of the plugin executable: a program, or a
+	// launcher script for a plugin in an interpreted language.
 	Binary string
+	// Args are the arguments Binary is started with (none under the
+	// host, which starts a plugin without arguments; a script's path
+	// when Binary is its interpreter).
+	Args []string
 	// InProcess, when set, is a Go plugin run inside the test's own
 	// process instead of Binary: the kit then checks the plugin's
 	// definition with Validate and talks to it over go-plugin's
@@ -92,6 +100,10 @@ type Call struct {
 	Payload json.RawMessage
 	// Check, if set, examines the result of the call.
 	Check func(t testing.TB, result json.RawMessage)
+	// WantResult, when set, is JSON the result must contain: an object
+	// contains another when it has each of its members with a value that
+	// contains the other's; any other value must be equal.
+	WantResult json.RawMessage
 	// WantCode, when set, says the call must fail with this error code.
 	// It must be a code a host accepts from the family: one of
 	// wop.CoreCodes, a vendor code by OpenWOP's grammar ("org.name", one
@@ -178,6 +190,12 @@ type Plugin struct {
 // complete the handshake within cfg.StartTimeout.
 func Start(t testing.TB, cfg Config) *Plugin {
 	t.Helper()
+	return start(t, cfg)
+}
+
+// start is Start reporting to t.
+func start(t tb, cfg Config) *Plugin {
+	t.Helper()
 	hostFn := cfg.HostServices
 	if hostFn == nil {
 		hostFn = refuseHostServices
@@ -206,7 +224,7 @@ func Start(t testing.TB, cfg Config) *Plugin {
 		timeout = defaultStartTimeout
 	}
 
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, cfg.Args...)
 	cmd.Dir = filepath.Dir(bin)
 	cmd.Env = wire.ProcessEnv(filepath.Base(bin), hclog.Debug, wire.DefaultMaxMessageBytes)
 	cmd.Env = append(cmd.Env, cfg.Env...)
@@ -262,7 +280,7 @@ func kitStorage(s plugin.Storage) plugin.Storage {
 
 // newHandle is the Plugin handle on conn, answering its callbacks with
 // hostFn and giving each run it invokes a token.
-func newHandle(t testing.TB, conn *wire.CapabilityConn, exited func() bool, hostFn HostServicesFunc) *Plugin {
+func newHandle(t tb, conn *wire.CapabilityConn, exited func() bool, hostFn HostServicesFunc) *Plugin {
 	tokens := &runTokens{m: map[string]wop.RunToken{}}
 	return &Plugin{
 		exited:   exited,
@@ -275,6 +293,11 @@ func newHandle(t testing.TB, conn *wire.CapabilityConn, exited func() bool, host
 
 // Describe asks the plugin what it serves, failing t if the call fails.
 func (p *Plugin) Describe(t testing.TB) *Description {
+	t.Helper()
+	return p.describe(t)
+}
+
+func (p *Plugin) describe(t tb) *Description {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
 	defer cancel()
@@ -289,6 +312,11 @@ func (p *Plugin) Describe(t testing.TB) *Description {
 // if the call fails or the schema does not decode into a schema.Block.
 // Unknown fields are refused: the host would silently drop them.
 func (p *Plugin) ConfigSchema(t testing.TB) schema.Block {
+	t.Helper()
+	return p.configSchema(t)
+}
+
+func (p *Plugin) configSchema(t tb) schema.Block {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
 	defer cancel()
@@ -320,7 +348,7 @@ func (p *Plugin) Configure(t testing.TB, config json.RawMessage) map[string]map[
 }
 
 // configure is Configure returning the whole answer.
-func (p *Plugin) configure(t testing.TB, config json.RawMessage) *ConfigureResult {
+func (p *Plugin) configure(t tb, config json.RawMessage) *ConfigureResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
 	defer cancel()
@@ -404,14 +432,14 @@ func (p *Plugin) Exited() bool { return p.exited() }
 // startInProcess serves p inside the test's process over go-plugin's
 // in-process gRPC connection, broker included, so that callbacks to the
 // host services reach hostFn as they would from a binary.
-func startInProcess(t testing.TB, p *plugin.Plugin, hostFn HostServicesFunc) *Plugin {
+func startInProcess(t tb, p *plugin.Plugin, hostFn HostServicesFunc) *Plugin {
 	t.Helper()
 	if err := p.Validate(); err != nil {
 		t.Fatalf("plugintest: invalid plugin definition: %v", err)
 	}
 	logs := &logBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Debug, Output: logs})
-	client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{wire.KindCapability: p.GRPCPlugin(logger)})
+	client, _ := goplugin.TestPluginGRPCConn(asTB(t), false, map[string]goplugin.Plugin{wire.KindCapability: p.GRPCPlugin(logger)})
 	t.Cleanup(func() {
 		// Close asks the plugin's controller to shut down, which stops
 		// the server; stopping it here as well would race with that.

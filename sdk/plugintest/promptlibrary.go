@@ -21,8 +21,9 @@ type StoredPrompt struct {
 
 // PromptLibraryConfig says how to run the promptLibrary family checks.
 type PromptLibraryConfig struct {
-	// Binary, InProcess, Config, Env and StartTimeout are as in Config.
+	// Binary, Args, InProcess, Config, Env and StartTimeout are as in Config.
 	Binary       string
+	Args         []string
 	InProcess    *plugin.Plugin
 	Config       json.RawMessage
 	Env          []string
@@ -50,17 +51,23 @@ type PromptLibraryConfig struct {
 //     prompt_digest_mismatch.
 func PromptLibrary(t *testing.T, cfg PromptLibraryConfig) {
 	t.Helper()
+	promptLibraryRules(testingT{t}, cfg)
+}
+
+// promptLibraryRules runs PromptLibrary's checks.
+func promptLibraryRules(t checkT, cfg PromptLibraryConfig) {
+	t.Helper()
 	if len(cfg.Prompts) == 0 {
 		t.Fatal("plugintest: PromptLibraryConfig.Prompts is empty; publish at least one prompt and list it")
 	}
 	c := &promptLibraryChecks{cfg: cfg, sp: cfg.Prompts[0]}
-	c.p = Start(t, Config{Binary: cfg.Binary, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
-	t.Run("Advertised", c.advertised)
-	c.p.Configure(t, cfg.Config)
-	t.Run("Pinned", c.pinned)
-	t.Run("Unpinned", c.unpinned)
-	t.Run("Missing", c.missing)
-	t.Run("DigestMismatch", c.digestMismatch)
+	c.p = start(t, Config{Binary: cfg.Binary, Args: cfg.Args, InProcess: cfg.InProcess, Config: cfg.Config, Env: cfg.Env, StartTimeout: cfg.StartTimeout})
+	t.Run("Advertised", "Describe lists the promptLibrary family with the method get.", c.advertised)
+	c.p.configure(t, cfg.Config)
+	t.Run("Pinned", "Each stored prompt asked as name@version, name@sha256:<hex> and name@version#sha256:<hex> comes back verbatim, its digest sha256 of raw, the same bytes every time.", c.pinned)
+	t.Run("Unpinned", "A bare name, @latest, a label, a range or a malformed pin is prompt_unpinned: the plugin never picks a version.", c.unpinned)
+	t.Run("Missing", "An unknown name is prompt_not_found; an unknown version or digest of a known name is prompt_version_not_found.", c.missing)
+	t.Run("DigestMismatch", "A version pinned with another version's digest is prompt_digest_mismatch.", c.digestMismatch)
 }
 
 // promptLibraryChecks is one run of the promptLibrary checks against the
@@ -71,19 +78,19 @@ type promptLibraryChecks struct {
 	p   *Plugin
 }
 
-func (c *promptLibraryChecks) advertised(t *testing.T) {
+func (c *promptLibraryChecks) advertised(t checkT) {
 	f := describedFamily(t, c.p, promptlibrary.Family)
 	if !slices.Contains(f.Methods, promptlibrary.MethodGet) {
 		t.Errorf("%s lacks the method %s: %v", promptlibrary.Family, promptlibrary.MethodGet, f.Methods)
 	}
 }
 
-func (c *promptLibraryChecks) get(t *testing.T, promptID string) (json.RawMessage, error) {
+func (c *promptLibraryChecks) get(t checkT, promptID string) (json.RawMessage, error) {
 	return c.p.invokeJSON(t, promptlibrary.Family, promptlibrary.MethodGet, promptlibrary.GetRequest{PromptID: promptID}, wop.CallContext{RunID: "plugintest", Depth: 1})
 }
 
 // wantCode checks that get of promptID fails with code.
-func (c *promptLibraryChecks) wantCode(t *testing.T, promptID, code string) {
+func (c *promptLibraryChecks) wantCode(t checkT, promptID, code string) {
 	t.Helper()
 	res, err := c.get(t, promptID)
 	if err == nil {
@@ -95,7 +102,7 @@ func (c *promptLibraryChecks) wantCode(t *testing.T, promptID, code string) {
 	}
 }
 
-func (c *promptLibraryChecks) pinned(t *testing.T) {
+func (c *promptLibraryChecks) pinned(t checkT) {
 	for _, sp := range c.cfg.Prompts {
 		digest := promptlibrary.DigestOf([]byte(sp.Raw))
 		for _, id := range []string{sp.Name + "@" + sp.Version, sp.Name + "@" + digest, sp.Name + "@" + sp.Version + "#" + digest} {
@@ -115,7 +122,7 @@ func (c *promptLibraryChecks) pinned(t *testing.T) {
 	}
 }
 
-func (c *promptLibraryChecks) unpinned(t *testing.T) {
+func (c *promptLibraryChecks) unpinned(t checkT) {
 	sp := c.sp
 	for _, id := range []string{sp.Name, sp.Name + "@latest", sp.Name + "@production", sp.Name + "@", sp.Name + "@~" + sp.Version,
 		sp.Name + "@>=" + sp.Version, sp.Name + "@sha256:abc", ""} {
@@ -123,13 +130,13 @@ func (c *promptLibraryChecks) unpinned(t *testing.T) {
 	}
 }
 
-func (c *promptLibraryChecks) missing(t *testing.T) {
+func (c *promptLibraryChecks) missing(t checkT) {
 	c.wantCode(t, "plugintest/no-such-prompt@1", promptlibrary.CodePromptNotFound)
 	c.wantCode(t, c.sp.Name+"@999999999", promptlibrary.CodePromptVersionNotFound)
 	c.wantCode(t, c.sp.Name+"@"+promptlibrary.DigestOf([]byte("plugintest: never published")), promptlibrary.CodePromptVersionNotFound)
 }
 
-func (c *promptLibraryChecks) digestMismatch(t *testing.T) {
+func (c *promptLibraryChecks) digestMismatch(t checkT) {
 	other := promptlibrary.DigestOf([]byte("plugintest: another version"))
 	c.wantCode(t, c.sp.Name+"@"+c.sp.Version+"#"+other, promptlibrary.CodePromptDigestMismatch)
 }

@@ -35,24 +35,33 @@ const (
 //     succeeds.
 //   - KeepsServing: a call still succeeds after the errors.
 //
-// The checks after Configure are skipped if Configure fails.
+// The checks after Configure are skipped if Configure fails. Check runs
+// the same checks outside a test.
 func Run(t *testing.T, cfg Config) {
+	t.Helper()
+	runProtocol(testingT{t}, cfg)
+}
+
+// runProtocol runs Run's checks and returns Describe's answer, nil when
+// Describe failed.
+func runProtocol(t checkT, cfg Config) *Description {
 	t.Helper()
 	if len(cfg.Calls) == 0 {
 		t.Fatal("plugintest: Config.Calls is empty; give at least one sample call that succeeds")
 	}
 	c := &protocolChecks{cfg: cfg, first: cfg.Calls[0]}
-	c.p = Start(t, cfg)
+	c.p = start(t, cfg)
 
-	t.Run("Describe", c.describe)
-	t.Run("PureMethods", c.pureMethods)
-	t.Run("ConfigSchema", c.configSchema)
-	t.Run("InvokeBeforeConfigure", c.invokeBeforeConfigure)
-	t.Run("Configure", c.configure)
-	t.Run("Invoke", c.invokeCalls)
-	t.Run("Errors", c.errorReplies)
-	t.Run("Deadline", c.deadline)
-	t.Run("KeepsServing", c.keepsServing)
+	t.Run("Describe", "Describe answers a name, a version and at least one family; each family is a core family or a vendor family \"org.name\", listed once, with its methods and a valid record (status, since, until, witness).", c.describe)
+	t.Run("PureMethods", "Every pure method a family declares is one of its methods, and a core family declares none: the contract fixes them.", c.pureMethods)
+	t.Run("ConfigSchema", "ConfigSchema answers a well-formed schema: every attribute named and typed, nested blocks of single, list or map nesting, no name used twice.", c.configSchema)
+	t.Run("InvokeBeforeConfigure", "A call before Configure is refused with code unavailable.", c.invokeBeforeConfigure)
+	t.Run("Configure", "Configure accepts the config and returns facets for every family Describe lists, and for no other.", c.configure)
+	t.Run("Invoke", "Every sample call succeeds with a JSON result, or fails with the code it expects.", c.invokeCalls)
+	t.Run("Errors", "Errors travel in the envelope: not_found for an unknown method or family, validation_error for a malformed payload.", c.errorReplies)
+	t.Run("Deadline", "The plugin keeps the call's deadline: refused with deadline_exceeded once it passed, served when it is far.", c.deadline)
+	t.Run("KeepsServing", "After the failed calls the plugin still runs and serves the first sample call.", c.keepsServing)
+	return c.desc
 }
 
 // protocolChecks is one run of Run's checks against one plugin process.
@@ -66,14 +75,14 @@ type protocolChecks struct {
 	configured bool
 }
 
-func (c *protocolChecks) describe(t *testing.T) {
-	c.desc = c.p.Describe(t)
+func (c *protocolChecks) describe(t checkT) {
+	c.desc = c.p.describe(t)
 	for _, pr := range descriptionProblems(c.desc) {
 		t.Error(pr)
 	}
 }
 
-func (c *protocolChecks) pureMethods(t *testing.T) {
+func (c *protocolChecks) pureMethods(t checkT) {
 	if c.desc == nil {
 		t.Skip("skipped: Describe failed")
 	}
@@ -101,13 +110,13 @@ func pureProblems(d *Description) []string {
 	return out
 }
 
-func (c *protocolChecks) configSchema(t *testing.T) {
-	for _, pr := range schemaProblems(c.p.ConfigSchema(t), "") {
+func (c *protocolChecks) configSchema(t checkT) {
+	for _, pr := range schemaProblems(c.p.configSchema(t), "") {
 		t.Error(pr)
 	}
 }
 
-func (c *protocolChecks) invokeBeforeConfigure(t *testing.T) {
+func (c *protocolChecks) invokeBeforeConfigure(t checkT) {
 	first := c.first
 	_, err := invokeSample(t, c.p, first)
 	if err == nil {
@@ -120,8 +129,8 @@ func (c *protocolChecks) invokeBeforeConfigure(t *testing.T) {
 	}
 }
 
-func (c *protocolChecks) configure(t *testing.T) {
-	facets := c.p.Configure(t, c.cfg.Config)
+func (c *protocolChecks) configure(t checkT) {
+	facets := c.p.configure(t, c.cfg.Config).Facets
 	c.configured = true
 	if c.desc == nil {
 		return
@@ -132,23 +141,34 @@ func (c *protocolChecks) configure(t *testing.T) {
 }
 
 // needConfigured skips t when Configure failed.
-func (c *protocolChecks) needConfigured(t *testing.T) {
+func (c *protocolChecks) needConfigured(t checkT) {
 	t.Helper()
 	if !c.configured {
 		t.Skip("skipped: Configure failed")
 	}
 }
 
-func (c *protocolChecks) invokeCalls(t *testing.T) {
+func (c *protocolChecks) invokeCalls(t checkT) {
 	c.needConfigured(t)
 	for _, call := range c.cfg.Calls {
-		t.Run(call.Family+"."+call.Method, func(t *testing.T) { c.invokeCall(t, call) })
+		t.Run(call.Family+"."+call.Method, callText(call), func(t checkT) { c.invokeCall(t, call) })
 	}
+}
+
+// callText is the rule the sample call is checked against.
+func callText(call Call) string {
+	if call.WantCode != "" {
+		return fmt.Sprintf("The sample call %s.%s fails with code %s.", call.Family, call.Method, call.WantCode)
+	}
+	if len(call.WantResult) > 0 {
+		return fmt.Sprintf("The sample call %s.%s succeeds with a result containing %s.", call.Family, call.Method, call.WantResult)
+	}
+	return fmt.Sprintf("The sample call %s.%s succeeds with a JSON result.", call.Family, call.Method)
 }
 
 // invokeCall makes the sample call and checks it succeeds with JSON that
 // passes its Check, or fails with its WantCode.
-func (c *protocolChecks) invokeCall(t *testing.T, call Call) {
+func (c *protocolChecks) invokeCall(t checkT, call Call) {
 	if c.desc != nil && !describes(c.desc, call.Family, call.Method) {
 		t.Errorf("Describe does not list method %s of family %s", call.Method, call.Family)
 	}
@@ -169,12 +189,15 @@ func (c *protocolChecks) invokeCall(t *testing.T, call Call) {
 	if !json.Valid(res) {
 		t.Fatalf("%s.%s returned a result that is not valid JSON: %q", call.Family, call.Method, res)
 	}
+	if len(call.WantResult) > 0 && !jsonContains(res, call.WantResult) {
+		t.Errorf("%s.%s returned %s; want a result containing %s", call.Family, call.Method, res, call.WantResult)
+	}
 	if call.Check != nil {
-		call.Check(t, res)
+		call.Check(t.asTB(), res)
 	}
 }
 
-func (c *protocolChecks) errorReplies(t *testing.T) {
+func (c *protocolChecks) errorReplies(t checkT) {
 	c.needConfigured(t)
 	first := c.first
 	families := []string{first.Family}
@@ -185,7 +208,7 @@ func (c *protocolChecks) errorReplies(t *testing.T) {
 		}
 	}
 	for _, fam := range families {
-		t.Run("UnknownMethod/"+fam, func(t *testing.T) {
+		t.Run("UnknownMethod/"+fam, "A call of an unknown method of "+fam+" is refused with not_found, naming the capability.", func(t checkT) {
 			_, err := invoke(t, c.p, fam, unknownMethod, nil, time.Now().Add(rpcTimeout))
 			we := expectCode(t, err, wop.CodeNotFound, "an unknown method of family "+fam)
 			if we != nil && we.Capability == "" {
@@ -193,27 +216,27 @@ func (c *protocolChecks) errorReplies(t *testing.T) {
 			}
 		})
 	}
-	t.Run("UnknownFamily", func(t *testing.T) {
+	t.Run("UnknownFamily", "A call of a family the plugin does not serve is refused with not_found.", func(t checkT) {
 		_, err := invoke(t, c.p, unknownFamily, first.Method, nil, time.Now().Add(rpcTimeout))
 		expectCode(t, err, wop.CodeNotFound, "an unknown family")
 	})
-	t.Run("MalformedPayload", func(t *testing.T) {
+	t.Run("MalformedPayload", "A payload that is not JSON is refused with validation_error.", func(t checkT) {
 		_, err := invoke(t, c.p, first.Family, first.Method, json.RawMessage("{"), time.Now().Add(rpcTimeout))
 		expectCode(t, err, wop.CodeValidation, fmt.Sprintf("%s.%s with the malformed payload %q", first.Family, first.Method, "{"))
 	})
 }
 
-func (c *protocolChecks) deadline(t *testing.T) {
+func (c *protocolChecks) deadline(t checkT) {
 	c.needConfigured(t)
-	t.Run("Expired", c.deadlineExpired)
-	t.Run("CallContextExpired", c.deadlineCallContextExpired)
-	t.Run("Generous", c.deadlineGenerous)
+	t.Run("Expired", "A call whose deadline passed is refused with deadline_exceeded.", c.deadlineExpired)
+	t.Run("CallContextExpired", "A call whose call-context deadline (the run's) passed is refused with deadline_exceeded, even when the transport's deadline is later.", c.deadlineCallContextExpired)
+	t.Run("Generous", "The first sample call with a deadline "+rpcTimeout.String()+" away succeeds with JSON.", c.deadlineGenerous)
 }
 
 // deadlineExpired pins the error a caller sees: grpc-go refuses an expired
 // context before sending; deadlineCallContextExpired checks the plugin's
 // own handling.
-func (c *protocolChecks) deadlineExpired(t *testing.T) {
+func (c *protocolChecks) deadlineExpired(t checkT) {
 	first := c.first
 	past := time.Now().Add(-time.Second)
 	_, err := invoke(t, c.p, first.Family, first.Method, first.Payload, past)
@@ -228,7 +251,7 @@ func (c *protocolChecks) deadlineExpired(t *testing.T) {
 // deadlineCallContextExpired: the call context's deadline is the run's: a
 // plugin must refuse a call whose run deadline passed even when the
 // transport's deadline is later (a re-dispatched call, a slow hop).
-func (c *protocolChecks) deadlineCallContextExpired(t *testing.T) {
+func (c *protocolChecks) deadlineCallContextExpired(t checkT) {
 	first := c.first
 	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
 	defer cancel()
@@ -242,7 +265,7 @@ func (c *protocolChecks) deadlineCallContextExpired(t *testing.T) {
 	}
 }
 
-func (c *protocolChecks) deadlineGenerous(t *testing.T) {
+func (c *protocolChecks) deadlineGenerous(t checkT) {
 	first := c.first
 	res, err := invoke(t, c.p, first.Family, first.Method, first.Payload, time.Now().Add(rpcTimeout))
 	if err != nil {
@@ -253,7 +276,7 @@ func (c *protocolChecks) deadlineGenerous(t *testing.T) {
 	}
 }
 
-func (c *protocolChecks) keepsServing(t *testing.T) {
+func (c *protocolChecks) keepsServing(t checkT) {
 	c.needConfigured(t)
 	if c.p.Exited() {
 		t.Fatal("the plugin process exited during the checks")
@@ -264,13 +287,13 @@ func (c *protocolChecks) keepsServing(t *testing.T) {
 }
 
 // invokeSample makes c with a deadline far enough away not to matter.
-func invokeSample(t testing.TB, p *Plugin, c Call) (json.RawMessage, error) {
+func invokeSample(t tb, p *Plugin, c Call) (json.RawMessage, error) {
 	return invoke(t, p, c.Family, c.Method, c.Payload, time.Now().Add(rpcTimeout))
 }
 
 // invoke calls the plugin with a call context like the host's, with the
 // same deadline on the gRPC context and in the call context.
-func invoke(t testing.TB, p *Plugin, family, method string, payload json.RawMessage, deadline time.Time) (json.RawMessage, error) {
+func invoke(t tb, p *Plugin, family, method string, payload json.RawMessage, deadline time.Time) (json.RawMessage, error) {
 	ctx, cancel := context.WithDeadline(t.Context(), deadline)
 	defer cancel()
 	call := wop.CallContext{
@@ -287,7 +310,7 @@ func invoke(t testing.TB, p *Plugin, family, method string, payload json.RawMess
 
 // invokeJSON makes the call of family.method with req as its JSON payload
 // and the kit's RPC timeout.
-func (p *Plugin) invokeJSON(t *testing.T, family, method string, req any, call wop.CallContext) (json.RawMessage, error) {
+func (p *Plugin) invokeJSON(t checkT, family, method string, req any, call wop.CallContext) (json.RawMessage, error) {
 	t.Helper()
 	payload, err := json.Marshal(req)
 	if err != nil {
@@ -300,7 +323,7 @@ func (p *Plugin) invokeJSON(t *testing.T, family, method string, req any, call w
 
 // expectCode fails t unless err is a *wop.Error with code and a message,
 // and returns it when it is one.
-func expectCode(t testing.TB, err error, code, what string) *wop.Error {
+func expectCode(t checkT, err error, code, what string) *wop.Error {
 	t.Helper()
 	if err == nil {
 		t.Errorf("%s succeeded; want code %s", what, code)
@@ -347,9 +370,9 @@ func describes(d *Description, family, method string) bool {
 
 // describedFamily returns p's description of family, failing t if p does
 // not describe it.
-func describedFamily(t *testing.T, p *Plugin, family string) FamilyDescription {
+func describedFamily(t checkT, p *Plugin, family string) FamilyDescription {
 	t.Helper()
-	desc := p.Describe(t)
+	desc := p.describe(t)
 	i := slices.IndexFunc(desc.Families, func(f FamilyDescription) bool { return f.Name == family })
 	if i < 0 {
 		t.Fatalf("the plugin does not describe the %s family", family)

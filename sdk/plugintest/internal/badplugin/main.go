@@ -5,6 +5,8 @@
 // environment names one rule to break:
 //
 //   - describe: Describe sends no version.
+//   - record: the family's record has the status "bogus", which a host
+//     refuses to advertise.
 //   - pure-methods: Describe declares a pure method it does not serve
 //     (by default echo is pure).
 //   - schema: the config schema names an attribute twice.
@@ -149,11 +151,15 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 	if s.breaks("pure-methods") {
 		pure = append(pure, "nope")
 	}
+	status := "experimental"
+	if s.breaks("record") {
+		status = "bogus"
+	}
 	return &wophostv1.DescribeResponse{
 		Name:    "badplugin",
 		Version: version,
 		Families: []*wophostv1.FamilyDescription{{
-			Name: family, Status: "experimental", Since: "2.0", Until: "2099-12-31", Witness: "claims-check",
+			Name: family, Status: status, Since: "2.0", Until: "2099-12-31", Witness: "claims-check",
 			Methods: []string{"echo", "other", "fail"}, PureMethods: pure,
 		}},
 	}, nil
