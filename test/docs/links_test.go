@@ -32,16 +32,6 @@ func docPages(t *testing.T, root string) []string {
 	return pages
 }
 
-// pendingPages are pages the README links to that other branches add
-// (docs/protocol.md, docs/conformance.md, docs/starting-points.md). A
-// link to one is accepted only while the file is absent; once it exists
-// its links and anchors are checked like any other's.
-var pendingPages = map[string]bool{
-	"docs/protocol.md":        true,
-	"docs/conformance.md":     true,
-	"docs/starting-points.md": true,
-}
-
 // inlineLink matches a Markdown inline link or image, [text](target) or
 // [text](target "title"); the target is the first group.
 var inlineLink = regexp.MustCompile(`\]\(([^()\s]+)(?:\s+"[^"]*")?\)`)
@@ -174,9 +164,6 @@ func TestDocLinks(t *testing.T) {
 						continue
 					}
 					if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
-						if pendingPages[rel] && anchor == "" {
-							continue
-						}
 						t.Errorf("%s: %s: no such file %s", at, target, rel)
 						continue
 					}

@@ -31,9 +31,12 @@ import (
 // dedicatedPages are the pages whose blocks a test of their own checks,
 // with that test's name; TestDocPages leaves them to it.
 var dedicatedPages = map[string]string{
-	replayPath:       "TestReplayDocBlocks",
-	severalHostsPath: "TestSeveralHostsCodeBlocks",
-	contractPath:     "TestContractCodeBlocks",
+	replayPath:         "TestReplayDocBlocks",
+	severalHostsPath:   "TestSeveralHostsCodeBlocks",
+	contractPath:       "TestContractCodeBlocks",
+	protocolPath:       "TestProtocolCodeBlocks",
+	conformancePath:    "TestConformanceDocBlocks",
+	startingPointsPath: "TestStartingPointsDocBlocks",
 }
 
 // fenceInfo is a block's info string: the language, the first word (what
