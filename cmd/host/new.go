@@ -153,7 +153,12 @@ func (g *globals) reportNew(f newFlags, res *scaffold.Result, verb string) error
 	} else {
 		next = append(next, "go mod tidy")
 	}
-	next = append(next, "go test ./...", "go build -o "+res.Executable+" .", run)
+	next = append(next, "go test ./...", "go build -o "+res.Executable+" .")
+	if verb == "call" {
+		// A plugin comes with its conformance file.
+		next = append(next, hostCommand()+" conformance --config conformance.hcl")
+	}
+	next = append(next, run)
 	if g.json {
 		enc := json.NewEncoder(g.stdout)
 		enc.SetIndent("", "  ")

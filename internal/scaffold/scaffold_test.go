@@ -40,7 +40,7 @@ func TestWritePlugin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{".gitignore", "README.md", "conformance_test.go", "go.mod", "host.hcl", "main.go"}
+	want := []string{".gitignore", "README.md", "conformance.hcl", "conformance_test.go", "go.mod", "host.hcl", "main.go"}
 	if !slices.Equal(res.Files, want) {
 		t.Errorf("files %q; want %q", res.Files, want)
 	}

@@ -34,7 +34,7 @@ func TestNewPlugin(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("host new plugin: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
-	for _, want := range []string{"\n  conformance_test.go\n", "\n  main.go\n", "ran go mod tidy", "\n  go build -o greet .\n", "call acme.greet.greet --input -"} {
+	for _, want := range []string{"\n  conformance_test.go\n", "\n  main.go\n", "ran go mod tidy", "\n  go build -o greet .\n", " conformance --config conformance.hcl\n", "call acme.greet.greet --input -"} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("the report lacks %q:\n%s", want, res.stdout)
 		}
@@ -45,6 +45,12 @@ func TestNewPlugin(t *testing.T) {
 	goIn(t, dir, "build", "-o", "greet", ".")
 	if out := goIn(t, dir, "test", "-count=1", "./..."); !strings.HasPrefix(out, "ok ") {
 		t.Errorf("go test:\n%s", out)
+	}
+
+	// The generated conformance file passes as generated.
+	conf := runHost(t, "", "conformance", "--config", filepath.Join(dir, "conformance.hcl"))
+	if conf.code != 0 || !strings.Contains(conf.stdout, "0 failed") {
+		t.Errorf("host conformance: exit %d\n%s%s", conf.code, conf.stdout, conf.stderr)
 	}
 
 	call := runHost(t, `{"name":"Ada"}`, "--config", filepath.Join(dir, "host.hcl"), "--json", "call", "acme.greet.greet", "--input", "-")
