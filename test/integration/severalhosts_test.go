@@ -468,6 +468,11 @@ func TestSeveralHosts(t *testing.T) {
 		if got, want := compactJSON(t, res.stdout), compactJSON(t, string(out.Output)); got != want {
 			t.Errorf("replay printed %s, the run on A answered %s", got, want)
 		}
+		// The echo, a call with effects, came from the invocation log A
+		// kept in the database, not from the plugin.
+		if want := "replay of " + out.RunID + ": 1 calls served from the log, 0 run live, 0 diverged"; !strings.Contains(res.stderr, want) {
+			t.Errorf("the replay's summary lacks %q:\n%s", want, res.stderr)
+		}
 	})
 
 	t.Run("a job accepted by A, killed before running it, is run once by another host and awaited through C", func(t *testing.T) {
