@@ -266,9 +266,9 @@ func (g *globals) printPlugins(h *host.Host) error {
 }
 
 func packsCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "packs",
-		Short: "List every declared pack with its state and nodes",
+		Short: "List every declared pack with its state and nodes; sign and verify packs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withHost(func(_ context.Context, h *host.Host) error {
@@ -276,6 +276,8 @@ func packsCommand(g *globals) *cobra.Command {
 			})
 		},
 	}
+	cmd.AddCommand(packsSignCommand(g), packsVerifyCommand(g))
+	return cmd
 }
 
 func (g *globals) printPacks(h *host.Host) error {

@@ -66,6 +66,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.AddCommand(
 		runCommand(g), callCommand(g), capabilitiesCommand(g), validateCommand(g),
 		pluginsCommand(g), effectsCommand(g), packsCommand(g), serveCommand(g), promptsCommand(g), agentsCommand(g),
+		keysCommand(g),
 	)
 	err := root.Execute()
 	var ee *exitError

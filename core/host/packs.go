@@ -160,10 +160,15 @@ func (h *Host) startPacks(ctx context.Context, rep *Report, packs []*Pack, launc
 	var wg sync.WaitGroup
 	for _, p := range packs {
 		// A missing peer is the first thing an operator needs to hear of,
-		// even when the binary could not start either.
-		if p.manifest != nil {
+		// even when the binary could not start either; but a pack whose
+		// signature failed is not what its author wrote, so that comes
+		// first, and what it would degrade without is moot.
+		if p.manifest != nil && wop.CodeOf(p.Err) != packsign.CodeSignatureInvalid {
 			if err := h.checkPeers(p); err != nil {
 				h.refusePack(p, err)
+			}
+			if p.State == PackRefused {
+				p.Degraded = nil
 			}
 		}
 		if p.State == PackRefused {
