@@ -32,8 +32,10 @@ func (h *Host) secrets() [][]byte {
 		}
 	}
 	add(h.cfg.Host.Storage.DSN)
-	for _, t := range h.cfg.Host.HTTP.Tokens {
-		add(t)
+	if h.cfg.Host.HTTP != nil {
+		for _, t := range h.cfg.Host.HTTP.Tokens {
+			add(t)
+		}
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
