@@ -153,8 +153,15 @@ pack "private.wophost.probe" { path = %q }
 				if r := runHost(t, `{"x":1}`, "--config", cfg, "run", "probe.echo", "--input", "-"); r.code != 0 {
 					t.Errorf("run probe.echo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 				}
-			} else if p.State != "refused" || !strings.HasPrefix(p.Error, "pack_signature_invalid: ") || !strings.Contains(p.Error, v.message) {
-				t.Errorf("host packs: %+v, want refused with pack_signature_invalid saying %q", p, v.message)
+			} else {
+				if p.State != "refused" || !strings.HasPrefix(p.Error, "pack_signature_invalid: ") || !strings.Contains(p.Error, v.message) {
+					t.Errorf("host packs: %+v, want refused with pack_signature_invalid saying %q", p, v.message)
+				}
+				// host validate reports it at the pack block.
+				val := runHost(t, "", "--config", cfg, "validate")
+				if val.code != 1 || !strings.Contains(val.stderr, "host.hcl:18:1") || !strings.Contains(val.stderr, "pack_signature_invalid") {
+					t.Errorf("host validate: exit %d\n%s%s", val.code, val.stdout, val.stderr)
+				}
 			}
 
 			res = runHost(t, "", "--config", cfg, "--json", "packs", "verify", dir)
