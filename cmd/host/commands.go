@@ -302,6 +302,14 @@ func (g *globals) printPacks(h *host.Host) error {
 			}
 		}
 	}
+	for _, p := range packs {
+		if p.SignedBy == "" {
+			continue
+		}
+		if _, err := fmt.Fprintf(g.stdout, "signed: %s by key %s\n", p.Name, p.SignedBy); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
