@@ -104,7 +104,8 @@ bench-update: ## Run the benchmarks and write their table into BENCHMARKS.md, re
 # Fuzz targets, one per untrusted boundary, as package:FuzzName. Those of
 # the sdk module run from its directory.
 FUZZTIME       ?= 10s
-FUZZ_TARGETS   := core/config:FuzzLoad core/config:FuzzDecodePluginConfig core/packmanifest:FuzzParse \
+FUZZ_TARGETS   := core/config:FuzzLoad core/config:FuzzDecodePluginConfig core/config:FuzzTrustBlock core/packmanifest:FuzzParse \
+                  core/packsign:FuzzParseSignature core/packsign:FuzzParsePrivateKey \
                   plugins/aienvelope:FuzzPrepare internal/promptfile:FuzzParse \
                   plugins/mcp:FuzzRequest plugins/mcp/client:FuzzDecodeResponse core/dispatch:FuzzCanonicalJSON
 SDK_FUZZ_TARGETS := families/agentruntime:FuzzParseManifest families/agentruntime:FuzzParsePackAgents \

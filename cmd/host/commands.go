@@ -266,9 +266,9 @@ func (g *globals) printPlugins(h *host.Host) error {
 }
 
 func packsCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "packs",
-		Short: "List every declared pack with its state and nodes",
+		Short: "List every declared pack with its state and nodes; sign and verify packs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withHost(func(_ context.Context, h *host.Host) error {
@@ -276,6 +276,8 @@ func packsCommand(g *globals) *cobra.Command {
 			})
 		},
 	}
+	cmd.AddCommand(packsSignCommand(g), packsVerifyCommand(g))
+	return cmd
 }
 
 func (g *globals) printPacks(h *host.Host) error {
@@ -298,6 +300,14 @@ func (g *globals) printPacks(h *host.Host) error {
 			if _, err := fmt.Fprintf(g.stdout, "note: %s %s\n", p.Name, n); err != nil {
 				return err
 			}
+		}
+	}
+	for _, p := range packs {
+		if p.SignedBy == "" {
+			continue
+		}
+		if _, err := fmt.Fprintf(g.stdout, "signed: %s by key %s\n", p.Name, p.SignedBy); err != nil {
+			return err
 		}
 	}
 	return nil

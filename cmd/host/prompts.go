@@ -21,6 +21,7 @@ import (
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/packmanifest"
+	"github.com/wophost/wophost/core/packsign"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/internal/atomicfile"
 	"github.com/wophost/wophost/internal/promptfile"
@@ -392,6 +393,10 @@ func promptsLockCommand(g *globals, lib withLibrary) *cobra.Command {
 				fmt.Fprintf(g.stdout, "%s = %s\n", k, lock[k])
 			}
 			fmt.Fprintf(g.stdout, "%s: %d prompt(s) locked\n", path, len(lock))
+			// The lock map is part of what a signature covers.
+			if _, err := os.Stat(filepath.Join(args[0], packsign.FileName)); err == nil {
+				fmt.Fprintf(g.stderr, "warning: %s is signed and its signature covers the lock map: if the map changed, sign the pack again (host packs sign)\n", args[0])
+			}
 			return nil
 		},
 	}

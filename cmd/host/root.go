@@ -68,6 +68,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		pluginsCommand(g), effectsCommand(g), packsCommand(g), serveCommand(g), promptsCommand(g), agentsCommand(g),
 		newCommand(g),
 		conformanceCommand(g),
+		keysCommand(g),
 	)
 	err := root.Execute()
 	var ee *exitError

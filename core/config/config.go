@@ -55,6 +55,9 @@ type Config struct {
 	Host         Host
 	Capabilities []*Capability
 	Packs        []*Pack
+	// TrustedKeys are the keys packs may be signed with (trust.go); a
+	// block with errors is left out.
+	TrustedKeys []*TrustedKey
 	// Path is the absolute path of the config file.
 	Path string
 	// Dir is the directory holding the config file; relative paths in the
@@ -96,6 +99,9 @@ type Host struct {
 	// Runs bounds what one run records besides its input (its invocation
 	// log); defaults apply without a runs block.
 	Runs Runs
+	// RequireSignature is every pack's require_signature unless its pack
+	// block sets its own: a pack must then be signed by a trusted key.
+	RequireSignature bool
 }
 
 // Capability is one capability block: a plugin and its opaque config.
@@ -152,6 +158,9 @@ type Pack struct {
 	// Env holds the environment variables the operator passes to the
 	// pack process, as Capability.Env.
 	Env map[string]string
+	// RequireSignature refuses the pack unless it is signed by a trusted
+	// key: the block's require_signature, or the host block's.
+	RequireSignature bool
 
 	DefRange  hcl.Range
 	PathRange hcl.Range
@@ -166,6 +175,7 @@ type rawFile struct {
 	Hosts        []*rawHost       `hcl:"host,block"`
 	Capabilities []*rawCapability `hcl:"capability,block"`
 	Packs        []*rawPack       `hcl:"pack,block"`
+	TrustedKeys  []*rawTrustedKey `hcl:"trusted_key,block"`
 }
 
 type rawHost struct {
@@ -180,9 +190,11 @@ type rawHost struct {
 	CrashWindow     *hcl.Attribute `hcl:"crash_window"`
 	RunTimeout      *hcl.Attribute `hcl:"run_timeout"`
 	GoMaxProcs      *hcl.Attribute `hcl:"gomaxprocs"`
-	HTTP            []*rawHTTP     `hcl:"http,block"`
-	Tracing         []*rawTracing  `hcl:"tracing,block"`
-	DefRange        hcl.Range      `hcl:",def_range"`
+	// RequireSignature is require_signature, the packs' default.
+	RequireSignature *hcl.Attribute `hcl:"require_signature"`
+	HTTP             []*rawHTTP     `hcl:"http,block"`
+	Tracing          []*rawTracing  `hcl:"tracing,block"`
+	DefRange         hcl.Range      `hcl:",def_range"`
 
 	// Retention is the retention block (retention.go).
 	Retention []*rawRetention `hcl:"retention,block"`
@@ -220,7 +232,9 @@ type rawPack struct {
 	PathRange     hcl.Range      `hcl:"path,attr_value_range"`
 	AllowWritable *hcl.Attribute `hcl:"allow_writable"`
 	Env           *hcl.Attribute `hcl:"env"`
-	DefRange      hcl.Range      `hcl:",def_range"`
+	// RequireSignature is require_signature.
+	RequireSignature *hcl.Attribute `hcl:"require_signature"`
+	DefRange         hcl.Range      `hcl:",def_range"`
 }
 
 // Allowed values, as shown to the operator when a value is rejected.
@@ -341,10 +355,16 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 		cfg.Capabilities = append(cfg.Capabilities, d.capability(r, cfg.Host, pluginDirOK))
 	}
 	for _, r := range raw.Packs {
-		cfg.Packs = append(cfg.Packs, d.pack(r))
+		cfg.Packs = append(cfg.Packs, d.pack(r, cfg.Host))
+	}
+	for _, r := range raw.TrustedKeys {
+		if k := d.trustedKey(r); k != nil {
+			cfg.TrustedKeys = append(cfg.TrustedKeys, k)
+		}
 	}
 	d.checkUnique("capability", capabilityLabels(cfg.Capabilities))
 	d.checkUnique("pack", packLabels(cfg.Packs))
+	d.checkUnique("trusted_key", trustedKeyLabels(raw.TrustedKeys))
 	if cfg.Host.Storage.Backend == BackendPostgres {
 		d.checkStorageSchemas(cfg.Capabilities)
 	}
@@ -530,6 +550,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	if n, ok := d.intAttr(r.GoMaxProcs, 0, MaxGoMaxProcs); ok {
 		h.GoMaxProcs = n
 	}
+	d.attr(r.RequireSignature, &h.RequireSignature)
 	h.HTTP = d.http(r.HTTP)
 	h.Tracing = d.tracing(r.Tracing)
 	h.Retention = d.retention(r.Retention)
@@ -612,8 +633,9 @@ func (d *decoder) checkFamilies(families []string, rng hcl.Range) {
 	}
 }
 
-func (d *decoder) pack(r *rawPack) *Pack {
-	p := &Pack{Name: r.Name, DefRange: r.DefRange, PathRange: r.PathRange}
+func (d *decoder) pack(r *rawPack, host Host) *Pack {
+	p := &Pack{Name: r.Name, DefRange: r.DefRange, PathRange: r.PathRange, RequireSignature: host.RequireSignature}
+	d.attr(r.RequireSignature, &p.RequireSignature)
 	if r.Name == "" {
 		d.errorf(r.DefRange, "Invalid pack name", "A pack's label is its name and must not be empty.")
 	}

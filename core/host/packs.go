@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -19,6 +20,7 @@ import (
 	"github.com/wophost/wophost/core/hostservices"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/packmanifest"
+	"github.com/wophost/wophost/core/packsign"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -53,6 +55,9 @@ type Pack struct {
 	// host reads without acting on.
 	Notes []packmanifest.Note
 	Err   error
+	// SignedBy is the trusted key the pack's signature verified with; ""
+	// for an unsigned pack.
+	SignedBy string
 
 	cfg      *config.Pack
 	manifest *packmanifest.Manifest
@@ -89,7 +94,10 @@ type PackInfo struct {
 	// Notes are the OpenWOP features the pack uses that the host does not
 	// act on, each with what that means.
 	Notes []packmanifest.Note `json:"notes,omitempty"`
-	Error string              `json:"error,omitempty"`
+	// SignedBy is the id of the trusted key the pack's signature verified
+	// with; absent for an unsigned pack.
+	SignedBy string `json:"signedBy,omitempty"`
+	Error    string `json:"error,omitempty"`
 	// Restarts counts the restarts of the pack's process since the host
 	// started.
 	Restarts int `json:"restarts"`
@@ -102,7 +110,7 @@ func (h *Host) Packs() []PackInfo {
 	out := make([]PackInfo, 0, len(h.packs))
 	for _, p := range h.packs {
 		p.live.Lock()
-		info := PackInfo{Name: p.Name, Version: p.Version, Path: p.Path, State: p.State, Nodes: p.TypeIDs, Degraded: p.Degraded, Notes: p.Notes, Restarts: p.restarts}
+		info := PackInfo{Name: p.Name, Version: p.Version, Path: p.Path, State: p.State, Nodes: p.TypeIDs, Degraded: p.Degraded, Notes: p.Notes, SignedBy: p.SignedBy, Restarts: p.restarts}
 		for _, a := range p.agents {
 			info.Agents = append(info.Agents, a.ID)
 		}
@@ -152,10 +160,15 @@ func (h *Host) startPacks(ctx context.Context, rep *Report, packs []*Pack, launc
 	var wg sync.WaitGroup
 	for _, p := range packs {
 		// A missing peer is the first thing an operator needs to hear of,
-		// even when the binary could not start either.
-		if p.manifest != nil {
+		// even when the binary could not start either; but a pack whose
+		// signature failed is not what its author wrote, so that comes
+		// first, and what it would degrade without is moot.
+		if p.manifest != nil && wop.CodeOf(p.Err) != packsign.CodeSignatureInvalid {
 			if err := h.checkPeers(p); err != nil {
 				h.refusePack(p, err)
+			}
+			if p.State == PackRefused {
+				p.Degraded = nil
 			}
 		}
 		if p.State == PackRefused {
@@ -232,8 +245,10 @@ func packNotes(p *Pack) *hcl.Diagnostic {
 	}
 }
 
-// launchPack reads and validates pack.json, then starts the binary and
-// checks its embedded manifest against the file.
+// launchPack reads and validates pack.json, verifies its signature by the
+// config's trust (packsign.Verify), then starts the binary, checking the
+// signed digest on it first, and checks its embedded manifest against
+// the file.
 func (h *Host) launchPack(ctx context.Context, p *Pack) error {
 	if d := config.CheckPackDir(p.cfg); d != nil {
 		return wop.Errorf(wop.CodePackValidationFailed, "%s: %s", d.Summary, d.Detail)
@@ -245,6 +260,13 @@ func (h *Host) launchPack(ctx context.Context, p *Pack) error {
 	p.manifest, p.Version, p.raw, p.Notes = m, m.Version, raw, m.Notes
 	if m.Name != p.Name {
 		return wop.Errorf(wop.CodePackValidationFailed, "pack.json names the pack %q, the config block %q", m.Name, p.Name)
+	}
+	verified, err := packsign.Verify(p.Path, raw, m, h.cfg.SigningKeys(), p.cfg.RequireSignature)
+	if err != nil {
+		return err
+	}
+	if verified != nil {
+		p.SignedBy = verified.KeyID
 	}
 	for _, n := range m.Nodes {
 		p.TypeIDs = append(p.TypeIDs, n.TypeID)
@@ -259,15 +281,26 @@ func (h *Host) launchPack(ctx context.Context, p *Pack) error {
 // checks it, starts the process from the opened file and checks that the
 // binary was built with the pack.json the host read. The process is
 // returned also when the last check fails, for the caller to stop.
+//
+// A pack.json carrying the entry's digest (packmanifest.EntrySHA256Key)
+// pins the binary: it is checked on the opened file, and again when the
+// process is started from it. For a signed pack a mismatch is
+// pack_signature_invalid, the binary not being the one signed.
 func (h *Host) startPackProcess(ctx context.Context, p *Pack) (*loader.Pack, error) {
-	exe, err := loader.OpenPackEntry(p.Path, p.manifest.Runtime.Entry, loader.Checks{AllowWritable: p.cfg.AllowWritable})
+	exe, err := loader.OpenPackEntry(p.Path, p.manifest.Runtime.Entry, loader.Checks{AllowWritable: p.cfg.AllowWritable, SHA256: p.manifest.EntrySHA256})
 	if err != nil {
+		if d := p.digestMismatch(err); d != nil {
+			return nil, d
+		}
 		return nil, wop.Errorf(wop.CodePackValidationFailed, "runtime.entry: %v", err)
 	}
 	opts := h.opts
 	opts.Env = p.cfg.Env
 	proc, err := loader.StartPack(p.Name, exe, opts)
 	if err != nil {
+		if d := p.digestMismatch(err); d != nil {
+			return nil, d
+		}
 		return nil, fmt.Errorf("start pack binary: %w", err)
 	}
 	embedded, err := proc.Manifest(ctx)
@@ -278,6 +311,20 @@ func (h *Host) startPackProcess(ctx context.Context, p *Pack) (*loader.Pack, err
 		return proc, wop.Errorf(wop.CodePackValidationFailed, "the binary %s was built with a different pack.json than %s; rebuild it", p.entry, filepath.Join(p.Path, config.PackManifest))
 	}
 	return proc, nil
+}
+
+// digestMismatch is the refusal of p when err is its entry binary not
+// matching the digest pack.json pins, nil for any other error.
+func (p *Pack) digestMismatch(err error) error {
+	var ce *loader.ChecksumError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	if p.SignedBy != "" {
+		return packsign.DigestMismatch(p.Name, p.SignedBy, ce.Path, ce.Expected, ce.Actual)
+	}
+	return wop.Errorf(wop.CodePackValidationFailed, "runtime.entry: the binary %s is not the one pack.json's %s names: its sha256 is %s, not %s",
+		ce.Path, packmanifest.EntrySHA256Key, ce.Actual, ce.Expected)
 }
 
 // checkPeers refuses a pack whose required peer dependencies are not
@@ -342,9 +389,11 @@ func (h *Host) admitPack(ctx context.Context, p *Pack) error {
 const manifestRuntimeTier = wop.FamilyAgents + "." + agentruntime.FacetManifestRuntime
 
 // sameManifest compares pack.json with the copy embedded in the binary,
-// ignoring the prompt lock map (packmanifest.PromptsKey): the operator rewrites that
-// map with `host prompts lock` after the binary was built (to pin prompts
-// to new versions without a rebuild), and only the host reads it.
+// ignoring what is written into pack.json after the binary was built: the
+// prompt lock map (packmanifest.PromptsKey), which the operator rewrites
+// with `host prompts lock` to pin prompts to new versions without a
+// rebuild, and what signing adds, the signing block and the binary's own
+// digest (packmanifest.EntrySHA256Key), which no binary can embed.
 func sameManifest(file, embedded []byte) bool {
 	if sameJSON(file, embedded) {
 		return true
@@ -353,8 +402,10 @@ func sameManifest(file, embedded []byte) bool {
 	if json.Unmarshal(file, &a) != nil || json.Unmarshal(embedded, &b) != nil {
 		return false
 	}
-	delete(a, packmanifest.PromptsKey)
-	delete(b, packmanifest.PromptsKey)
+	for _, k := range []string{packmanifest.PromptsKey, packmanifest.EntrySHA256Key, "signing"} {
+		delete(a, k)
+		delete(b, k)
+	}
 	ja, erra := json.Marshal(a)
 	jb, errb := json.Marshal(b)
 	return erra == nil && errb == nil && sameJSON(ja, jb)

@@ -16,9 +16,11 @@ import (
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/hostservices"
 	"github.com/wophost/wophost/core/loader"
+	"github.com/wophost/wophost/core/packsign"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/tracing"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // ReloadRefusedError is Reload's answer when the new config would lose
@@ -131,6 +133,10 @@ func (h *Host) serving() servingSet {
 // lost lists what h, under its config, would no longer serve of before:
 // blocks and packs both configs declare that served before and do not
 // now. What the new config leaves out is not lost: the operator removed it.
+// Neither is a pack whose signature no longer verifies: a reload
+// re-verifies every pack so that a pack altered since it was signed (or
+// no longer trusted) stops running, and keeping it would defeat that. It
+// is refused with its reason while the rest of the reload goes ahead.
 func (h *Host) lost(before servingSet) []string {
 	var out []string
 	for _, r := range h.reg.Records() {
@@ -144,11 +150,31 @@ func (h *Host) lost(before servingSet) []string {
 	}
 	for _, p := range h.Packs() {
 		if before.packs[p.Name] && p.State == PackRefused {
+			if h.refusedForSignature(p.Name) {
+				h.logger.Warn("pack refused at the reload: its signature no longer verifies", "pack", p.Name, "error", p.Error)
+				continue
+			}
 			out = append(out, fmt.Sprintf("pack %q would be refused (%s)", p.Name, p.Error))
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// refusedForSignature reports whether h refused the pack of that name
+// with pack_signature_invalid.
+func (h *Host) refusedForSignature(name string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, p := range h.packs {
+		if p.Name == name {
+			p.live.Lock()
+			err := p.Err
+			p.live.Unlock()
+			return wop.CodeOf(err) == packsign.CodeSignatureInvalid
+		}
+	}
+	return false
 }
 
 // takeOver returns the capabilities of h's config, in config order. With

@@ -20,6 +20,7 @@ import (
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/core/packmanifest"
+	"github.com/wophost/wophost/core/packsign"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -43,6 +44,8 @@ const (
 	CodeCredentialUnavailable = packmanifest.CodeCredentialUnavailable
 	CodePackKindInvalid       = packmanifest.CodePackKindInvalid
 	CodePackEngine            = packmanifest.CodePackEngineUnsupported
+	CodePackPeerUndefined     = packmanifest.CodePackPeerDependencyUndefined
+	CodePackSignatureInvalid  = packsign.CodeSignatureInvalid
 	CodeOAuthUnsupported      = packmanifest.CodeOAuthProviderUnsupported
 
 	// CodeRunExpired refuses a replay whose source run existed but whose
@@ -83,6 +86,8 @@ func statusTable() map[string]int {
 		CodePackPeerDependency:    http.StatusBadRequest,
 		CodePackKindInvalid:       http.StatusBadRequest,
 		CodePackEngine:            http.StatusBadRequest,
+		CodePackPeerUndefined:     http.StatusBadRequest,
+		CodePackSignatureInvalid:  http.StatusBadRequest,
 		CodeOAuthUnsupported:      http.StatusBadRequest,
 		CodeCredentialUnavailable: http.StatusNotImplemented,
 		CodeUnauthenticated:       http.StatusUnauthorized,
@@ -122,27 +127,29 @@ func StatusOf(code string) int {
 // the HTTP answer; a code missing here is answered as internal_error.
 func ctxTable() map[string]string {
 	return map[string]string{
-		wop.CodeValidation:                        CodeValidation,
-		idempotency.CodeKeyInvalid:                CodeIdempotencyKeyInvalid,
-		wop.CodePackValidationFailed:              CodePackValidationFailed,
-		wop.CodePackPeerDependencyMissing:         CodePackPeerDependency,
-		packmanifest.CodePackKindInvalid:          CodePackKindInvalid,
-		packmanifest.CodePackEngineUnsupported:    CodePackEngine,
-		packmanifest.CodeOAuthProviderUnsupported: CodeOAuthUnsupported,
-		packmanifest.CodeCredentialUnavailable:    CodeCredentialUnavailable,
-		wop.CodeNotFound:                          CodeNotFound,
-		wop.CodeIdempotencyKeyMismatch:            CodeIdempotencyMismatch,
-		idempotency.CodeInFlight:                  CodeIdempotencyInFlight,
-		wop.CodeCapabilityNotProvided:             CodeCapabilityNotProvided,
-		wop.CodeHostCapabilityMissing:             CodeCapabilityNotProvided,
-		wop.CodeCapabilityNotDeclared:             CodeForbidden,
-		wop.CodeCallDepthExceeded:                 CodeRecursionLimit,
-		wop.CodeUnavailable:                       CodeRunnerUnavailable,
-		wop.CodeInternal:                          CodeInternalError,
-		wop.CodeDeadlineExceeded:                  CodeDeadlineExceeded,
-		wop.CodeCancelled:                         CodeCancelled,
-		wop.CodeUpstreamUnavailable:               CodeUpstreamUnavailable,
-		wop.CodeMCPError:                          CodeUpstreamUnavailable,
+		wop.CodeValidation:                           CodeValidation,
+		idempotency.CodeKeyInvalid:                   CodeIdempotencyKeyInvalid,
+		wop.CodePackValidationFailed:                 CodePackValidationFailed,
+		wop.CodePackPeerDependencyMissing:            CodePackPeerDependency,
+		packmanifest.CodePackKindInvalid:             CodePackKindInvalid,
+		packmanifest.CodePackEngineUnsupported:       CodePackEngine,
+		packmanifest.CodePackPeerDependencyUndefined: CodePackPeerUndefined,
+		packsign.CodeSignatureInvalid:                CodePackSignatureInvalid,
+		packmanifest.CodeOAuthProviderUnsupported:    CodeOAuthUnsupported,
+		packmanifest.CodeCredentialUnavailable:       CodeCredentialUnavailable,
+		wop.CodeNotFound:                             CodeNotFound,
+		wop.CodeIdempotencyKeyMismatch:               CodeIdempotencyMismatch,
+		idempotency.CodeInFlight:                     CodeIdempotencyInFlight,
+		wop.CodeCapabilityNotProvided:                CodeCapabilityNotProvided,
+		wop.CodeHostCapabilityMissing:                CodeCapabilityNotProvided,
+		wop.CodeCapabilityNotDeclared:                CodeForbidden,
+		wop.CodeCallDepthExceeded:                    CodeRecursionLimit,
+		wop.CodeUnavailable:                          CodeRunnerUnavailable,
+		wop.CodeInternal:                             CodeInternalError,
+		wop.CodeDeadlineExceeded:                     CodeDeadlineExceeded,
+		wop.CodeCancelled:                            CodeCancelled,
+		wop.CodeUpstreamUnavailable:                  CodeUpstreamUnavailable,
+		wop.CodeMCPError:                             CodeUpstreamUnavailable,
 	}
 }
 

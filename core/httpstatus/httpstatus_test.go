@@ -46,6 +46,8 @@ func TestRefusal(t *testing.T) {
 		{"empty message", &wop.Error{Code: wop.CodeNotFound}, 404, "not_found", `{"retryable":false}`},
 		{"credentials", wop.Errorf("credential_unavailable", "m"), 501, "credential_unavailable", `{"retryable":false}`},
 		{"engine", wop.Errorf("pack_engine_unsupported", "m"), 400, "pack_engine_unsupported", `{"retryable":false}`},
+		{"peer undefined", wop.Errorf("pack_peer_dependency_undefined", "m"), 400, "pack_peer_dependency_undefined", `{"retryable":false}`},
+		{"signature", wop.Errorf("pack_signature_invalid", "m").WithDetails(map[string]string{"reason": "key_unknown"}), 400, "pack_signature_invalid", `{"reason":"key_unknown","retryable":false}`},
 		{"run expired", wop.Errorf(CodeRunExpired, "m").WithDetails(map[string]string{"runId": "run_01"}), 410, "run_expired", `{"retryable":false,"runId":"run_01"}`},
 		{"replay diverged", wop.Errorf(CodeReplayDivergedAtRefusal, "m"), 409, "replay_diverged_at_refusal", `{"retryable":false}`},
 	} {

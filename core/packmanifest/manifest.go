@@ -51,6 +51,12 @@ const (
 	// PromptsKey is the root key holding the prompt lock map: bare prompt
 	// name to pinned reference.
 	PromptsKey = "x-wophost-prompts"
+	// EntrySHA256Key is the root key holding the lowercase hex SHA-256 of
+	// runtime.entry. A signature over pack.json covers it, and so the
+	// binary too; the host checks it on the opened binary before starting
+	// the process. It sits at the root because the runtime block is closed
+	// to extension keys.
+	EntrySHA256Key = "x-wophost-entry-sha256"
 )
 
 // Manifest is a parsed pack.json. After Parse, legacy v1 peer dependency
@@ -80,6 +86,8 @@ type Manifest struct {
 	Connector json.RawMessage `json:"connector,omitempty"`
 	// Prompts is the prompt lock map (PromptsKey).
 	Prompts map[string]string `json:"x-wophost-prompts,omitempty"`
+	// EntrySHA256 is the entry binary's digest (EntrySHA256Key), or "".
+	EntrySHA256 string `json:"x-wophost-entry-sha256,omitempty"`
 
 	// Notes are the OpenWOP features of the pack that this host reads
 	// but does not act on, for the operator to see.
@@ -174,8 +182,12 @@ type Problem struct {
 	Message string `json:"message"`
 	// Code is the OpenWOP error code of this problem when it has one of
 	// its own (pack_kind_invalid, pack_engine_unsupported,
-	// oauth_provider_unsupported); empty means pack_validation_failed.
+	// pack_peer_dependency_undefined, oauth_provider_unsupported); empty
+	// means pack_validation_failed.
 	Code string `json:"code,omitempty"`
+	// DidYouMean is the known name closest to a misspelt one, when one
+	// is close.
+	DidYouMean string `json:"didYouMean,omitempty"`
 	// Line and Column locate the problem in the file, both from 1 (the
 	// column counts characters), when the JSON decoder said where it
 	// stopped: a syntax error, or a document that is not an object. They
@@ -221,9 +233,10 @@ func Load(dir string) (*Manifest, []byte, error) {
 //
 // Every problem found is reported at once, in a *wop.Error whose details
 // are {"problems": [Problem...]} and whose message lists them one a line.
-// Its code is pack_kind_invalid, pack_engine_unsupported or
-// oauth_provider_unsupported when a problem carries that code (in this
-// order), pack_validation_failed otherwise. A syntax error is the only
+// Its code is pack_kind_invalid, pack_engine_unsupported,
+// pack_peer_dependency_undefined or oauth_provider_unsupported when a
+// problem carries that code (in this order), pack_validation_failed
+// otherwise. A syntax error is the only
 // problem reported, at its pack.json:LINE:COL.
 func Parse(data []byte) (*Manifest, error) {
 	return parse(data, FileName)
@@ -342,12 +355,17 @@ func (ps *problems) add(field, message string) {
 
 // addCode is add for a problem with an error code of its own.
 func (ps *problems) addCode(field, code, message string) {
-	for _, p := range *ps {
-		if field == p.Field || p.Field == "" || strings.HasPrefix(field, p.Field+"/") {
+	ps.addProblem(Problem{Field: field, Message: message, Code: code})
+}
+
+// addProblem is add for a problem built whole.
+func (ps *problems) addProblem(p Problem) {
+	for _, q := range *ps {
+		if p.Field == q.Field || q.Field == "" || strings.HasPrefix(p.Field, q.Field+"/") {
 			return
 		}
 	}
-	*ps = append(*ps, Problem{Field: field, Message: message, Code: code})
+	*ps = append(*ps, p)
 }
 
 // has reports whether a problem was recorded at field or below it: a

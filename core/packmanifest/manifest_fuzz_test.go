@@ -37,7 +37,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("refusal %v (%T) is not a *wop.Error", err, err)
 			}
 			switch we.Code {
-			case wop.CodePackValidationFailed, CodePackKindInvalid, CodePackEngineUnsupported, CodeOAuthProviderUnsupported:
+			case wop.CodePackValidationFailed, CodePackKindInvalid, CodePackEngineUnsupported, CodePackPeerDependencyUndefined, CodeOAuthProviderUnsupported:
 			default:
 				t.Fatalf("refusal %v has code %q, not a manifest refusal", err, we.Code)
 			}

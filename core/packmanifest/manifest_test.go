@@ -112,7 +112,7 @@ func problemsOf(t *testing.T, err error) []Problem {
 		t.Fatalf("error %v (%T) is not a *wop.Error", err, err)
 	}
 	switch we.Code {
-	case wop.CodePackValidationFailed, CodePackKindInvalid, CodePackEngineUnsupported, CodeOAuthProviderUnsupported:
+	case wop.CodePackValidationFailed, CodePackKindInvalid, CodePackEngineUnsupported, CodePackPeerDependencyUndefined, CodeOAuthProviderUnsupported:
 	default:
 		t.Fatalf("code = %q, want a manifest refusal", we.Code)
 	}
@@ -229,7 +229,8 @@ func TestParseRefusesBrokenFields(t *testing.T) {
 		{"missing kind", func(d map[string]any) { delete(d, "kind") }, "/kind", "", `write "kind": "node"`, true},
 		{"kind", func(d map[string]any) { d["kind"] = "workflow-chain" }, "/kind", CodePackKindInvalid, `write "kind": "node"`, true},
 		{"missing engines", func(d map[string]any) { delete(d, "engines") }, "/engines", "", `"engines": {"openwop": ">=2.0 <3.0.0"}`, true},
-		{"engines without a ceiling", func(d map[string]any) { d["engines"] = map[string]any{"openwop": ">=2.0"} }, "/engines/openwop", "", "ceiling", true},
+		{"engines without a ceiling", func(d map[string]any) { d["engines"] = map[string]any{"openwop": ">=2.0"} }, "/engines/openwop", CodePackEngineUnsupported, `has no ceiling, which OpenWOP reads as "<2.0.0"`, true},
+		{"engines v1 without a ceiling", func(d map[string]any) { d["engines"] = map[string]any{"openwop": ">=1.4"} }, "/engines/openwop", CodePackEngineUnsupported, `reads as "<2.0.0": it does not admit OpenWOP 2`, true},
 		{"engines caret", func(d map[string]any) { d["engines"] = map[string]any{"openwop": "^2.0.0"} }, "/engines/openwop", "", "ceiling", true},
 		{"engines missing openwop", func(d map[string]any) { d["engines"] = map[string]any{} }, "/engines/openwop", "", "required", true},
 		{"engines closed", func(d map[string]any) { obj(d, "engines")["node"] = ">=20" }, "/engines/node", "", "not a known field", true},
@@ -271,10 +272,10 @@ func TestParseRefusesBrokenFields(t *testing.T) {
 		{"keyword too long", func(d map[string]any) { d["keywords"] = []any{strings.Repeat("k", 65)} }, "/keywords/0", "", "64", true},
 		{"dependencies", func(d map[string]any) { d["dependencies"] = map[string]any{"community.acme.base": "^1.0.0"} }, "/dependencies", "", "community.acme.base", false},
 		{"dependency not a string", func(d map[string]any) { d["dependencies"] = map[string]any{"community.acme.base": 1} }, "/dependencies/community.acme.base", "", "string", true},
-		{"bad peer dep key", func(d map[string]any) { obj(d, "peerDependencies")["kv"] = "required" }, "/peerDependencies/kv", "", "family", false},
-		{"reserved vendor org", func(d map[string]any) { obj(d, "peerDependencies")["openwop.kv"] = "required" }, "/peerDependencies/openwop.kv", "", "", false},
-		{"facet as peer dep key", func(d map[string]any) { obj(d, "peerDependencies")["mcp.client"] = "required" }, "/peerDependencies/mcp.client", "", "facets", false},
-		{"legacy key without core family", func(d map[string]any) { obj(d, "peerDependencies")["host.chat"] = "supported" }, "/peerDependencies/host.chat", "", "core family", false},
+		{"bad peer dep key", func(d map[string]any) { obj(d, "peerDependencies")["kv"] = "required" }, "/peerDependencies/kv", CodePackPeerDependencyUndefined, "declares nothing: it is neither a core family", false},
+		{"reserved vendor org", func(d map[string]any) { obj(d, "peerDependencies")["openwop.kv"] = "required" }, "/peerDependencies/openwop.kv", CodePackPeerDependencyUndefined, "the org openwop is reserved", false},
+		{"unknown facet as peer dep key", func(d map[string]any) { obj(d, "peerDependencies")["mcp.server"] = "required" }, "/peerDependencies/mcp.server", CodePackPeerDependencyUndefined, `peerDependenciesMeta["mcp"].facets`, false},
+		{"legacy key without core family", func(d map[string]any) { obj(d, "peerDependencies")["host.chat"] = "supported" }, "/peerDependencies/host.chat", CodePackPeerDependencyUndefined, "is not a v1 name OpenWOP still reads", false},
 		{"empty peer dep value", func(d map[string]any) { obj(d, "peerDependencies")["mcp"] = "" }, "/peerDependencies/mcp", "", "empty", false},
 		{"peer dep value not a string", func(d map[string]any) { obj(d, "peerDependencies")["mcp"] = true }, "/peerDependencies/mcp", "", "string", true},
 		{"meta without peer dep", func(d map[string]any) {
@@ -585,7 +586,7 @@ func TestParseNotesUnimplementedFeatures(t *testing.T) {
 		got = append(got, n.Field)
 	}
 	want := []string{
-		"/signing", "/connector", "/runtime/format", "/runtime/minRuntimeVersion", "/runtime/requires",
+		"/connector", "/runtime/format", "/runtime/minRuntimeVersion", "/runtime/requires",
 		"/peerDependencies/promptLibrary",
 		"/nodes/1/label", "/nodes/1/capabilities", "/nodes/1/outputs/out/sensitive", "/nodes/1/envelopeContractRef",
 		"/nodes/1/artifact", "/nodes/1/mcp", "/nodes/1/configSchemaRef", "/nodes/1", "/nodes/1/requiredModelCapabilities",
@@ -597,10 +598,6 @@ func TestParseNotesUnimplementedFeatures(t *testing.T) {
 	}
 	for _, n := range m.Notes {
 		switch n.Field {
-		case "/signing":
-			if !strings.Contains(n.Message, "not verified") {
-				t.Errorf("signing note %q does not say the signature is not verified", n.Message)
-			}
 		case "/runtime/requires":
 			if !strings.Contains(n.Message, "every platform primitive") {
 				t.Errorf("runtime.requires note %q does not say every primitive is available", n.Message)

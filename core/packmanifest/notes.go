@@ -15,9 +15,6 @@ import (
 func (m *Manifest) notes() []Note {
 	var out []Note
 	add := func(field, msg string) { out = append(out, Note{Field: field, Message: msg}) }
-	if m.Signing != nil {
-		add("/signing", "the pack's signature is not verified: this host trusts the pack directory the config names")
-	}
 	if len(m.Connector) > 0 {
 		add("/connector", "the connector block is not acted on: its actions run as the pack's ordinary nodes")
 	}

@@ -243,9 +243,13 @@ func (s *shape) uniq() *shape { s.unique = true; return s }
 var (
 	// namePattern is a scope (core, vendor, community or private) then at
 	// least two more segments: "community.acme.demo".
-	namePattern    = regexp.MustCompile(`^(core|vendor|community|private)\.[a-z][a-z0-9_-]*(\.[a-z][a-zA-Z0-9_-]*)+$`)
-	typeIDPattern  = regexp.MustCompile(`^[a-z][a-z0-9_-]*(\.[a-z][a-zA-Z0-9_-]*)+$`)
-	enginesPattern = regexp.MustCompile(`^>=(\d+)(\.\d+){0,2} <(\d+)\.0\.0$`)
+	namePattern   = regexp.MustCompile(`^(core|vendor|community|private)\.[a-z][a-z0-9_-]*(\.[a-z][a-zA-Z0-9_-]*)+$`)
+	typeIDPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*(\.[a-z][a-zA-Z0-9_-]*)+$`)
+	// enginesPattern is OpenWOP's range: a ">=" lower bound and a
+	// "<N.0.0" ceiling, which may be left out (read as "<2.0.0").
+	enginesPattern = regexp.MustCompile(`^>=(\d+)(\.\d+){0,2}(?: <(\d+)\.0\.0)?$`)
+	// sha256Pattern is a lowercase hex SHA-256 digest.
+	sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	// facetPattern is a facet name, in peerDependenciesMeta and in
 	// x-wophost-requires.
 	facetPattern       = regexp.MustCompile(`^[a-z][A-Za-z0-9]*$`)
@@ -357,7 +361,7 @@ func newManifestShape() *shape {
 		"repository":  str(),
 		"keywords":    &shape{kind: "array", maxItems: 50, items: &shape{kind: "string", maxLen: 64}},
 		"engines": object(map[string]*shape{
-			"openwop": matching(enginesPattern, `must be a ">=" lower bound and an explicit major ceiling, e.g. ">=2.0 <3.0.0"`),
+			"openwop": matching(enginesPattern, `must be a ">=" lower bound and a major ceiling, e.g. ">=2.0 <3.0.0"`),
 		}).requires("openwop"),
 		"dependencies":     mapOf(str()),
 		"peerDependencies": mapOf(str()),
@@ -373,8 +377,9 @@ func newManifestShape() *shape {
 			"keyId":  matching(keyIDPattern, "must be a signing key id of 1 to 128 letters, digits and ._~-"),
 			"scheme": enum("ed25519-canonical-json"),
 		}).requires("keyId", "scheme"),
-		"connector": connector,
-		PromptsKey:  mapOf(str()),
+		"connector":    connector,
+		PromptsKey:     mapOf(str()),
+		EntrySHA256Key: matching(sha256Pattern, "must be the entry binary's SHA-256 digest, 64 lowercase hexadecimal characters"),
 	})
 	root.required = map[string]string{
 		"name": "", "version": "", "kind": `is required: write "kind": "node"`, "runtime": "",

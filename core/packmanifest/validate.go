@@ -21,6 +21,12 @@ const (
 	// CodePackEngineUnsupported refuses a pack whose engines.openwop
 	// range does not admit this host's protocol major.
 	CodePackEngineUnsupported = "pack_engine_unsupported"
+	// CodePackPeerDependencyUndefined refuses a pack whose
+	// peerDependencies key declares nothing OpenWOP defines: neither a
+	// core family, a vendor family, nor a v1 spelling of the alias
+	// table. A vendor family no plugin serves is
+	// pack_peer_dependency_missing instead, at load.
+	CodePackPeerDependencyUndefined = "pack_peer_dependency_undefined"
 	// CodeOAuthProviderUnsupported refuses a pack whose node needs OAuth:
 	// this host has no OAuth flow.
 	CodeOAuthProviderUnsupported = "oauth_provider_unsupported"
@@ -31,7 +37,7 @@ const (
 
 // codePriority orders the codes of problems: the refusal takes the first
 // one any problem carries.
-var codePriority = [...]string{CodePackKindInvalid, CodePackEngineUnsupported, CodeOAuthProviderUnsupported}
+var codePriority = [...]string{CodePackKindInvalid, CodePackEngineUnsupported, CodePackPeerDependencyUndefined, CodeOAuthProviderUnsupported}
 
 // ProtocolMajor is the major version of OpenWOP this host implements; a
 // pack's engines.openwop range must admit it.
@@ -75,20 +81,33 @@ func (m *Manifest) validate(ps *problems) {
 	m.PeerDependencies, m.PeerDependenciesMeta, m.Nodes = peers, meta, nodes
 }
 
+// DefaultEngineCeiling is the major ceiling OpenWOP reads into a range
+// written without one: ">=1.0" means ">=1.0 <2.0.0".
+const DefaultEngineCeiling = 2
+
 // checkEngines refuses a range that does not admit ProtocolMajor. The
 // shape checked the grammar: ">=A[.B[.C]] <N.0.0" admits major 2 when A
-// is at most 2 and N above 2.
+// is at most 2 and N above 2; without its ceiling N is
+// DefaultEngineCeiling, so such a range never admits OpenWOP 2.
 func (m *Manifest) checkEngines(ps *problems) {
 	sub := enginesPattern.FindStringSubmatch(m.Engines.OpenWOP)
 	if sub == nil {
 		return
 	}
 	low, errLow := strconv.Atoi(sub[1])
-	ceil, errCeil := strconv.Atoi(sub[3])
-	if errLow != nil || errCeil != nil || low > ProtocolMajor || ceil <= ProtocolMajor {
-		ps.addCode("/engines/openwop", CodePackEngineUnsupported, strconv.Quote(m.Engines.OpenWOP)+
-			" does not admit OpenWOP "+strconv.Itoa(ProtocolMajor)+", the protocol this host implements")
+	ceil, errCeil := DefaultEngineCeiling, error(nil)
+	if sub[3] != "" {
+		ceil, errCeil = strconv.Atoi(sub[3])
 	}
+	if errLow == nil && errCeil == nil && low <= ProtocolMajor && ceil > ProtocolMajor {
+		return
+	}
+	msg := strconv.Quote(m.Engines.OpenWOP) + " does not admit OpenWOP " + strconv.Itoa(ProtocolMajor) + ", the protocol this host implements"
+	if sub[3] == "" {
+		msg = strconv.Quote(m.Engines.OpenWOP) + ` has no ceiling, which OpenWOP reads as "<` + strconv.Itoa(DefaultEngineCeiling) +
+			`.0.0": it does not admit OpenWOP ` + strconv.Itoa(ProtocolMajor) + `, the protocol this host implements; write e.g. ">=2.0 <3.0.0"`
+	}
+	ps.addCode("/engines/openwop", CodePackEngineUnsupported, msg)
 }
 
 // checkRuntime checks the entry and refuses the runtimes this host cannot
@@ -183,14 +202,18 @@ func checkEntry(entry string) string {
 }
 
 // normalisePeers checks peerDependencies and peerDependenciesMeta and
-// returns them with legacy keys folded into their family.
+// returns them with v1 keys folded into their family.
 //
-// Legacy spelling: a v1 key "host.aiEnvelope" or "host.aiEnvelope.await"
+// A key is a declaration key: a core family, a vendor family ("org.name")
+// or a v1 spelling of the alias table (v1aliases.json): "host.aiEnvelope",
+// "host.aiEnvelope.await" or the dotted facet path "aiEnvelope.await"
 // (v1's value "supported" is read as required) becomes the family key
-// "aiEnvelope" plus, for the second, the facet "await" in
+// "aiEnvelope" plus, for the last two, the facet "await" in
 // peerDependenciesMeta. When one family is declared several ways, required
-// wins. "host." always starts a legacy key, so no vendor family may use the
-// org "host". RequiresKey entries accept the same spelling.
+// wins. Any other key declares nothing OpenWOP defines and is refused with
+// pack_peer_dependency_undefined, with a did-you-mean when a known key is
+// close. "host." always starts a v1 key, so no vendor family may use the
+// org "host".
 func (m *Manifest) normalisePeers(ps *problems) (map[string]string, map[string]PeerMeta) {
 	var peers map[string]string
 	legacyFacets := map[string][]string{}
@@ -198,7 +221,11 @@ func (m *Manifest) normalisePeers(ps *problems) (map[string]string, map[string]P
 		field := "/peerDependencies" + pointer(key)
 		family, facet, _, msg := parsePeerKey(key)
 		if msg != "" {
-			ps.add(field, msg)
+			p := Problem{Field: field, Code: CodePackPeerDependencyUndefined, Message: msg, DidYouMean: didYouMean(key, declarationKeys())}
+			if p.DidYouMean != "" {
+				p.Message += "; did you mean " + strconv.Quote(p.DidYouMean) + "?"
+			}
+			ps.addProblem(p)
 			continue
 		}
 		// OpenWOP leaves the value open (hosts put version ranges there);
@@ -228,7 +255,7 @@ func (m *Manifest) normalisePeers(ps *problems) (map[string]string, map[string]P
 	for _, key := range sortedKeys(m.PeerDependenciesMeta) {
 		field := "/peerDependenciesMeta" + pointer(key)
 		if _, ok := peers[key]; !ok {
-			if family, _, legacy, _ := parsePeerKey(key); legacy {
+			if family, _, legacy, msg := parsePeerKey(key); legacy && msg == "" {
 				ps.add(field, `use the family name "`+family+`"`)
 			} else if _, raw := m.PeerDependencies[key]; !raw {
 				ps.add(field, "is not declared in peerDependencies")
@@ -267,34 +294,38 @@ func (m *Manifest) normalisePeers(ps *problems) (map[string]string, map[string]P
 }
 
 // parsePeerKey reads a peerDependencies key: a core family, a vendor family
-// or a legacy "host.<family>[.<facet>]". msg explains a bad key.
+// or a v1 spelling of the alias table, which legacy reports. msg explains
+// why any other key declares nothing.
 func parsePeerKey(key string) (family, facet string, legacy bool, msg string) {
-	if rest, ok := strings.CutPrefix(key, legacyPrefix); ok {
-		family, facet, msg = parseLegacy(rest)
-		return family, facet, true, msg
+	if a, ok := aliasTable[key]; ok {
+		return a.Family, a.Facet, true, ""
 	}
 	if wop.IsCoreFamily(key) {
 		return key, "", false, ""
 	}
+	if strings.HasPrefix(key, legacyPrefix) {
+		return "", "", true, `is not a v1 name OpenWOP still reads (` + strings.Join(sortedKeys(aliasTable), ", ") + `); write the core family (` + coreFamilyList() + `) it stands for`
+	}
 	if org, _, ok := strings.Cut(key, "."); ok && wop.IsCoreFamily(org) {
-		return "", "", false, `a facet of ` + org + ` is declared in peerDependenciesMeta["` + org + `"].facets`
+		return "", "", false, `is not a facet of ` + org + ` OpenWOP defines: declare the family "` + org + `" and its facets in peerDependenciesMeta["` + org + `"].facets`
 	}
 	if ok, why := wop.ValidVendorFamily(key); !ok {
-		return "", "", false, "is neither a core family (" + coreFamilyList() + ") nor a vendor family: " + why
+		return "", "", false, "declares nothing: it is neither a core family (" + coreFamilyList() + "), a vendor family (" + why + "), nor a v1 name OpenWOP still reads"
 	}
 	return key, "", false, ""
 }
 
-// parseLegacy reads what follows "host." in a v1 capability name.
-func parseLegacy(rest string) (family, facet, msg string) {
-	family, facet, dotted := strings.Cut(rest, ".")
-	if !wop.IsCoreFamily(family) {
-		return "", "", `a v1 "host.<family>" name needs a core family (` + coreFamilyList() + ")"
+// parseLegacy reads a v1 "host.<family>[.<facet>]" capability name
+// through the alias table.
+func parseLegacy(name string) (family, facet, msg string) {
+	if a, ok := aliasTable[name]; ok && strings.HasPrefix(name, legacyPrefix) {
+		return a.Family, a.Facet, ""
 	}
-	if dotted && !facetPattern.MatchString(facet) {
-		return "", "", `a v1 "host.<family>.<facet>" name needs a facet name after the family`
+	msg = `is not a v1 name OpenWOP still reads (` + strings.Join(sortedKeys(aliasTable), ", ") + `)`
+	if s := didYouMean(name, sortedKeys(aliasTable)); s != "" {
+		msg += `; did you mean "` + s + `"?`
 	}
-	return family, facet, ""
+	return "", "", msg
 }
 
 // MaxTypeIDBytes bounds a node's typeId: long enough for any reverse-DNS
@@ -370,8 +401,8 @@ func parseRequire(s string, known func(string) bool) (family, facet, msg string)
 	if s == "" {
 		return "", "", "must not be empty"
 	}
-	if rest, ok := strings.CutPrefix(s, legacyPrefix); ok {
-		return parseLegacy(rest)
+	if strings.HasPrefix(s, legacyPrefix) {
+		return parseLegacy(s)
 	}
 	family, facet = registry.SplitCapability(s, known)
 	if wop.IsCoreFamily(family) || known(family) {

@@ -48,7 +48,6 @@ func packHead(name, engines, kind string) string {
 func TestOpenWOPPackFeaturesThroughTheHost(t *testing.T) {
 	features := openWOPPack(t, packHead("vendor.acme.features", ">=2.0 <3.0.0", "node")+`
   "vendor.acme.thing": {"anything": true}, "x-foo": [1, 2],
-  "signing": {"keyId": "acme-2026", "scheme": "ed25519-canonical-json"},
   "nodes": [
     {"typeId": "features.plain", "version": "1.0.0", "category": "data", "role": "pure", "label": "Plain",
      "capabilities": ["cacheable"], "inputSchemaRef": "schemas/call.json",
@@ -71,6 +70,13 @@ func TestOpenWOPPackFeaturesThroughTheHost(t *testing.T) {
 			strings.NewReplacer("%s.x", "chain.x", "%s", "").Replace(node), map[string]string{}), "pack_kind_invalid"},
 		"vendor.acme.escape": {openWOPPack(t, packHead("vendor.acme.escape", ">=2.0 <3.0.0", "node")+
 			strings.NewReplacer("%s.x", "escape.x", "%s", `, "inputSchemaRef": "../outside.json"`).Replace(node), map[string]string{}), "pack_validation_failed"},
+		"vendor.acme.noceiling": {openWOPPack(t, packHead("vendor.acme.noceiling", ">=2.0", "node")+
+			strings.NewReplacer("%s.x", "noceiling.x", "%s", "").Replace(node), map[string]string{}), "pack_engine_unsupported"},
+		"vendor.acme.typo": {openWOPPack(t, strings.Replace(packHead("vendor.acme.typo", ">=2.0 <3.0.0", "node"), `"test.echo": "required"`, `"test.echo": "required", "aiEnvelop": "optional"`, 1)+
+			strings.NewReplacer("%s.x", "typo.x", "%s", "").Replace(node), map[string]string{}), "pack_peer_dependency_undefined"},
+		"vendor.acme.unsigned": {openWOPPack(t, packHead("vendor.acme.unsigned", ">=2.0 <3.0.0", "node")+
+			`"signing": {"keyId": "acme-2026", "scheme": "ed25519-canonical-json"},`+
+			strings.NewReplacer("%s.x", "unsigned.x", "%s", "").Replace(node), map[string]string{}), "pack_signature_invalid"},
 	}
 	extra := `pack "vendor.acme.features" { path = "` + features + `" }` + "\n"
 	for name, r := range refused {
@@ -101,13 +107,13 @@ func TestOpenWOPPackFeaturesThroughTheHost(t *testing.T) {
 	for _, n := range f.Notes {
 		notes[n.Field] = n.Message
 	}
-	for _, field := range []string{"/signing", "/nodes/0/label", "/nodes/0/capabilities", "/nodes/1", "/nodes/2", "/nodes/3/requiredModelCapabilities"} {
+	for _, field := range []string{"/nodes/0/label", "/nodes/0/capabilities", "/nodes/1", "/nodes/2", "/nodes/3/requiredModelCapabilities"} {
 		if notes[field] == "" {
 			t.Errorf("no note at %s; notes %+v", field, f.Notes)
 		}
 	}
-	if len(notes) != 6 {
-		t.Errorf("notes %+v, want exactly the six features (hatch keys get none)", f.Notes)
+	if len(notes) != 5 {
+		t.Errorf("notes %+v, want exactly the five features (hatch keys get none)", f.Notes)
 	}
 	if p := packs[byName["private.wophost.probe"]]; len(p.Notes) != 0 {
 		t.Errorf("the probe pack, whose hatch keys are ignored, has notes: %+v", p.Notes)
@@ -118,7 +124,19 @@ func TestOpenWOPPackFeaturesThroughTheHost(t *testing.T) {
 			t.Errorf("%s: %+v, want refused with %s", name, p, r.code)
 		}
 	}
-	if text := runHost(t, "", "--config", cfg, "packs"); !strings.Contains(text.stdout, "note: vendor.acme.features /signing: the pack's signature is not verified") {
+	for name, want := range map[string]string{
+		"vendor.acme.typo":      `/peerDependencies/aiEnvelop: declares nothing: it is neither a core family`,
+		"vendor.acme.noceiling": `has no ceiling, which OpenWOP reads as "<2.0.0"`,
+		"vendor.acme.unsigned":  `pack.json names the signing key "acme-2026" but`,
+	} {
+		if p := packs[byName[name]]; !strings.Contains(p.Error, want) {
+			t.Errorf("%s: error %q does not say %q", name, p.Error, want)
+		}
+	}
+	if p := packs[byName["vendor.acme.typo"]]; !strings.Contains(p.Error, `did you mean "aiEnvelope"?`) {
+		t.Errorf("the misspelt peer dependency has no did-you-mean: %q", p.Error)
+	}
+	if text := runHost(t, "", "--config", cfg, "packs"); !strings.Contains(text.stdout, "note: vendor.acme.features /nodes/0/label: is not shown") {
 		t.Errorf("host packs does not list the notes:\n%s", text.stdout)
 	}
 

@@ -205,6 +205,18 @@ func TestPromptLockMap(t *testing.T) {
 		!strings.Contains(res.stdout, "team/greet@2#"+v2) {
 		t.Fatalf("lock to the latest: exit %d %s%s", res.code, res.stdout, res.stderr)
 	}
+
+	// The lock map is signed with the rest of pack.json: locking a signed
+	// pack says to sign it again.
+	const signedWarning = "is signed and its signature covers the lock map"
+	if strings.Contains(res.stderr, signedWarning) {
+		t.Errorf("an unsigned pack's lock warns of a signature: %s", res.stderr)
+	}
+	key, _ := signingKey(t, "acme-2026")
+	signPack(t, key, s.pack)
+	if res := runHost(t, "", "--config", s.cfg, "prompts", "lock", s.pack, "team/greet@1"); res.code != 0 || !strings.Contains(res.stderr, signedWarning) {
+		t.Errorf("lock of a signed pack: exit %d %s%s", res.code, res.stdout, res.stderr)
+	}
 }
 
 // Publishers in separate host processes never lose a version or hand one

@@ -1,0 +1,295 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wophost/wophost/test/testbin"
+)
+
+// signingKey generates the key pair id with `host keys generate` in a
+// fresh directory and returns the private key file and the public key.
+func signingKey(t *testing.T, id string) (keyFile, public string) {
+	t.Helper()
+	dir := t.TempDir()
+	if res := runHost(t, "", "keys", "generate", id, "--dir", dir); res.code != 0 {
+		t.Fatalf("keys generate: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	keyFile = filepath.Join(dir, id+".key.json")
+	if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("private key file: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+	data, err := os.ReadFile(filepath.Join(dir, id+".pub.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pub struct{ PublicKey string }
+	if err := json.Unmarshal(data, &pub); err != nil || pub.PublicKey == "" {
+		t.Fatalf("public key file %s: %v", data, err)
+	}
+	return keyFile, pub.PublicKey
+}
+
+// signPack signs the pack in dir with keyFile through `host packs sign`.
+func signPack(t *testing.T, keyFile, dir string) {
+	t.Helper()
+	if res := runHost(t, "", "packs", "sign", "--key", keyFile, dir); res.code != 0 {
+		t.Fatalf("packs sign %s: exit %d\n%s%s", dir, res.code, res.stdout, res.stderr)
+	}
+}
+
+// flipManifestByte changes one byte of the pack's pack.json: a digit of
+// its version.
+func flipManifestByte(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, "pack.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte(`"version": "1.0.0"`))
+	if i < 0 {
+		t.Fatalf("%s has no version 1.0.0", path)
+	}
+	data[i+len(`"version": "1.0.`)] = '1'
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// verifyAnswer is `host packs verify --json`'s answer for one pack.
+type verifyAnswer struct {
+	Dir, Pack, KeyID string
+	Verified         bool
+	Error            *struct {
+		Code    string
+		Message string
+		Details struct{ Reason, KeyID string }
+	}
+}
+
+// The signed probe pack loads under a policy requiring signatures and
+// verifies; each way to break the signature is refused, at load by
+// `host packs` and by `host packs verify`, with pack_signature_invalid and
+// the reason.
+func TestSignedPacks(t *testing.T) {
+	acmeKey, acmePub := signingKey(t, "acme-2026")
+	narrowKey, narrowPub := signingKey(t, "narrow")
+	strangerKey, _ := signingKey(t, "stranger")
+	sibling := binary(t, "./test/packs/sibling")
+
+	type variant struct {
+		name    string
+		prepare func(t *testing.T, dir string)
+		reason  string // "" when the pack verifies
+		message string
+	}
+	variants := []variant{
+		{"signed", func(t *testing.T, dir string) { signPack(t, acmeKey, dir) }, "", ""},
+		{"one byte of pack.json flipped", func(t *testing.T, dir string) {
+			signPack(t, acmeKey, dir)
+			flipManifestByte(t, dir)
+		}, "bad_signature", `is not key "acme-2026"'s over pack.json: pack.json or the signature changed since the pack was signed`},
+		{"binary swapped", func(t *testing.T, dir string) {
+			signPack(t, acmeKey, dir)
+			exe, err := os.ReadFile(sibling)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "probe"), exe, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, "entry_digest_mismatch", "is not the one signed: its sha256 is"},
+		{"key whose namespaces exclude the pack", func(t *testing.T, dir string) { signPack(t, narrowKey, dir) },
+			"namespace_not_permitted", `key "narrow" may sign packs named private.other.*, not private.wophost.probe`},
+		{"key nobody trusts", func(t *testing.T, dir string) { signPack(t, strangerKey, dir) },
+			"key_unknown", `which this host does not trust (no trusted_key "stranger" block)`},
+		{"unsigned", func(t *testing.T, dir string) {}, "unsigned", "the policy requires a signature (require_signature)"},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "probe")
+			if err := testbin.LayOutPack("test/packs/probe", bin.probe, dir); err != nil {
+				t.Fatal(err)
+			}
+			v.prepare(t, dir)
+			cfg := writeConfig(t, fmt.Sprintf(`
+host {
+  plugin_dir        = "BIN"
+  require_signature = true
+}
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+trusted_key "acme-2026" {
+  public_key = %q
+  namespaces = ["private.wophost.*"]
+}
+trusted_key "narrow" {
+  public_key = %q
+  namespaces = ["private.other.*"]
+}
+pack "private.wophost.probe" { path = %q }
+`, acmePub, narrowPub, dir))
+
+			res := runHost(t, "", "--config", cfg, "--json", "packs")
+			var packs []struct{ Name, State, Error, SignedBy string }
+			if err := json.Unmarshal([]byte(res.stdout), &packs); err != nil || len(packs) != 1 {
+				t.Fatalf("host packs: %v\n%s%s", err, res.stdout, res.stderr)
+			}
+			p := packs[0]
+			if v.reason == "" {
+				if p.State == "refused" || p.Error != "" || p.SignedBy != "acme-2026" {
+					t.Fatalf("the signed pack: %+v, want loaded, signed by acme-2026", p)
+				}
+				if r := runHost(t, `{"x":1}`, "--config", cfg, "run", "probe.echo", "--input", "-"); r.code != 0 {
+					t.Errorf("run probe.echo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+				}
+			} else {
+				if p.State != "refused" || !strings.HasPrefix(p.Error, "pack_signature_invalid: ") || !strings.Contains(p.Error, v.message) {
+					t.Errorf("host packs: %+v, want refused with pack_signature_invalid saying %q", p, v.message)
+				}
+				// host validate reports it at the pack block.
+				val := runHost(t, "", "--config", cfg, "validate")
+				if val.code != 1 || !strings.Contains(val.stderr, "host.hcl:18:1") || !strings.Contains(val.stderr, "pack_signature_invalid") {
+					t.Errorf("host validate: exit %d\n%s%s", val.code, val.stdout, val.stderr)
+				}
+			}
+
+			res = runHost(t, "", "--config", cfg, "--json", "packs", "verify", dir)
+			var answers []verifyAnswer
+			if err := json.Unmarshal([]byte(res.stdout), &answers); err != nil || len(answers) != 1 {
+				t.Fatalf("packs verify: %v\n%s%s", err, res.stdout, res.stderr)
+			}
+			a := answers[0]
+			if v.reason == "" {
+				if res.code != 0 || !a.Verified || a.KeyID != "acme-2026" || a.Pack != "private.wophost.probe" {
+					t.Errorf("packs verify: exit %d, %+v", res.code, a)
+				}
+				return
+			}
+			if res.code != 1 || a.Verified || a.Error == nil || a.Error.Code != "pack_signature_invalid" || a.Error.Details.Reason != v.reason ||
+				!strings.Contains(a.Error.Message, v.message) {
+				t.Errorf("packs verify: exit %d, %+v (error %+v), want exit 1, pack_signature_invalid, reason %s", res.code, a, a.Error, v.reason)
+			}
+		})
+	}
+}
+
+// `host packs sign` refuses a private key file others may read.
+func TestSignRefusesAKeyOthersMayRead(t *testing.T) {
+	key, _ := signingKey(t, "acme-2026")
+	if err := os.Chmod(key, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "probe")
+	if err := testbin.LayOutPack("test/packs/probe", bin.probe, dir); err != nil {
+		t.Fatal(err)
+	}
+	res := runHost(t, "", "packs", "sign", "--key", key, dir)
+	if res.code != 1 || !strings.Contains(res.stderr, "may be read or written by others (mode -rw-r--r--): chmod 600 it") {
+		t.Fatalf("exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pack.sig.json")); err == nil {
+		t.Error("a signature was written")
+	}
+}
+
+// A reload re-verifies every pack: the one whose signature broke since
+// is refused with the reason, and the rest of the reload goes ahead, the
+// other signed pack serving.
+func TestReloadRefusesAPackWhoseSignatureBroke(t *testing.T) {
+	key, pub := signingKey(t, "acme-2026")
+	dir := t.TempDir()
+	probe, kvdemo := filepath.Join(dir, "probe"), filepath.Join(dir, "kvdemo")
+	if err := testbin.LayOutPack("test/packs/probe", bin.probe, probe); err != nil {
+		t.Fatal(err)
+	}
+	if err := testbin.LayOutPack("examples/packs/kvdemo", binary(t, "./examples/packs/kvdemo"), kvdemo); err != nil {
+		t.Fatal(err)
+	}
+	signPack(t, key, probe)
+	signPack(t, key, kvdemo)
+	cfg := writeConfig(t, fmt.Sprintf(`
+host {
+  plugin_dir        = "BIN"
+  state_dir         = %q
+  require_signature = true
+  http {
+    listen = "127.0.0.1:0"
+  }
+}
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+capability "kv" {
+  plugin = "wophost-kv"
+}
+trusted_key "acme-2026" {
+  public_key = %q
+  namespaces = ["private.wophost.*", "community.wophost.kvdemo"]
+}
+pack "private.wophost.probe" { path = %q }
+pack "community.wophost.kvdemo" { path = %q }
+`, filepath.Join(dir, "state"), pub, probe, kvdemo))
+	d := startServe(t, cfg)
+	packStates := func() map[string]string {
+		r := request(t, "GET", d.base+"/v1/packs", "", nil)
+		var packs []struct{ Name, State, Error string }
+		if err := json.Unmarshal([]byte(r.body), &packs); err != nil {
+			t.Fatalf("GET /v1/packs: %d %s", r.status, r.body)
+		}
+		out := map[string]string{}
+		for _, p := range packs {
+			out[p.Name] = p.State + " " + p.Error
+		}
+		return out
+	}
+	if s := packStates(); !strings.HasPrefix(s["private.wophost.probe"], "degraded") || !strings.HasPrefix(s["community.wophost.kvdemo"], "degraded") {
+		t.Fatalf("before the reload: %v", s)
+	}
+	if r := request(t, "POST", d.base+"/v1/nodes/probe.echo:execute", `{"input":{"ok":true}}`, nil); r.status != 200 {
+		t.Fatalf("probe.echo before the reload: %d %s", r.status, r.body)
+	}
+
+	flipManifestByte(t, probe)
+	if got := d.reloadAndWait(t, 1); got != "reloaded" {
+		t.Fatalf("reload: %s\n%s", got, d.log())
+	}
+	s := packStates()
+	if got := s["private.wophost.probe"]; !strings.HasPrefix(got, "refused pack_signature_invalid: ") || !strings.Contains(got, "changed since the pack was signed") {
+		t.Errorf("the broken pack after the reload: %q", got)
+	}
+	if !strings.HasPrefix(s["community.wophost.kvdemo"], "degraded") {
+		t.Errorf("the other pack after the reload: %q", s["community.wophost.kvdemo"])
+	}
+	if !strings.Contains(d.log(), "pack refused at the reload: its signature no longer verifies: pack=private.wophost.probe") {
+		t.Errorf("the log does not say why the pack was refused:\n%s", d.log())
+	}
+	if r := request(t, "POST", d.base+"/v1/nodes/probe.echo:execute", `{"input":{"ok":true}}`, nil); r.status != 404 {
+		t.Errorf("probe.echo after the reload: %d %s, want 404", r.status, r.body)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := request(t, "POST", d.base+"/v1/nodes/kvdemo.remember:execute", `{"input":{"key":"k","value":"v"}}`, nil)
+		if succeeded(r.status, r.body) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kvdemo.remember after the reload: %d %s", r.status, r.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code := d.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, d.log())
+	}
+}
