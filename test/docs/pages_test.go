@@ -37,6 +37,7 @@ var dedicatedPages = map[string]string{
 	protocolPath:       "TestProtocolCodeBlocks",
 	conformancePath:    "TestConformanceDocBlocks",
 	startingPointsPath: "TestStartingPointsDocBlocks",
+	packSigningPath:    "TestPackSigningDocBlocks",
 }
 
 // fenceInfo is a block's info string: the language, the first word (what
