@@ -320,7 +320,7 @@ func (r *replayState) compare(p *pendingCall, out []byte, err error) ([]byte, er
 		e := wop.Errorf(CodeReplayDivergedAtRefusal, "replay of %s: %s.%s succeeded in the source run and now refuses: %v",
 			r.src.RunID, p.inv.Family, p.inv.Method, err).
 			WithCapability("host." + p.inv.Family + "." + p.inv.Method).
-			WithDetails(map[string]string{"sourceRunId": r.src.RunID, "key": p.inv.Key, "code": wop.CodeOf(err)})
+			WithDetails(map[string]string{"sourceRunId": r.src.RunID, "key": p.inv.Key}).WithCause(err)
 		r.fail(e)
 		r.diverge(p, "succeeded in the source run, refused now ("+wop.CodeOf(err)+")")
 		return nil, e

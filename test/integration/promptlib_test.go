@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/wop"
@@ -412,7 +413,7 @@ func TestPromptReplay(t *testing.T) {
 	var named struct{ RunID, RunRecord string }
 	var line string
 	for l := range strings.SplitSeq(js.stderr, "\n") {
-		if strings.HasPrefix(l, `{"runId"`) {
+		if strings.HasPrefix(l, `{`) && strings.Contains(l, `"runId"`) {
 			line = l
 		}
 	}
@@ -424,9 +425,16 @@ func TestPromptReplay(t *testing.T) {
 	if err := os.Remove(filepath.Join(s.store, "names", "sys", "_versions", "1.json")); err != nil {
 		t.Fatal(err)
 	}
+	// The source run's get succeeded: the refusal now is a divergence at
+	// a refusal, and the store's own refusal is its cause.
 	lost := runHost(t, "", "--config", s.cfg, "run", "--replay", path)
-	if e := decodeEnvelope(t, lost); e.Code != promptlibrary.CodePromptVersionNotFound {
-		t.Errorf("replay against a store without the version: %+v", e)
+	e := decodeEnvelope(t, lost)
+	var details struct {
+		Cause struct{ Code string } `json:"cause"`
+	}
+	if e.Code != dispatch.CodeReplayDivergedAtRefusal || json.Unmarshal(e.Details, &details) != nil ||
+		details.Cause.Code != promptlibrary.CodePromptVersionNotFound {
+		t.Errorf("replay against a store without the version: %+v (details %s)", e, e.Details)
 	}
 }
 

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,8 +161,34 @@ capability "echo" {
 pack "private.wophost.probe" { path = "`+pack+`" }
 `)
 	res := runHost(t, "", "--config", cfg, "validate")
-	want := `/nodes/6/inputSchemaRef: "schemas/validated.input.json" does not exist in the pack directory`
+	want := fmt.Sprintf(`/nodes/%d/inputSchemaRef: "schemas/validated.input.json" does not exist in the pack directory`,
+		nodeIndex(t, pack, "schemas/validated.input.json"))
 	if res.code != 1 || !strings.Contains(res.stderr, want) || !strings.HasSuffix(res.stderr, "host.hcl: 1 problem\n") {
 		t.Errorf("validate: exit %d, want 1 naming %q\n%s", res.code, want, res.stderr)
 	}
+}
+
+// nodeIndex returns the index in the pack's pack.json of the node whose
+// inputSchemaRef is ref, as the host's problems name it.
+func nodeIndex(t *testing.T, pack, ref string) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(pack, "pack.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Nodes []struct {
+			InputSchemaRef string `json:"inputSchemaRef"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range m.Nodes {
+		if n.InputSchemaRef == ref {
+			return i
+		}
+	}
+	t.Fatalf("no node of %s has inputSchemaRef %s", pack, ref)
+	return -1
 }
