@@ -107,7 +107,7 @@ FUZZTIME       ?= 10s
 FUZZ_TARGETS   := core/config:FuzzLoad core/config:FuzzDecodePluginConfig core/config:FuzzTrustBlock core/packmanifest:FuzzParse \
                   core/packsign:FuzzParseSignature core/packsign:FuzzParsePrivateKey \
                   plugins/aienvelope:FuzzPrepare internal/promptfile:FuzzParse \
-                  plugins/mcp:FuzzRequest plugins/mcp/client:FuzzDecodeResponse core/dispatch:FuzzCanonicalJSON
+                  plugins/mcp:FuzzRequest plugins/mcp/client:FuzzDecodeResponse internal/canonjson:FuzzTransform
 SDK_FUZZ_TARGETS := families/agentruntime:FuzzParseManifest families/agentruntime:FuzzParsePackAgents \
                   families/promptlibrary:FuzzParsePin
 

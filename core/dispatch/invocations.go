@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/wophost/wophost/internal/canonjson"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/wop"
@@ -104,7 +105,7 @@ func InvocationKey(family, method string, payload []byte) string {
 // canonicalRequest is the request's canonical JSON, per-run fields left
 // out.
 func canonicalRequest(family, method string, payload []byte) []byte {
-	c, err := canonicalJSON(payload)
+	c, err := canonjson.Transform(payload)
 	if err != nil {
 		s, _ := json.Marshal(string(payload)) // a Go string always marshals
 		return s

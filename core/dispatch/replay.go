@@ -9,8 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gowebpki/jcs"
-
+	"github.com/wophost/wophost/internal/canonjson"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -343,8 +342,8 @@ func (r *replayState) compare(p *pendingCall, out []byte, err error) ([]byte, er
 // sameJSON reports whether two answers are the same JSON value: a run
 // record holds them re-indented, and member order is the plugin's.
 func sameJSON(a, b []byte) bool {
-	ca, errA := jcs.Transform(a)
-	cb, errB := jcs.Transform(b)
+	ca, errA := canonjson.Transform(a)
+	cb, errB := canonjson.Transform(b)
 	if errA != nil || errB != nil {
 		return bytes.Equal(a, b)
 	}

@@ -28,9 +28,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/gowebpki/jcs"
-
 	"github.com/wophost/wophost/core/packmanifest"
+	"github.com/wophost/wophost/internal/canonjson"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -167,7 +166,7 @@ func decodeClosed(data []byte, v any) error {
 	}
 	// RFC 8785's parser refuses repeated keys, which encoding/json lets
 	// through (the last wins).
-	if _, err := jcs.Transform(data); err != nil {
+	if _, err := canonjson.Transform(data); err != nil {
 		return fmt.Errorf("is not a JSON object without repeated keys: %v", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -187,7 +186,7 @@ func Canonical(doc []byte) ([]byte, error) {
 	if doc == nil {
 		return nil, errors.New("no JSON document")
 	}
-	return jcs.Transform(doc)
+	return canonjson.Transform(doc)
 }
 
 // Sign signs manifest, pack.json's bytes, with key, naming it keyID.

@@ -1,4 +1,4 @@
-package dispatch
+package canonjson
 
 import (
 	"bytes"
@@ -21,26 +21,26 @@ var canonSeeds = []string{
 	`[1,]`, `{"a" 1}`, `01`, `1.`, `-`, `"\x"`, `"\ud800"`, "\"a\u0001\"", `[1e400]`, `tru`,
 }
 
-func TestCanonicalJSONMatchesJCS(t *testing.T) {
+func TestTransformMatchesJCS(t *testing.T) {
 	for _, in := range canonSeeds {
 		checkCanonical(t, []byte(in))
 	}
 }
 
-func FuzzCanonicalJSON(f *testing.F) {
+func FuzzTransform(f *testing.F) {
 	for _, in := range canonSeeds {
 		f.Add([]byte(in))
 	}
 	f.Fuzz(checkCanonical)
 }
 
-// checkCanonical holds canonicalJSON to jcs.Transform on valid JSON, and
+// checkCanonical holds Transform to jcs.Transform on valid JSON, and
 // to an error on anything else.
 func checkCanonical(t *testing.T, in []byte) {
-	got, err := canonicalJSON(in)
+	got, err := Transform(in)
 	if !json.Valid(in) {
 		if err == nil {
-			t.Errorf("%q is not JSON, yet canonicalJSON gave %q", in, got)
+			t.Errorf("%q is not JSON, yet Transform gave %q", in, got)
 		}
 		return
 	}
@@ -48,7 +48,7 @@ func checkCanonical(t *testing.T, in []byte) {
 	// which is valid JSON; the whitespace means nothing, so it gets none.
 	want, werr := jcs.Transform(bytes.TrimSpace(in))
 	if (err == nil) != (werr == nil) {
-		t.Fatalf("%q: canonicalJSON error %v, jcs.Transform error %v", in, err, werr)
+		t.Fatalf("%q: Transform error %v, jcs.Transform error %v", in, err, werr)
 	}
 	if err == nil && string(got) != string(want) {
 		t.Errorf("%q:\ngot  %s\nwant %s", in, got, want)

@@ -1,4 +1,7 @@
-package dispatch
+// Package canonjson writes JSON text in its canonical form, the JSON
+// Canonicalization Scheme of RFC 8785: what the host hashes for an
+// invocation key and what a pack signature covers.
+package canonjson
 
 import (
 	"errors"
@@ -11,16 +14,16 @@ import (
 	"github.com/gowebpki/jcs"
 )
 
-// canonicalJSON returns the canonical form (RFC 8785, JSON
-// Canonicalization Scheme) of the JSON text data, or an error when data
-// is not one JSON value or has an object with a duplicate member name.
+// Transform returns the canonical form of the JSON text data, or an
+// error when data is not one JSON value or has an object with a duplicate
+// member name.
 //
-// It gives what jcs.Transform gives for every valid JSON text (a fuzz
-// test holds it to that) and shares its number formatting
-// (jcs.NumberToJSON), but parses in one pass over bytes: it is on the path
-// of every logged host-service call, where jcs.Transform costs several
-// times more.
-func canonicalJSON(data []byte) ([]byte, error) {
+// It gives what github.com/gowebpki/jcs's Transform gives for every valid
+// JSON text (a fuzz test holds it to that) and shares its number
+// formatting (jcs.NumberToJSON), but parses in one pass over bytes: it is
+// on the path of every logged host-service call, where jcs.Transform costs
+// several times more.
+func Transform(data []byte) ([]byte, error) {
 	p := canonParser{data: data}
 	p.skipSpace()
 	out, err := p.value(make([]byte, 0, len(data)), 0)
