@@ -223,7 +223,17 @@ type failedOutcome struct {
 	Error  struct {
 		Code    string            `json:"code"`
 		Message string            `json:"message"`
-		Details map[string]string `json:"details"`
+		Details struct {
+			Code        string `json:"code"`
+			SourceRunID string `json:"sourceRunId"`
+			Key         string `json:"key"`
+			Seq         string `json:"seq"`
+			// Cause is the refusal that is new, when the source run's
+			// call succeeded.
+			Cause struct {
+				Code string `json:"code"`
+			} `json:"cause"`
+		} `json:"details"`
 	} `json:"error"`
 }
 
@@ -392,7 +402,7 @@ pack "private.wophost.probe" {
 
 	rep := runJSON(t, newCode, "--replay", orig.line.RunID)
 	out := decodeFailed(t, rep)
-	if out.Error.Code != dispatch.CodeReplaySourceMissing || out.Error.Details["key"] != newKey || out.Error.Details["seq"] != "2" {
+	if out.Error.Code != dispatch.CodeReplaySourceMissing || out.Error.Details.Key != newKey || out.Error.Details.Seq != "2" {
 		t.Errorf("outcome %+v; want %s at call 2, key %s", out.Error, dispatch.CodeReplaySourceMissing, newKey)
 	}
 	s := rep.line.Replay
@@ -521,8 +531,8 @@ func TestReplayVendorPurity(t *testing.T) {
 		}
 		rep := runJSON(t, e.cfg, "--replay", orig.line.RunID)
 		out := decodeFailed(t, rep)
-		if out.Error.Code != dispatch.CodeReplayDivergedAtRefusal || out.Error.Details["code"] != "acme.key_not_found" {
-			t.Errorf("outcome %+v; want %s after acme.key_not_found", out.Error, dispatch.CodeReplayDivergedAtRefusal)
+		if out.Error.Code != dispatch.CodeReplayDivergedAtRefusal || out.Error.Details.Cause.Code != "acme.key_not_found" {
+			t.Errorf("outcome %+v; want %s caused by acme.key_not_found", out.Error, dispatch.CodeReplayDivergedAtRefusal)
 		}
 		if got := e.kvValue(t, key); got != "acme.key_not_found" {
 			t.Errorf("after the replay the store holds %s; want the key absent", got)
@@ -544,7 +554,7 @@ func TestReplayVendorPurity(t *testing.T) {
 		}
 		rep := runJSON(t, e.cfg, "--replay", orig.line.RunID)
 		out := decodeFailed(t, rep)
-		if out.Error.Code != dispatch.CodeReplayDivergedAtRefusal || out.Error.Details["code"] != "acme.key_not_found" {
+		if out.Error.Code != dispatch.CodeReplayDivergedAtRefusal || out.Error.Details.Code != "acme.key_not_found" {
 			t.Errorf("outcome %+v; want %s, the source's refusal acme.key_not_found", out.Error, dispatch.CodeReplayDivergedAtRefusal)
 		}
 		if s := rep.line.Replay; s == nil || s.Live != 1 || s.Diverged != 1 || !strings.Contains(s.Divergences[0].Reason, "succeeded now") {
