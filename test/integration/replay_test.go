@@ -221,8 +221,8 @@ type failedOutcome struct {
 	RunID  string `json:"runId"`
 	Status string `json:"status"`
 	Error  struct {
-		Code    string            `json:"code"`
-		Message string            `json:"message"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
 		Details struct {
 			Code        string `json:"code"`
 			SourceRunID string `json:"sourceRunId"`
