@@ -134,7 +134,17 @@ func (p *canonParser) number(out []byte) ([]byte, error) {
 			return nil, fmt.Errorf("offset %d: no digits in the exponent", start)
 		}
 	}
-	f, err := strconv.ParseFloat(string(p.data[start:p.i]), 64)
+	lit := p.data[start:p.i]
+	if isSmallInteger(lit) {
+		// An integer of at most 15 digits is exact in a float64, and
+		// ECMAScript writes it as its digits: the literal itself, but
+		// for the sign of zero.
+		if string(lit) == "-0" {
+			return append(out, '0'), nil
+		}
+		return append(out, lit...), nil
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil {
 		return nil, fmt.Errorf("offset %d: %w", start, err)
 	}
@@ -143,6 +153,24 @@ func (p *canonParser) number(out []byte) ([]byte, error) {
 		return nil, fmt.Errorf("offset %d: %w", start, err)
 	}
 	return append(out, s...), nil
+}
+
+// isSmallInteger reports whether a number literal JSON's grammar accepted
+// is an integer of at most 15 digits: no fraction, no exponent.
+func isSmallInteger(lit []byte) bool {
+	digits := lit
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // str reads the string at p.i and returns its value.
