@@ -48,32 +48,41 @@ func redactedWhole() json.RawMessage {
 	return json.RawMessage(strconv.Quote(Redacted))
 }
 
-// redactAt replaces the values at path inside v, in place where v is an
-// object or array, and returns the (possibly replaced) v.
+// redactAt replaces the values at path inside v with "(sensitive)",
+// leaving nulls, and returns the (possibly replaced) v.
 func redactAt(v any, path []string) any {
-	if len(path) == 0 {
-		if v == nil {
+	return replaceAt(v, path, func(e any) any {
+		if e == nil {
 			return nil
 		}
 		return Redacted
+	})
+}
+
+// replaceAt replaces each value at path inside v with what fn returns for
+// it, in place where v is an object or array, and returns the (possibly
+// replaced) v. A "*" element matches any object key or array index.
+func replaceAt(v any, path []string, fn func(any) any) any {
+	if len(path) == 0 {
+		return fn(v)
 	}
 	key, rest := path[0], path[1:]
 	switch t := v.(type) {
 	case map[string]any:
 		if key == "*" {
 			for k, e := range t {
-				t[k] = redactAt(e, rest)
+				t[k] = replaceAt(e, rest, fn)
 			}
 		} else if e, ok := t[key]; ok {
-			t[key] = redactAt(e, rest)
+			t[key] = replaceAt(e, rest, fn)
 		}
 	case []any:
 		if key == "*" {
 			for i, e := range t {
-				t[i] = redactAt(e, rest)
+				t[i] = replaceAt(e, rest, fn)
 			}
 		} else if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < len(t) {
-			t[i] = redactAt(t[i], rest)
+			t[i] = replaceAt(t[i], rest, fn)
 		}
 	}
 	return v
@@ -94,31 +103,12 @@ func SensitiveValues(value json.RawMessage, paths [][]string) []string {
 		return nil
 	}
 	var out []string
+	collect := func(e any) any {
+		out = collectScalars(e, out)
+		return e
+	}
 	for _, p := range paths {
-		out = collectAt(v, p, out)
-	}
-	return out
-}
-
-// collectAt appends the scalars at path inside v to out.
-func collectAt(v any, path []string, out []string) []string {
-	if len(path) == 0 {
-		return collectScalars(v, out)
-	}
-	key, rest := path[0], path[1:]
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			if key == "*" || key == k {
-				out = collectAt(e, rest, out)
-			}
-		}
-	case []any:
-		for i, e := range t {
-			if key == "*" || key == strconv.Itoa(i) {
-				out = collectAt(e, rest, out)
-			}
-		}
+		replaceAt(v, p, collect)
 	}
 	return out
 }
