@@ -102,6 +102,10 @@ type Host struct {
 	// RequireSignature is every pack's require_signature unless its pack
 	// block sets its own: a pack must then be signed by a trusted key.
 	RequireSignature bool
+	// DirectChannels lets the host offer a node direct channels to the
+	// plugins that serve one (direct_channels, default true); false keeps
+	// every call on the host's routed path.
+	DirectChannels bool
 }
 
 // Capability is one capability block: a plugin and its opaque config.
@@ -192,9 +196,11 @@ type rawHost struct {
 	GoMaxProcs      *hcl.Attribute `hcl:"gomaxprocs"`
 	// RequireSignature is require_signature, the packs' default.
 	RequireSignature *hcl.Attribute `hcl:"require_signature"`
-	HTTP             []*rawHTTP     `hcl:"http,block"`
-	Tracing          []*rawTracing  `hcl:"tracing,block"`
-	DefRange         hcl.Range      `hcl:",def_range"`
+	// DirectChannels is direct_channels.
+	DirectChannels *hcl.Attribute `hcl:"direct_channels"`
+	HTTP           []*rawHTTP     `hcl:"http,block"`
+	Tracing        []*rawTracing  `hcl:"tracing,block"`
+	DefRange       hcl.Range      `hcl:",def_range"`
 
 	// Retention is the retention block (retention.go).
 	Retention []*rawRetention `hcl:"retention,block"`
@@ -503,6 +509,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		Retention:       DefaultRetention(),
 		Storage:         DefaultStorage(),
 		Runs:            DefaultRuns(),
+		DirectChannels:  true,
 	}
 	if len(hosts) == 0 {
 		return h, true
@@ -551,6 +558,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		h.GoMaxProcs = n
 	}
 	d.attr(r.RequireSignature, &h.RequireSignature)
+	d.attr(r.DirectChannels, &h.DirectChannels)
 	h.HTTP = d.http(r.HTTP)
 	h.Tracing = d.tracing(r.Tracing)
 	h.Retention = d.retention(r.Retention)

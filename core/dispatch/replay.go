@@ -132,6 +132,9 @@ type RunLog struct {
 	seq    int
 	direct int // the node's own calls so far (depth 1)
 	replay *replayState
+	// cut is when the first call the bounds dropped started (zero while
+	// the log is whole).
+	cut time.Time
 }
 
 type replayState struct {
@@ -395,6 +398,9 @@ func (l *RunLog) add(inv Invocation) {
 		(l.limits.MaxBytes > 0 && l.bytes+n > l.limits.MaxBytes) {
 		// Once cut, the log stays cut: a later, smaller call kept after a
 		// dropped one would let a replay answer out of order.
+		if !l.log.Truncated || inv.StartedAt.Before(l.cut) {
+			l.cut = inv.StartedAt
+		}
 		l.log.Truncated = true
 		l.log.Dropped++
 		return

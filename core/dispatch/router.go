@@ -114,7 +114,7 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 	// Least privilege comes before advertisement: an undeclared call is
 	// capability_not_declared whether or not the host serves the family,
 	// so a caller cannot probe what the host serves without declaring it.
-	facet := requiredFacet(family, method, payload)
+	facet := wop.RequiredFacet(family, method, payload)
 	if caller.Allowed != nil && !caller.Allowed(family, facet) {
 		what := family
 		if facet != "" {

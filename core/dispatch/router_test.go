@@ -358,8 +358,8 @@ func TestRequiredFacet(t *testing.T) {
 		{"acme.kv", "await", `{"async":true}`, ""},
 	}
 	for _, tt := range tests {
-		if got := requiredFacet(tt.family, tt.method, []byte(tt.payload)); got != tt.want {
-			t.Errorf("requiredFacet(%q, %q, %s) = %q, want %q", tt.family, tt.method, tt.payload, got, tt.want)
+		if got := wop.RequiredFacet(tt.family, tt.method, []byte(tt.payload)); got != tt.want {
+			t.Errorf("RequiredFacet(%q, %q, %s) = %q, want %q", tt.family, tt.method, tt.payload, got, tt.want)
 		}
 	}
 }

@@ -556,11 +556,16 @@ func (h *Host) configure(ctx context.Context, c *capability) (_ hcl.Diagnostics,
 		notes[i] = w.Summary + ": " + w.Detail + " (" + config.FormatRange(*w.Subject) + ")"
 	}
 	h.reg.Warn(c.cfg.Name, notes)
+	var direct *registry.DirectChannel
+	if res.Direct != nil {
+		direct = &registry.DirectChannel{Endpoint: res.Direct.Endpoint, Key: res.Direct.Key, EndRun: proc.EndRun}
+	}
 	families := make([]registry.Family, 0, len(c.families))
 	for _, f := range c.families {
 		families = append(families, registry.Family{
 			Name: f.Name, Status: f.Status, Since: f.Since, Until: f.Until, Witness: f.Witness,
 			Methods: f.Methods, Needs: f.Needs, Uses: f.Uses, Pure: f.PureMethods, Facets: res.Facets[f.Name], Details: res.Details[f.Name],
+			Direct: direct,
 		})
 	}
 	srv, _ := hs.(*hostservices.Server)

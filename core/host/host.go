@@ -102,6 +102,7 @@ func NewWithOptions(cfg *config.Config, files *config.Loader, logger hclog.Logge
 			MaxMessageBytes: cfg.Host.MaxMessageBytes,
 			StartTimeout:    cfg.Host.StartTimeout,
 			HostVersion:     version,
+			DirectChannels:  cfg.Host.DirectChannels,
 		},
 		options:  options.withDefaults(),
 		reg:      reg,

@@ -173,11 +173,19 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 		}
 		advertised[fam] = b
 	}
+	offers, channels, err := h.directOffers(run, opts, calls != nil)
+	if err != nil {
+		return nil, err
+	}
 	cc := run.CallContext("host")
 	cc.Depth = 0
 	out, err := h.execute(ctx, p, proc, &wophostv1.ExecuteRequest{
 		TypeId: typeID, Input: input, Call: hostwire.CallContextToProto(cc), Advertised: advertised,
+		DirectChannels: offers,
 	})
+	// The run's grants end with its node: a pack that kept one cannot use
+	// it again, and its calls join the run's log before the record.
+	h.endDirect(run, rec.StartedAt, channels, calls)
 	if err != nil {
 		we := wop.AsError(err)
 		if ctx.Err() != nil && (we.Code == wop.CodeUnavailable || we.Code == wop.CodeInternal) {

@@ -22,6 +22,9 @@ type Capability struct {
 	proc *process
 	conn *hostwire.CapabilityConn
 	opts Options
+	// direct is set once Describe said the plugin serves a direct
+	// channel.
+	direct bool
 }
 
 // Description is what a plugin says about itself.
@@ -59,7 +62,9 @@ func (c *Capability) Describe(ctx context.Context) (*Description, error) {
 	if err != nil {
 		return nil, &PhaseError{Phase: "described", Err: hostwire.FromStatus(err)}
 	}
-	return hostwire.DescriptionFromProto(resp), nil
+	d := hostwire.DescriptionFromProto(resp)
+	c.direct = d.DirectChannel
+	return d, nil
 }
 
 // ConfigSchema fetches the schema of the plugin's config block.
@@ -96,6 +101,16 @@ type ConfigureResult struct {
 	Diagnostics []ConfigDiagnostic
 	// Warnings are problems the plugin serves despite.
 	Warnings []ConfigDiagnostic
+	// Direct is the plugin's direct channel under this configuration, nil
+	// when it serves none or Options.DirectChannels is off.
+	Direct *DirectChannel
+}
+
+// DirectChannel is where a plugin process serves its direct channel and
+// the key of the grants it accepts since its last Configure.
+type DirectChannel struct {
+	Endpoint *wophostv1.DirectChannelEndpoint
+	Key      []byte
 }
 
 // Configure sends the decoded config, the plugin's state directory and
@@ -107,14 +122,29 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 	if hostServices != nil {
 		brokerID = hostwire.ServeHostServices(c.conn.Broker, hostServices, c.opts.MaxMessageBytes)
 	}
-	resp, err := c.conn.Client.Configure(ctx, &wophostv1.ConfigureRequest{
+	req := &wophostv1.ConfigureRequest{
 		Config: config, HostServicesBrokerId: brokerID, StateDir: stateDir, HostVersion: c.opts.HostVersion,
 		Storage: plugin.StorageToProto(storage),
-	})
+	}
+	var key []byte
+	if c.direct && c.opts.DirectChannels {
+		dir, err := c.proc.directDir()
+		if err != nil {
+			return nil, &PhaseError{Phase: "configured", Err: err}
+		}
+		// A fresh key each time: the grants of an earlier configuration
+		// stop working.
+		key = hostwire.NewGrantKey()
+		req.DirectChannel = &wophostv1.DirectChannelSettings{GrantKey: key, SocketDir: dir}
+	}
+	resp, err := c.conn.Client.Configure(ctx, req)
 	if err != nil {
 		return nil, &PhaseError{Phase: "configured", Err: hostwire.FromStatus(err)}
 	}
 	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}, Details: map[string]json.RawMessage{}}
+	if ep := resp.GetDirectChannel(); key != nil && ep.GetAddress() != "" {
+		out.Direct = &DirectChannel{Endpoint: ep, Key: key}
+	}
 	for _, d := range resp.GetDiagnostics() {
 		out.Diagnostics = append(out.Diagnostics, ConfigDiagnostic{Summary: d.GetSummary(), Detail: d.GetDetail(), Path: d.GetPath()})
 	}
@@ -160,6 +190,16 @@ func (c *Capability) Invoke(ctx context.Context, family, method string, payload 
 		return nil, we
 	}
 	return resp.GetResult(), nil
+}
+
+// EndRun ends a run on the plugin's direct channel: its grants are
+// refused from now on, and the answer holds the calls the run made there.
+func (c *Capability) EndRun(ctx context.Context, runID string) (*wophostv1.EndRunResponse, error) {
+	resp, err := c.conn.Client.EndRun(ctx, &wophostv1.EndRunRequest{RunId: runID})
+	if err != nil {
+		return nil, hostwire.FromStatus(err)
+	}
+	return resp, nil
 }
 
 // Exited is closed when the plugin process exits.

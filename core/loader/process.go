@@ -42,6 +42,9 @@ type Options struct {
 	// gets (hostwire.ProcessEnv). Values may be secrets: they are never
 	// logged.
 	Env map[string]string
+	// DirectChannels lets a plugin that offers a direct channel serve one
+	// (the host block's direct_channels).
+	DirectChannels bool
 }
 
 // PhaseError is a start-up failure in a named lifecycle phase.
@@ -145,6 +148,10 @@ type process struct {
 	// process killed with SIGKILL never does; the host removes it once the
 	// process is gone.
 	socket string
+	// direct is the directory of the process's direct-channel socket
+	// (directDir), "" until one was made.
+	directMu sync.Mutex
+	direct   string
 }
 
 // startOutcome is what go-plugin's start returned.
@@ -313,7 +320,27 @@ func (p *process) stop(graceful bool) {
 			p.group.Release()
 		}
 		p.removeSocket()
+		if p.direct != "" {
+			_ = os.RemoveAll(p.direct)
+		}
 	})
+}
+
+// directDir returns the private directory in which the process makes its
+// direct channel's socket, made on first use and removed when the process
+// stops. It is short, under the system's temporary directory, since a
+// unix socket's path is bounded (108 bytes on Linux).
+func (p *process) directDir() (string, error) {
+	p.directMu.Lock()
+	defer p.directMu.Unlock()
+	if p.direct == "" {
+		dir, err := os.MkdirTemp("", "wophost-direct-")
+		if err != nil {
+			return "", fmt.Errorf("direct channel directory: %w", err)
+		}
+		p.direct = dir
+	}
+	return p.direct, nil
 }
 
 // removeSocket removes the socket the stopped process listened on, if it

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -40,6 +41,20 @@ type Family struct {
 	// its configuration; it is listed with the capability's Record and
 	// never advertised.
 	Details json.RawMessage
+	// Direct is the direct channel of the process serving the family, nil
+	// when it serves none.
+	Direct *DirectChannel
+}
+
+// DirectChannel is a plugin process's direct channel as the host knows
+// it: where it is served, the key of the grants it accepts, and how to
+// end a run on it.
+type DirectChannel struct {
+	Endpoint *wophostv1.DirectChannelEndpoint
+	Key      []byte
+	// EndRun refuses the run's grants from now on and returns the calls
+	// the run made on the channel (Capability.EndRun).
+	EndRun func(ctx context.Context, runID string) (*wophostv1.EndRunResponse, error)
 }
 
 // Record is what the registry knows of one declared capability.

@@ -21,6 +21,9 @@ type Metrics struct {
 	calls         *prometheus.CounterVec
 	callLatency   *prometheus.HistogramVec
 	callsInFlight *prometheus.GaugeVec
+	// directCalls counts the calls among calls that were made on direct
+	// channels.
+	directCalls *prometheus.CounterVec
 	runs          *prometheus.CounterVec
 	runLatency    *prometheus.HistogramVec
 
@@ -43,9 +46,13 @@ func NewMetrics(records func() []registry.Record) *Metrics {
 		}, []string{"family", "method", "code"}),
 		callLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "wophost_ctx_call_duration_seconds",
-			Help:    "Latency of host-service calls through the host, by family and method.",
+			Help:    "Latency of host-service calls, by family and method (a direct-channel call as the plugin timed it).",
 			Buckets: latencyBuckets,
 		}, []string{"family", "method"}),
+		directCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wophost_ctx_direct_calls_total",
+			Help: "Of wophost_ctx_calls_total, the calls nodes made on direct channels, reported by the plugins when each run ended.",
+		}, []string{"family", "method", "code"}),
 		callsInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "wophost_ctx_calls_in_flight",
 			Help: "Host-service calls in flight, by family.",
@@ -84,7 +91,7 @@ func NewMetrics(records func() []registry.Record) *Metrics {
 		m.pruned.WithLabelValues(store)
 	}
 	m.reg.MustRegister(m.stateWritable, m.stateWriteFailures, m.replays, m.pruned)
-	m.reg.MustRegister(m.calls, m.callLatency, m.callsInFlight, m.runs, m.runLatency,
+	m.reg.MustRegister(m.calls, m.directCalls, m.callLatency, m.callsInFlight, m.runs, m.runLatency,
 		newCapabilityCollector(records),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -107,6 +114,14 @@ func (m *Metrics) CallStarted(family, method string) func(err error) {
 		m.callLatency.WithLabelValues(family, method).Observe(time.Since(start).Seconds())
 		m.calls.WithLabelValues(family, method, codeLabel(err)).Inc()
 	}
+}
+
+// CallReported records a call made on a direct channel, which the plugin
+// reported when its run ended: counted and timed like a routed call.
+func (m *Metrics) CallReported(family, method string, took time.Duration, err error) {
+	m.callLatency.WithLabelValues(family, method).Observe(took.Seconds())
+	m.calls.WithLabelValues(family, method, codeLabel(err)).Inc()
+	m.directCalls.WithLabelValues(family, method, codeLabel(err)).Inc()
 }
 
 // RunFinished records one node execution.

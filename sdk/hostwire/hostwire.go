@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wop"
@@ -105,3 +106,12 @@ func CallContextToProto(c wop.CallContext) *wophostv1.CallContext {
 func CallContextFromProto(p *wophostv1.CallContext) wop.CallContext {
 	return wire.CallContextFromProto(p)
 }
+
+// NewGrantKey returns a fresh key for the grants of one plugin process's
+// direct channel.
+func NewGrantKey() []byte { return direct.NewKey() }
+
+// SignGrant returns the signed grant the host offers a pack with a direct
+// channel: g under key, with a fresh nonce. The plugin holding key checks
+// it on every call.
+func SignGrant(key []byte, g *wophostv1.Grant) ([]byte, error) { return direct.Sign(key, g) }

@@ -8,6 +8,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/procutil"
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -32,7 +33,7 @@ func Serve(p *Pack) {
 			wire.ProtocolVersion: {
 				wire.KindPack: &wire.PackPlugin{
 					NewServer: func(broker *goplugin.GRPCBroker) wophostv1.PackServer {
-						return &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, tracer: tp.Tracer(tracerName), hosts: map[uint32]*wire.HostCaller{}}
+						return &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, tracer: tp.Tracer(tracerName), hosts: map[uint32]*wire.HostCaller{}, direct: direct.NewPool(maxBytes)}
 					},
 				},
 			},

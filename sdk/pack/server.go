@@ -9,6 +9,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/invoke"
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -26,6 +27,9 @@ type server struct {
 
 	mu    sync.Mutex
 	hosts map[uint32]*wire.HostCaller
+	// direct holds the connections to the plugins' direct channels, shared
+	// by every run the host offers them to.
+	direct *direct.Pool
 }
 
 var _ wophostv1.PackServer = (*server)(nil)
@@ -73,7 +77,11 @@ func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (re
 		return nil, wire.ToStatus(wire.FromContextError(err))
 	}
 	logger := s.logger.With("run_id", call.RunID, "node_id", call.NodeID, "type_id", call.TypeID)
-	c := newCtx(ctx, s.hostCaller(req.GetHostServicesBrokerId()), call, advertised, logger)
+	host := s.hostCaller(req.GetHostServicesBrokerId())
+	if routed, ok := host.(direct.RawCaller); ok && s.direct != nil && len(req.GetDirectChannels()) > 0 {
+		host = direct.NewCaller(routed, s.direct, req.GetDirectChannels(), s.tracer)
+	}
+	c := newCtx(ctx, host, call, advertised, logger)
 	out, err := invoke.Safely(logger, "node", func() (any, error) { return node(c, req.GetInput()) })
 	if err != nil {
 		return nil, wire.ToStatus(invoke.Failure(ctx, err))

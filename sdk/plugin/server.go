@@ -14,6 +14,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/invoke"
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -33,6 +34,8 @@ type server struct {
 	configured bool
 	host       *wire.HostCaller
 	families   map[string]*Family
+	// direct is the plugin's direct channel, nil when it is RoutedOnly.
+	direct *direct.Endpoint
 }
 
 var _ wophostv1.CapabilityServer = (*server)(nil)
@@ -42,11 +45,15 @@ func newServer(p *Plugin, broker *goplugin.GRPCBroker, logger hclog.Logger, maxB
 	for _, f := range p.Families {
 		fams[f.Name] = f
 	}
-	return &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, tracer: tracer, families: fams}
+	s := &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, tracer: tracer, families: fams}
+	if !p.RoutedOnly {
+		s.direct = direct.NewEndpoint(s.handleDirect, maxBytes)
+	}
+	return s
 }
 
 func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophostv1.DescribeResponse, error) {
-	resp := &wophostv1.DescribeResponse{Name: s.p.Name, Version: s.p.Version, SingleWriter: s.p.SingleWriter}
+	resp := &wophostv1.DescribeResponse{Name: s.p.Name, Version: s.p.Version, SingleWriter: s.p.SingleWriter, DirectChannel: s.direct != nil}
 	for _, f := range s.p.Families {
 		methods := make([]string, 0, len(f.Methods))
 		for m := range f.Methods {
@@ -132,8 +139,26 @@ func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest)
 			}
 		}
 	}
+	if settings := req.GetDirectChannel(); settings != nil && s.direct != nil {
+		// Every Configure brings a new key: grants made before it are
+		// refused, and their packs go through the host.
+		ep, err := s.direct.Open(settings)
+		if err != nil {
+			return nil, wire.ToStatus(wop.Errorf(wop.CodeInternal, "%v", err))
+		}
+		resp.DirectChannel = ep
+	}
 	s.configured = true
 	return resp, nil
+}
+
+// EndRun implements Capability.EndRun: the run's grants are refused from
+// now on, and the host gets the calls the run made on the direct channel.
+func (s *server) EndRun(_ context.Context, req *wophostv1.EndRunRequest) (*wophostv1.EndRunResponse, error) {
+	if s.direct == nil {
+		return &wophostv1.EndRunResponse{}, nil
+	}
+	return s.direct.EndRun(req.GetRunId()), nil
 }
 
 func (s *server) safeConfigure(ctx context.Context, req *ConfigureRequest) (err error) {
@@ -155,26 +180,46 @@ func toDiagnostics(es ConfigErrors) []*wophostv1.ConfigDiagnostic {
 }
 
 func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (resp *wophostv1.InvokeResponse, err error) {
-	call := wire.CallContextFromProto(req.GetCall())
+	out, err := s.handle(ctx, req.GetFamily(), req.GetMethod(), req.GetPayload(), wire.CallContextFromProto(req.GetCall()))
+	if err != nil {
+		return nil, wire.ToStatus(err)
+	}
+	return &wophostv1.InvokeResponse{Result: out}, nil
+}
+
+// handleDirect runs a call that came on the direct channel, its grant
+// checked.
+func (s *server) handleDirect(ctx context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
+	out, err := s.handle(ctx, family, method, payload, call)
+	if err != nil {
+		// The endpoint logs the envelope the caller gets.
+		return nil, err
+	}
+	return out, nil
+}
+
+// handle runs one call of family.method, relayed by the host or on the
+// direct channel, and returns its result or its *wop.Error.
+func (s *server) handle(ctx context.Context, family, method string, payload []byte, call wop.CallContext) (_ []byte, err error) {
 	// The span covers the refusals too: a trace should show where a call
 	// stopped.
-	ctx, span, traceparent := tracing.Start(ctx, s.tracer, call.Traceparent, "plugin "+req.GetFamily()+"."+req.GetMethod(), trace.SpanKindServer)
-	defer func() { tracing.End(span, err, wire.CodeOfStatus(err)) }()
+	ctx, span, traceparent := tracing.Start(ctx, s.tracer, call.Traceparent, "plugin "+family+"."+method, trace.SpanKindServer)
+	defer func() { tracing.End(span, err, wop.CodeOf(err)) }()
 	call.Traceparent = traceparent
 	s.mu.RLock()
 	configured, host := s.configured, s.host
 	s.mu.RUnlock()
-	capability := "host." + req.GetFamily() + "." + req.GetMethod()
+	capability := "host." + family + "." + method
 	if !configured {
-		return nil, wire.ToStatus(wop.Errorf(wop.CodeUnavailable, "plugin %s is not configured yet", s.p.Name).WithCapability(capability).WithRetryable(true))
+		return nil, wop.Errorf(wop.CodeUnavailable, "plugin %s is not configured yet", s.p.Name).WithCapability(capability).WithRetryable(true)
 	}
-	f, ok := s.families[req.GetFamily()]
+	f, ok := s.families[family]
 	if !ok {
-		return nil, wire.ToStatus(wop.Errorf(wop.CodeNotFound, "plugin %s does not serve family %q", s.p.Name, req.GetFamily()).WithCapability(capability))
+		return nil, wop.Errorf(wop.CodeNotFound, "plugin %s does not serve family %q", s.p.Name, family).WithCapability(capability)
 	}
-	h, ok := f.Methods[req.GetMethod()]
+	h, ok := f.Methods[method]
 	if !ok {
-		return nil, wire.ToStatus(wop.Errorf(wop.CodeNotFound, "family %s has no method %q", f.Name, req.GetMethod()).WithCapability(capability))
+		return nil, wop.Errorf(wop.CodeNotFound, "family %s has no method %q", f.Name, method).WithCapability(capability)
 	}
 	ctx, cancel := wire.WithCallDeadline(ctx, call)
 	defer cancel()
@@ -182,14 +227,14 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (resp
 	// A call whose deadline already passed never reaches the handler: a
 	// handler that ignores ctx would otherwise succeed after the fact.
 	if err := ctx.Err(); err != nil {
-		return nil, wire.ToStatus(wire.FromContextError(err).WithCapability(capability))
+		return nil, wire.FromContextError(err).WithCapability(capability)
 	}
 	var caller wop.Caller = wire.NoHost{}
 	if host != nil {
 		caller = host
 	}
 	r := &Request{
-		Family: req.GetFamily(), Method: req.GetMethod(), Payload: req.GetPayload(), Call: call, Host: caller,
+		Family: family, Method: method, Payload: payload, Call: call, Host: caller,
 		Logger: s.logger.With("run_id", call.RunID, "node_id", call.NodeID, "capability", capability),
 	}
 	out, err := invoke.Safely(r.Logger, "handler", func() (any, error) { return h(ctx, r) })
@@ -204,11 +249,11 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (resp
 		if we.Capability == "" {
 			we = we.WithCapability(capability)
 		}
-		return nil, wire.ToStatus(we)
+		return nil, we
 	}
 	b, we := invoke.Result(out, s.maxBytes, "result of "+capability)
 	if we != nil {
-		return nil, wire.ToStatus(we.WithCapability(capability))
+		return nil, we.WithCapability(capability)
 	}
-	return &wophostv1.InvokeResponse{Result: b}, nil
+	return b, nil
 }

@@ -9,6 +9,9 @@ type Description struct {
 	Families []FamilyDescription
 	// SingleWriter: the plugin's state admits one process at a time.
 	SingleWriter bool
+	// DirectChannel: the plugin serves a direct channel, checking the
+	// host's grants on every call.
+	DirectChannel bool
 }
 
 // FamilyDescription is one family a plugin says it can serve.
@@ -21,7 +24,7 @@ type FamilyDescription struct {
 
 // DescriptionFromProto converts a Describe answer into plain Go.
 func DescriptionFromProto(resp *wophostv1.DescribeResponse) *Description {
-	d := &Description{Name: resp.GetName(), Version: resp.GetVersion(), SingleWriter: resp.GetSingleWriter()}
+	d := &Description{Name: resp.GetName(), Version: resp.GetVersion(), SingleWriter: resp.GetSingleWriter(), DirectChannel: resp.GetDirectChannel()}
 	for _, f := range resp.GetFamilies() {
 		d.Families = append(d.Families, FamilyDescription{
 			Name: f.GetName(), Status: f.GetStatus(), Since: f.GetSince(), Until: f.GetUntil(), Witness: f.GetWitness(),

@@ -271,15 +271,19 @@ func (*DescribeRequest) Descriptor() ([]byte, []int) {
 }
 
 type DescribeResponse struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Version  string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	Families []*FamilyDescription   `protobuf:"bytes,3,rep,name=families,proto3" json:"families,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// direct_channel is set by a plugin that serves a direct channel: it
+	// checks the host's grants on every call, so the host may let packs
+	// call it without relaying the call (see DirectChannel).
+	Name     string               `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Version  string               `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Families []*FamilyDescription `protobuf:"bytes,3,rep,name=families,proto3" json:"families,omitempty"`
 	// single_writer says the plugin's durable state under its state dir
 	// admits one process at a time: the host never runs a second process of
 	// the same capability beside it (on a reload it stops the old process
 	// before it starts the new one).
 	SingleWriter  bool `protobuf:"varint,4,opt,name=single_writer,json=singleWriter,proto3" json:"single_writer,omitempty"`
+	DirectChannel bool `protobuf:"varint,5,opt,name=direct_channel,json=directChannel,proto3" json:"direct_channel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -338,6 +342,13 @@ func (x *DescribeResponse) GetFamilies() []*FamilyDescription {
 func (x *DescribeResponse) GetSingleWriter() bool {
 	if x != nil {
 		return x.SingleWriter
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetDirectChannel() bool {
+	if x != nil {
+		return x.DirectChannel
 	}
 	return false
 }
@@ -556,7 +567,12 @@ type ConfigureRequest struct {
 	// storage says where the plugin keeps durable state: state_dir
 	// (backend "embedded") or a PostgreSQL database shared by every host
 	// with the same config (backend "postgres").
-	Storage       *StorageSettings `protobuf:"bytes,5,opt,name=storage,proto3" json:"storage,omitempty"`
+	Storage *StorageSettings `protobuf:"bytes,5,opt,name=storage,proto3" json:"storage,omitempty"`
+	// direct_channel, set only for a plugin that declared direct_channel
+	// and only while the operator allows direct channels, asks the plugin
+	// to serve DirectChannel. Each Configure carries a fresh key: grants
+	// made with an earlier key are refused from then on.
+	DirectChannel *DirectChannelSettings `protobuf:"bytes,6,opt,name=direct_channel,json=directChannel,proto3" json:"direct_channel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -622,6 +638,13 @@ func (x *ConfigureRequest) GetHostVersion() string {
 func (x *ConfigureRequest) GetStorage() *StorageSettings {
 	if x != nil {
 		return x.Storage
+	}
+	return nil
+}
+
+func (x *ConfigureRequest) GetDirectChannel() *DirectChannelSettings {
+	if x != nil {
+		return x.DirectChannel
 	}
 	return nil
 }
@@ -726,7 +749,10 @@ type ConfigureResponse struct {
 	// mcp family reaches, say). The host lists it with the capability
 	// (GET /v1/plugins) and never advertises it: the discovery document
 	// holds only the published facets.
-	Details       map[string][]byte `protobuf:"bytes,4,rep,name=details,proto3" json:"details,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Details map[string][]byte `protobuf:"bytes,4,rep,name=details,proto3" json:"details,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// direct_channel says where the plugin serves DirectChannel, when it
+	// was asked to.
+	DirectChannel *DirectChannelEndpoint `protobuf:"bytes,5,opt,name=direct_channel,json=directChannel,proto3" json:"direct_channel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -785,6 +811,13 @@ func (x *ConfigureResponse) GetWarnings() []*ConfigDiagnostic {
 func (x *ConfigureResponse) GetDetails() map[string][]byte {
 	if x != nil {
 		return x.Details
+	}
+	return nil
+}
+
+func (x *ConfigureResponse) GetDirectChannel() *DirectChannelEndpoint {
+	if x != nil {
+		return x.DirectChannel
 	}
 	return nil
 }
@@ -1053,8 +1086,11 @@ type ExecuteRequest struct {
 	// advertised maps each advertised family to its JSON facets object.
 	Advertised           map[string][]byte `protobuf:"bytes,4,rep,name=advertised,proto3" json:"advertised,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	HostServicesBrokerId uint32            `protobuf:"varint,5,opt,name=host_services_broker_id,json=hostServicesBrokerId,proto3" json:"host_services_broker_id,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// direct_channels are the channels this run may use: calls to their
+	// families go straight to the plugin, with the grant.
+	DirectChannels []*DirectChannelOffer `protobuf:"bytes,6,rep,name=direct_channels,json=directChannels,proto3" json:"direct_channels,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
@@ -1120,6 +1156,13 @@ func (x *ExecuteRequest) GetHostServicesBrokerId() uint32 {
 		return x.HostServicesBrokerId
 	}
 	return 0
+}
+
+func (x *ExecuteRequest) GetDirectChannels() []*DirectChannelOffer {
+	if x != nil {
+		return x.DirectChannels
+	}
+	return nil
 }
 
 type ExecuteResponse struct {
@@ -1278,6 +1321,783 @@ func (x *CallResponse) GetResult() []byte {
 	return nil
 }
 
+// DirectChannelSettings is what a plugin needs to serve a direct channel.
+type DirectChannelSettings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// grant_key is the HMAC-SHA256 key of the grants the plugin accepts,
+	// 32 bytes, known to the host and this plugin process only.
+	GrantKey []byte `protobuf:"bytes,1,opt,name=grant_key,json=grantKey,proto3" json:"grant_key,omitempty"`
+	// socket_dir is a private directory of the host's in which the plugin
+	// makes its unix socket.
+	SocketDir     string `protobuf:"bytes,2,opt,name=socket_dir,json=socketDir,proto3" json:"socket_dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectChannelSettings) Reset() {
+	*x = DirectChannelSettings{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectChannelSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectChannelSettings) ProtoMessage() {}
+
+func (x *DirectChannelSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectChannelSettings.ProtoReflect.Descriptor instead.
+func (*DirectChannelSettings) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *DirectChannelSettings) GetGrantKey() []byte {
+	if x != nil {
+		return x.GrantKey
+	}
+	return nil
+}
+
+func (x *DirectChannelSettings) GetSocketDir() string {
+	if x != nil {
+		return x.SocketDir
+	}
+	return ""
+}
+
+// DirectChannelEndpoint is where a plugin serves its direct channel.
+type DirectChannelEndpoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// address is the path of the unix socket.
+	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// certificate is the DER certificate the channel's TLS server presents;
+	// callers pin it.
+	Certificate   []byte `protobuf:"bytes,2,opt,name=certificate,proto3" json:"certificate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectChannelEndpoint) Reset() {
+	*x = DirectChannelEndpoint{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectChannelEndpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectChannelEndpoint) ProtoMessage() {}
+
+func (x *DirectChannelEndpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectChannelEndpoint.ProtoReflect.Descriptor instead.
+func (*DirectChannelEndpoint) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *DirectChannelEndpoint) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *DirectChannelEndpoint) GetCertificate() []byte {
+	if x != nil {
+		return x.Certificate
+	}
+	return nil
+}
+
+// DirectChannelOffer hands a pack one direct channel for one run.
+type DirectChannelOffer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// families are the families of the plugin the node may call.
+	Families []string               `protobuf:"bytes,1,rep,name=families,proto3" json:"families,omitempty"`
+	Endpoint *DirectChannelEndpoint `protobuf:"bytes,2,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// grant is a SignedGrant, opaque to the pack: it sends it with every
+	// call on the channel.
+	Grant         []byte `protobuf:"bytes,3,opt,name=grant,proto3" json:"grant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectChannelOffer) Reset() {
+	*x = DirectChannelOffer{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectChannelOffer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectChannelOffer) ProtoMessage() {}
+
+func (x *DirectChannelOffer) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectChannelOffer.ProtoReflect.Descriptor instead.
+func (*DirectChannelOffer) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *DirectChannelOffer) GetFamilies() []string {
+	if x != nil {
+		return x.Families
+	}
+	return nil
+}
+
+func (x *DirectChannelOffer) GetEndpoint() *DirectChannelEndpoint {
+	if x != nil {
+		return x.Endpoint
+	}
+	return nil
+}
+
+func (x *DirectChannelOffer) GetGrant() []byte {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+// SignedGrant is a Grant with the host's HMAC-SHA256 over its bytes.
+type SignedGrant struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Grant         []byte                 `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
+	Mac           []byte                 `protobuf:"bytes,2,opt,name=mac,proto3" json:"mac,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignedGrant) Reset() {
+	*x = SignedGrant{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignedGrant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignedGrant) ProtoMessage() {}
+
+func (x *SignedGrant) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignedGrant.ProtoReflect.Descriptor instead.
+func (*SignedGrant) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *SignedGrant) GetGrant() []byte {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+func (x *SignedGrant) GetMac() []byte {
+	if x != nil {
+		return x.Mac
+	}
+	return nil
+}
+
+// Grant is what the host allows one node run on one plugin's direct
+// channel. The plugin checks every call against it, as the host checks a
+// relayed call.
+type Grant struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	RunId            string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId           string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	TypeId           string                 `protobuf:"bytes,3,opt,name=type_id,json=typeId,proto3" json:"type_id,omitempty"`
+	Pack             string                 `protobuf:"bytes,4,opt,name=pack,proto3" json:"pack,omitempty"`
+	Families         []*GrantedFamily       `protobuf:"bytes,5,rep,name=families,proto3" json:"families,omitempty"`
+	DeadlineUnixNano int64                  `protobuf:"varint,6,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
+	Depth            uint32                 `protobuf:"varint,7,opt,name=depth,proto3" json:"depth,omitempty"`
+	DepthLimit       uint32                 `protobuf:"varint,8,opt,name=depth_limit,json=depthLimit,proto3" json:"depth_limit,omitempty"`
+	MaxBytes         int64                  `protobuf:"varint,9,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	RunToken         string                 `protobuf:"bytes,10,opt,name=run_token,json=runToken,proto3" json:"run_token,omitempty"`
+	IdempotencyKey   string                 `protobuf:"bytes,11,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// log asks the plugin to keep the run's calls for the host's
+	// invocation log, at most log_max_calls calls and log_max_bytes bytes
+	// (0: no bound).
+	Log         bool  `protobuf:"varint,12,opt,name=log,proto3" json:"log,omitempty"`
+	LogMaxCalls int64 `protobuf:"varint,13,opt,name=log_max_calls,json=logMaxCalls,proto3" json:"log_max_calls,omitempty"`
+	LogMaxBytes int64 `protobuf:"varint,14,opt,name=log_max_bytes,json=logMaxBytes,proto3" json:"log_max_bytes,omitempty"`
+	// nonce makes every grant unique.
+	Nonce         []byte `protobuf:"bytes,15,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Grant) Reset() {
+	*x = Grant{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Grant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Grant) ProtoMessage() {}
+
+func (x *Grant) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Grant.ProtoReflect.Descriptor instead.
+func (*Grant) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Grant) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Grant) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *Grant) GetTypeId() string {
+	if x != nil {
+		return x.TypeId
+	}
+	return ""
+}
+
+func (x *Grant) GetPack() string {
+	if x != nil {
+		return x.Pack
+	}
+	return ""
+}
+
+func (x *Grant) GetFamilies() []*GrantedFamily {
+	if x != nil {
+		return x.Families
+	}
+	return nil
+}
+
+func (x *Grant) GetDeadlineUnixNano() int64 {
+	if x != nil {
+		return x.DeadlineUnixNano
+	}
+	return 0
+}
+
+func (x *Grant) GetDepth() uint32 {
+	if x != nil {
+		return x.Depth
+	}
+	return 0
+}
+
+func (x *Grant) GetDepthLimit() uint32 {
+	if x != nil {
+		return x.DepthLimit
+	}
+	return 0
+}
+
+func (x *Grant) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *Grant) GetRunToken() string {
+	if x != nil {
+		return x.RunToken
+	}
+	return ""
+}
+
+func (x *Grant) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *Grant) GetLog() bool {
+	if x != nil {
+		return x.Log
+	}
+	return false
+}
+
+func (x *Grant) GetLogMaxCalls() int64 {
+	if x != nil {
+		return x.LogMaxCalls
+	}
+	return 0
+}
+
+func (x *Grant) GetLogMaxBytes() int64 {
+	if x != nil {
+		return x.LogMaxBytes
+	}
+	return 0
+}
+
+func (x *Grant) GetNonce() []byte {
+	if x != nil {
+		return x.Nonce
+	}
+	return nil
+}
+
+// GrantedFamily is one family a grant allows: the family itself (whole)
+// and the facets listed.
+type GrantedFamily struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Whole         bool                   `protobuf:"varint,2,opt,name=whole,proto3" json:"whole,omitempty"`
+	Facets        []string               `protobuf:"bytes,3,rep,name=facets,proto3" json:"facets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrantedFamily) Reset() {
+	*x = GrantedFamily{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantedFamily) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantedFamily) ProtoMessage() {}
+
+func (x *GrantedFamily) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantedFamily.ProtoReflect.Descriptor instead.
+func (*GrantedFamily) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GrantedFamily) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GrantedFamily) GetWhole() bool {
+	if x != nil {
+		return x.Whole
+	}
+	return false
+}
+
+func (x *GrantedFamily) GetFacets() []string {
+	if x != nil {
+		return x.Facets
+	}
+	return nil
+}
+
+type DirectChannelInvokeRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Family  string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
+	Method  string                 `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	Payload []byte                 `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
+	// grant is the SignedGrant of the run, as the host offered it.
+	Grant []byte `protobuf:"bytes,4,opt,name=grant,proto3" json:"grant,omitempty"`
+	// traceparent is the caller's W3C trace context.
+	Traceparent   string `protobuf:"bytes,5,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectChannelInvokeRequest) Reset() {
+	*x = DirectChannelInvokeRequest{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectChannelInvokeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectChannelInvokeRequest) ProtoMessage() {}
+
+func (x *DirectChannelInvokeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectChannelInvokeRequest.ProtoReflect.Descriptor instead.
+func (*DirectChannelInvokeRequest) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *DirectChannelInvokeRequest) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *DirectChannelInvokeRequest) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *DirectChannelInvokeRequest) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *DirectChannelInvokeRequest) GetGrant() []byte {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+func (x *DirectChannelInvokeRequest) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+type DirectChannelInvokeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        []byte                 `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectChannelInvokeResponse) Reset() {
+	*x = DirectChannelInvokeResponse{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectChannelInvokeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectChannelInvokeResponse) ProtoMessage() {}
+
+func (x *DirectChannelInvokeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectChannelInvokeResponse.ProtoReflect.Descriptor instead.
+func (*DirectChannelInvokeResponse) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *DirectChannelInvokeResponse) GetResult() []byte {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type EndRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndRunRequest) Reset() {
+	*x = EndRunRequest{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndRunRequest) ProtoMessage() {}
+
+func (x *EndRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndRunRequest.ProtoReflect.Descriptor instead.
+func (*EndRunRequest) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *EndRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+type EndRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Calls []*DirectCall          `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
+	// dropped counts the calls not kept past the grant's log bounds; the
+	// first dropped call started at cut_unix_nano.
+	Dropped       int64 `protobuf:"varint,2,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	CutUnixNano   int64 `protobuf:"varint,3,opt,name=cut_unix_nano,json=cutUnixNano,proto3" json:"cut_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndRunResponse) Reset() {
+	*x = EndRunResponse{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndRunResponse) ProtoMessage() {}
+
+func (x *EndRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndRunResponse.ProtoReflect.Descriptor instead.
+func (*EndRunResponse) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *EndRunResponse) GetCalls() []*DirectCall {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+func (x *EndRunResponse) GetDropped() int64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+func (x *EndRunResponse) GetCutUnixNano() int64 {
+	if x != nil {
+		return x.CutUnixNano
+	}
+	return 0
+}
+
+// DirectCall is one call a run made on a direct channel.
+type DirectCall struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Family  string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
+	Method  string                 `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	Payload []byte                 `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
+	Result  []byte                 `protobuf:"bytes,4,opt,name=result,proto3" json:"result,omitempty"`
+	// error is the error envelope's JSON, when the call failed.
+	Error           []byte `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	StartedUnixNano int64  `protobuf:"varint,6,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
+	DurationMicros  int64  `protobuf:"varint,7,opt,name=duration_micros,json=durationMicros,proto3" json:"duration_micros,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DirectCall) Reset() {
+	*x = DirectCall{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectCall) ProtoMessage() {}
+
+func (x *DirectCall) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectCall.ProtoReflect.Descriptor instead.
+func (*DirectCall) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *DirectCall) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *DirectCall) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *DirectCall) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *DirectCall) GetResult() []byte {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *DirectCall) GetError() []byte {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *DirectCall) GetStartedUnixNano() int64 {
+	if x != nil {
+		return x.StartedUnixNano
+	}
+	return 0
+}
+
+func (x *DirectCall) GetDurationMicros() int64 {
+	if x != nil {
+		return x.DurationMicros
+	}
+	return 0
+}
+
 var File_wophost_v1_wophost_proto protoreflect.FileDescriptor
 
 const file_wophost_v1_wophost_proto_rawDesc = "" +
@@ -1304,12 +2124,13 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"capability\x12\x1c\n" +
 	"\tretryable\x18\x04 \x01(\bR\tretryable\x12\x18\n" +
 	"\adetails\x18\x05 \x01(\fR\adetails\"\x11\n" +
-	"\x0fDescribeRequest\"\xa0\x01\n" +
+	"\x0fDescribeRequest\"\xc7\x01\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x129\n" +
 	"\bfamilies\x18\x03 \x03(\v2\x1d.wophost.v1.FamilyDescriptionR\bfamilies\x12#\n" +
-	"\rsingle_writer\x18\x04 \x01(\bR\fsingleWriter\"\xec\x01\n" +
+	"\rsingle_writer\x18\x04 \x01(\bR\fsingleWriter\x12%\n" +
+	"\x0edirect_channel\x18\x05 \x01(\bR\rdirectChannel\"\xec\x01\n" +
 	"\x11FamilyDescription\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x14\n" +
@@ -1322,24 +2143,26 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\fpure_methods\x18\t \x03(\tR\vpureMethods\"\x15\n" +
 	"\x13ConfigSchemaRequest\".\n" +
 	"\x14ConfigSchemaResponse\x12\x16\n" +
-	"\x06schema\x18\x01 \x01(\fR\x06schema\"\xd8\x01\n" +
+	"\x06schema\x18\x01 \x01(\fR\x06schema\"\xa2\x02\n" +
 	"\x10ConfigureRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x125\n" +
 	"\x17host_services_broker_id\x18\x02 \x01(\rR\x14hostServicesBrokerId\x12\x1b\n" +
 	"\tstate_dir\x18\x03 \x01(\tR\bstateDir\x12!\n" +
 	"\fhost_version\x18\x04 \x01(\tR\vhostVersion\x125\n" +
-	"\astorage\x18\x05 \x01(\v2\x1b.wophost.v1.StorageSettingsR\astorage\"\xb0\x01\n" +
+	"\astorage\x18\x05 \x01(\v2\x1b.wophost.v1.StorageSettingsR\astorage\x12H\n" +
+	"\x0edirect_channel\x18\x06 \x01(\v2!.wophost.v1.DirectChannelSettingsR\rdirectChannel\"\xb0\x01\n" +
 	"\x0fStorageSettings\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x10\n" +
 	"\x03dsn\x18\x02 \x01(\tR\x03dsn\x12'\n" +
 	"\x0fmax_connections\x18\x03 \x01(\x05R\x0emaxConnections\x120\n" +
 	"\x14statement_timeout_ms\x18\x04 \x01(\x03R\x12statementTimeoutMs\x12\x16\n" +
-	"\x06schema\x18\x05 \x01(\tR\x06schema\"\x8d\x03\n" +
+	"\x06schema\x18\x05 \x01(\tR\x06schema\"\xd7\x03\n" +
 	"\x11ConfigureResponse\x12A\n" +
 	"\x06facets\x18\x01 \x03(\v2).wophost.v1.ConfigureResponse.FacetsEntryR\x06facets\x12>\n" +
 	"\vdiagnostics\x18\x02 \x03(\v2\x1c.wophost.v1.ConfigDiagnosticR\vdiagnostics\x128\n" +
 	"\bwarnings\x18\x03 \x03(\v2\x1c.wophost.v1.ConfigDiagnosticR\bwarnings\x12D\n" +
-	"\adetails\x18\x04 \x03(\v2*.wophost.v1.ConfigureResponse.DetailsEntryR\adetails\x1a9\n" +
+	"\adetails\x18\x04 \x03(\v2*.wophost.v1.ConfigureResponse.DetailsEntryR\adetails\x12H\n" +
+	"\x0edirect_channel\x18\x05 \x01(\v2!.wophost.v1.DirectChannelEndpointR\rdirectChannel\x1a9\n" +
 	"\vFacetsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a:\n" +
@@ -1359,7 +2182,7 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\x06result\x18\x01 \x01(\fR\x06result\"\x11\n" +
 	"\x0fManifestRequest\"/\n" +
 	"\x10ManifestResponse\x12\x1b\n" +
-	"\tpack_json\x18\x01 \x01(\fR\bpackJson\"\xae\x02\n" +
+	"\tpack_json\x18\x01 \x01(\fR\bpackJson\"\xf7\x02\n" +
 	"\x0eExecuteRequest\x12\x17\n" +
 	"\atype_id\x18\x01 \x01(\tR\x06typeId\x12\x14\n" +
 	"\x05input\x18\x02 \x01(\fR\x05input\x12+\n" +
@@ -1367,7 +2190,8 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\n" +
 	"advertised\x18\x04 \x03(\v2*.wophost.v1.ExecuteRequest.AdvertisedEntryR\n" +
 	"advertised\x125\n" +
-	"\x17host_services_broker_id\x18\x05 \x01(\rR\x14hostServicesBrokerId\x1a=\n" +
+	"\x17host_services_broker_id\x18\x05 \x01(\rR\x14hostServicesBrokerId\x12G\n" +
+	"\x0fdirect_channels\x18\x06 \x03(\v2\x1e.wophost.v1.DirectChannelOfferR\x0edirectChannels\x1a=\n" +
 	"\x0fAdvertisedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\")\n" +
@@ -1379,18 +2203,80 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12+\n" +
 	"\x04call\x18\x04 \x01(\v2\x17.wophost.v1.CallContextR\x04call\"&\n" +
 	"\fCallResponse\x12\x16\n" +
-	"\x06result\x18\x01 \x01(\fR\x06result2\xb1\x02\n" +
+	"\x06result\x18\x01 \x01(\fR\x06result\"S\n" +
+	"\x15DirectChannelSettings\x12\x1b\n" +
+	"\tgrant_key\x18\x01 \x01(\fR\bgrantKey\x12\x1d\n" +
+	"\n" +
+	"socket_dir\x18\x02 \x01(\tR\tsocketDir\"S\n" +
+	"\x15DirectChannelEndpoint\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12 \n" +
+	"\vcertificate\x18\x02 \x01(\fR\vcertificate\"\x85\x01\n" +
+	"\x12DirectChannelOffer\x12\x1a\n" +
+	"\bfamilies\x18\x01 \x03(\tR\bfamilies\x12=\n" +
+	"\bendpoint\x18\x02 \x01(\v2!.wophost.v1.DirectChannelEndpointR\bendpoint\x12\x14\n" +
+	"\x05grant\x18\x03 \x01(\fR\x05grant\"5\n" +
+	"\vSignedGrant\x12\x14\n" +
+	"\x05grant\x18\x01 \x01(\fR\x05grant\x12\x10\n" +
+	"\x03mac\x18\x02 \x01(\fR\x03mac\"\xd3\x03\n" +
+	"\x05Grant\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x17\n" +
+	"\atype_id\x18\x03 \x01(\tR\x06typeId\x12\x12\n" +
+	"\x04pack\x18\x04 \x01(\tR\x04pack\x125\n" +
+	"\bfamilies\x18\x05 \x03(\v2\x19.wophost.v1.GrantedFamilyR\bfamilies\x12,\n" +
+	"\x12deadline_unix_nano\x18\x06 \x01(\x03R\x10deadlineUnixNano\x12\x14\n" +
+	"\x05depth\x18\a \x01(\rR\x05depth\x12\x1f\n" +
+	"\vdepth_limit\x18\b \x01(\rR\n" +
+	"depthLimit\x12\x1b\n" +
+	"\tmax_bytes\x18\t \x01(\x03R\bmaxBytes\x12\x1b\n" +
+	"\trun_token\x18\n" +
+	" \x01(\tR\brunToken\x12'\n" +
+	"\x0fidempotency_key\x18\v \x01(\tR\x0eidempotencyKey\x12\x10\n" +
+	"\x03log\x18\f \x01(\bR\x03log\x12\"\n" +
+	"\rlog_max_calls\x18\r \x01(\x03R\vlogMaxCalls\x12\"\n" +
+	"\rlog_max_bytes\x18\x0e \x01(\x03R\vlogMaxBytes\x12\x14\n" +
+	"\x05nonce\x18\x0f \x01(\fR\x05nonce\"Q\n" +
+	"\rGrantedFamily\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05whole\x18\x02 \x01(\bR\x05whole\x12\x16\n" +
+	"\x06facets\x18\x03 \x03(\tR\x06facets\"\x9e\x01\n" +
+	"\x1aDirectChannelInvokeRequest\x12\x16\n" +
+	"\x06family\x18\x01 \x01(\tR\x06family\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x18\n" +
+	"\apayload\x18\x03 \x01(\fR\apayload\x12\x14\n" +
+	"\x05grant\x18\x04 \x01(\fR\x05grant\x12 \n" +
+	"\vtraceparent\x18\x05 \x01(\tR\vtraceparent\"5\n" +
+	"\x1bDirectChannelInvokeResponse\x12\x16\n" +
+	"\x06result\x18\x01 \x01(\fR\x06result\"&\n" +
+	"\rEndRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"|\n" +
+	"\x0eEndRunResponse\x12,\n" +
+	"\x05calls\x18\x01 \x03(\v2\x16.wophost.v1.DirectCallR\x05calls\x12\x18\n" +
+	"\adropped\x18\x02 \x01(\x03R\adropped\x12\"\n" +
+	"\rcut_unix_nano\x18\x03 \x01(\x03R\vcutUnixNano\"\xd9\x01\n" +
+	"\n" +
+	"DirectCall\x12\x16\n" +
+	"\x06family\x18\x01 \x01(\tR\x06family\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x18\n" +
+	"\apayload\x18\x03 \x01(\fR\apayload\x12\x16\n" +
+	"\x06result\x18\x04 \x01(\fR\x06result\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\fR\x05error\x12*\n" +
+	"\x11started_unix_nano\x18\x06 \x01(\x03R\x0fstartedUnixNano\x12'\n" +
+	"\x0fduration_micros\x18\a \x01(\x03R\x0edurationMicros2\xf2\x02\n" +
 	"\n" +
 	"Capability\x12E\n" +
 	"\bDescribe\x12\x1b.wophost.v1.DescribeRequest\x1a\x1c.wophost.v1.DescribeResponse\x12Q\n" +
 	"\fConfigSchema\x12\x1f.wophost.v1.ConfigSchemaRequest\x1a .wophost.v1.ConfigSchemaResponse\x12H\n" +
 	"\tConfigure\x12\x1c.wophost.v1.ConfigureRequest\x1a\x1d.wophost.v1.ConfigureResponse\x12?\n" +
-	"\x06Invoke\x12\x19.wophost.v1.InvokeRequest\x1a\x1a.wophost.v1.InvokeResponse2\x91\x01\n" +
+	"\x06Invoke\x12\x19.wophost.v1.InvokeRequest\x1a\x1a.wophost.v1.InvokeResponse\x12?\n" +
+	"\x06EndRun\x12\x19.wophost.v1.EndRunRequest\x1a\x1a.wophost.v1.EndRunResponse2\x91\x01\n" +
 	"\x04Pack\x12E\n" +
 	"\bManifest\x12\x1b.wophost.v1.ManifestRequest\x1a\x1c.wophost.v1.ManifestResponse\x12B\n" +
 	"\aExecute\x12\x1a.wophost.v1.ExecuteRequest\x1a\x1b.wophost.v1.ExecuteResponse2I\n" +
 	"\fHostServices\x129\n" +
-	"\x04Call\x12\x17.wophost.v1.CallRequest\x1a\x18.wophost.v1.CallResponseB;Z9github.com/wophost/wophost/sdk/proto/wophost/v1;wophostv1b\x06proto3"
+	"\x04Call\x12\x17.wophost.v1.CallRequest\x1a\x18.wophost.v1.CallResponse2j\n" +
+	"\rDirectChannel\x12Y\n" +
+	"\x06Invoke\x12&.wophost.v1.DirectChannelInvokeRequest\x1a'.wophost.v1.DirectChannelInvokeResponseB;Z9github.com/wophost/wophost/sdk/proto/wophost/v1;wophostv1b\x06proto3"
 
 var (
 	file_wophost_v1_wophost_proto_rawDescOnce sync.Once
@@ -1404,61 +2290,82 @@ func file_wophost_v1_wophost_proto_rawDescGZIP() []byte {
 	return file_wophost_v1_wophost_proto_rawDescData
 }
 
-var file_wophost_v1_wophost_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_wophost_v1_wophost_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_wophost_v1_wophost_proto_goTypes = []any{
-	(*CallContext)(nil),          // 0: wophost.v1.CallContext
-	(*ErrorDetail)(nil),          // 1: wophost.v1.ErrorDetail
-	(*DescribeRequest)(nil),      // 2: wophost.v1.DescribeRequest
-	(*DescribeResponse)(nil),     // 3: wophost.v1.DescribeResponse
-	(*FamilyDescription)(nil),    // 4: wophost.v1.FamilyDescription
-	(*ConfigSchemaRequest)(nil),  // 5: wophost.v1.ConfigSchemaRequest
-	(*ConfigSchemaResponse)(nil), // 6: wophost.v1.ConfigSchemaResponse
-	(*ConfigureRequest)(nil),     // 7: wophost.v1.ConfigureRequest
-	(*StorageSettings)(nil),      // 8: wophost.v1.StorageSettings
-	(*ConfigureResponse)(nil),    // 9: wophost.v1.ConfigureResponse
-	(*ConfigDiagnostic)(nil),     // 10: wophost.v1.ConfigDiagnostic
-	(*InvokeRequest)(nil),        // 11: wophost.v1.InvokeRequest
-	(*InvokeResponse)(nil),       // 12: wophost.v1.InvokeResponse
-	(*ManifestRequest)(nil),      // 13: wophost.v1.ManifestRequest
-	(*ManifestResponse)(nil),     // 14: wophost.v1.ManifestResponse
-	(*ExecuteRequest)(nil),       // 15: wophost.v1.ExecuteRequest
-	(*ExecuteResponse)(nil),      // 16: wophost.v1.ExecuteResponse
-	(*CallRequest)(nil),          // 17: wophost.v1.CallRequest
-	(*CallResponse)(nil),         // 18: wophost.v1.CallResponse
-	nil,                          // 19: wophost.v1.ConfigureResponse.FacetsEntry
-	nil,                          // 20: wophost.v1.ConfigureResponse.DetailsEntry
-	nil,                          // 21: wophost.v1.ExecuteRequest.AdvertisedEntry
+	(*CallContext)(nil),                 // 0: wophost.v1.CallContext
+	(*ErrorDetail)(nil),                 // 1: wophost.v1.ErrorDetail
+	(*DescribeRequest)(nil),             // 2: wophost.v1.DescribeRequest
+	(*DescribeResponse)(nil),            // 3: wophost.v1.DescribeResponse
+	(*FamilyDescription)(nil),           // 4: wophost.v1.FamilyDescription
+	(*ConfigSchemaRequest)(nil),         // 5: wophost.v1.ConfigSchemaRequest
+	(*ConfigSchemaResponse)(nil),        // 6: wophost.v1.ConfigSchemaResponse
+	(*ConfigureRequest)(nil),            // 7: wophost.v1.ConfigureRequest
+	(*StorageSettings)(nil),             // 8: wophost.v1.StorageSettings
+	(*ConfigureResponse)(nil),           // 9: wophost.v1.ConfigureResponse
+	(*ConfigDiagnostic)(nil),            // 10: wophost.v1.ConfigDiagnostic
+	(*InvokeRequest)(nil),               // 11: wophost.v1.InvokeRequest
+	(*InvokeResponse)(nil),              // 12: wophost.v1.InvokeResponse
+	(*ManifestRequest)(nil),             // 13: wophost.v1.ManifestRequest
+	(*ManifestResponse)(nil),            // 14: wophost.v1.ManifestResponse
+	(*ExecuteRequest)(nil),              // 15: wophost.v1.ExecuteRequest
+	(*ExecuteResponse)(nil),             // 16: wophost.v1.ExecuteResponse
+	(*CallRequest)(nil),                 // 17: wophost.v1.CallRequest
+	(*CallResponse)(nil),                // 18: wophost.v1.CallResponse
+	(*DirectChannelSettings)(nil),       // 19: wophost.v1.DirectChannelSettings
+	(*DirectChannelEndpoint)(nil),       // 20: wophost.v1.DirectChannelEndpoint
+	(*DirectChannelOffer)(nil),          // 21: wophost.v1.DirectChannelOffer
+	(*SignedGrant)(nil),                 // 22: wophost.v1.SignedGrant
+	(*Grant)(nil),                       // 23: wophost.v1.Grant
+	(*GrantedFamily)(nil),               // 24: wophost.v1.GrantedFamily
+	(*DirectChannelInvokeRequest)(nil),  // 25: wophost.v1.DirectChannelInvokeRequest
+	(*DirectChannelInvokeResponse)(nil), // 26: wophost.v1.DirectChannelInvokeResponse
+	(*EndRunRequest)(nil),               // 27: wophost.v1.EndRunRequest
+	(*EndRunResponse)(nil),              // 28: wophost.v1.EndRunResponse
+	(*DirectCall)(nil),                  // 29: wophost.v1.DirectCall
+	nil,                                 // 30: wophost.v1.ConfigureResponse.FacetsEntry
+	nil,                                 // 31: wophost.v1.ConfigureResponse.DetailsEntry
+	nil,                                 // 32: wophost.v1.ExecuteRequest.AdvertisedEntry
 }
 var file_wophost_v1_wophost_proto_depIdxs = []int32{
 	4,  // 0: wophost.v1.DescribeResponse.families:type_name -> wophost.v1.FamilyDescription
 	8,  // 1: wophost.v1.ConfigureRequest.storage:type_name -> wophost.v1.StorageSettings
-	19, // 2: wophost.v1.ConfigureResponse.facets:type_name -> wophost.v1.ConfigureResponse.FacetsEntry
-	10, // 3: wophost.v1.ConfigureResponse.diagnostics:type_name -> wophost.v1.ConfigDiagnostic
-	10, // 4: wophost.v1.ConfigureResponse.warnings:type_name -> wophost.v1.ConfigDiagnostic
-	20, // 5: wophost.v1.ConfigureResponse.details:type_name -> wophost.v1.ConfigureResponse.DetailsEntry
-	0,  // 6: wophost.v1.InvokeRequest.call:type_name -> wophost.v1.CallContext
-	0,  // 7: wophost.v1.ExecuteRequest.call:type_name -> wophost.v1.CallContext
-	21, // 8: wophost.v1.ExecuteRequest.advertised:type_name -> wophost.v1.ExecuteRequest.AdvertisedEntry
-	0,  // 9: wophost.v1.CallRequest.call:type_name -> wophost.v1.CallContext
-	2,  // 10: wophost.v1.Capability.Describe:input_type -> wophost.v1.DescribeRequest
-	5,  // 11: wophost.v1.Capability.ConfigSchema:input_type -> wophost.v1.ConfigSchemaRequest
-	7,  // 12: wophost.v1.Capability.Configure:input_type -> wophost.v1.ConfigureRequest
-	11, // 13: wophost.v1.Capability.Invoke:input_type -> wophost.v1.InvokeRequest
-	13, // 14: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
-	15, // 15: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
-	17, // 16: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
-	3,  // 17: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
-	6,  // 18: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
-	9,  // 19: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
-	12, // 20: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
-	14, // 21: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
-	16, // 22: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
-	18, // 23: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
-	17, // [17:24] is the sub-list for method output_type
-	10, // [10:17] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	19, // 2: wophost.v1.ConfigureRequest.direct_channel:type_name -> wophost.v1.DirectChannelSettings
+	30, // 3: wophost.v1.ConfigureResponse.facets:type_name -> wophost.v1.ConfigureResponse.FacetsEntry
+	10, // 4: wophost.v1.ConfigureResponse.diagnostics:type_name -> wophost.v1.ConfigDiagnostic
+	10, // 5: wophost.v1.ConfigureResponse.warnings:type_name -> wophost.v1.ConfigDiagnostic
+	31, // 6: wophost.v1.ConfigureResponse.details:type_name -> wophost.v1.ConfigureResponse.DetailsEntry
+	20, // 7: wophost.v1.ConfigureResponse.direct_channel:type_name -> wophost.v1.DirectChannelEndpoint
+	0,  // 8: wophost.v1.InvokeRequest.call:type_name -> wophost.v1.CallContext
+	0,  // 9: wophost.v1.ExecuteRequest.call:type_name -> wophost.v1.CallContext
+	32, // 10: wophost.v1.ExecuteRequest.advertised:type_name -> wophost.v1.ExecuteRequest.AdvertisedEntry
+	21, // 11: wophost.v1.ExecuteRequest.direct_channels:type_name -> wophost.v1.DirectChannelOffer
+	0,  // 12: wophost.v1.CallRequest.call:type_name -> wophost.v1.CallContext
+	20, // 13: wophost.v1.DirectChannelOffer.endpoint:type_name -> wophost.v1.DirectChannelEndpoint
+	24, // 14: wophost.v1.Grant.families:type_name -> wophost.v1.GrantedFamily
+	29, // 15: wophost.v1.EndRunResponse.calls:type_name -> wophost.v1.DirectCall
+	2,  // 16: wophost.v1.Capability.Describe:input_type -> wophost.v1.DescribeRequest
+	5,  // 17: wophost.v1.Capability.ConfigSchema:input_type -> wophost.v1.ConfigSchemaRequest
+	7,  // 18: wophost.v1.Capability.Configure:input_type -> wophost.v1.ConfigureRequest
+	11, // 19: wophost.v1.Capability.Invoke:input_type -> wophost.v1.InvokeRequest
+	27, // 20: wophost.v1.Capability.EndRun:input_type -> wophost.v1.EndRunRequest
+	13, // 21: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
+	15, // 22: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
+	17, // 23: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
+	25, // 24: wophost.v1.DirectChannel.Invoke:input_type -> wophost.v1.DirectChannelInvokeRequest
+	3,  // 25: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
+	6,  // 26: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
+	9,  // 27: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
+	12, // 28: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
+	28, // 29: wophost.v1.Capability.EndRun:output_type -> wophost.v1.EndRunResponse
+	14, // 30: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
+	16, // 31: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
+	18, // 32: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
+	26, // 33: wophost.v1.DirectChannel.Invoke:output_type -> wophost.v1.DirectChannelInvokeResponse
+	25, // [25:34] is the sub-list for method output_type
+	16, // [16:25] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_wophost_v1_wophost_proto_init() }
@@ -1472,9 +2379,9 @@ func file_wophost_v1_wophost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wophost_v1_wophost_proto_rawDesc), len(file_wophost_v1_wophost_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   33,
 			NumExtensions: 0,
-			NumServices:   3,
+			NumServices:   4,
 		},
 		GoTypes:           file_wophost_v1_wophost_proto_goTypes,
 		DependencyIndexes: file_wophost_v1_wophost_proto_depIdxs,

@@ -30,6 +30,7 @@ const (
 	Capability_ConfigSchema_FullMethodName = "/wophost.v1.Capability/ConfigSchema"
 	Capability_Configure_FullMethodName    = "/wophost.v1.Capability/Configure"
 	Capability_Invoke_FullMethodName       = "/wophost.v1.Capability/Invoke"
+	Capability_EndRun_FullMethodName       = "/wophost.v1.Capability/EndRun"
 )
 
 // CapabilityClient is the client API for Capability service.
@@ -42,6 +43,11 @@ type CapabilityClient interface {
 	ConfigSchema(ctx context.Context, in *ConfigSchemaRequest, opts ...grpc.CallOption) (*ConfigSchemaResponse, error)
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 	Invoke(ctx context.Context, in *InvokeRequest, opts ...grpc.CallOption) (*InvokeResponse, error)
+	// EndRun tells a plugin that serves a direct channel that a run is
+	// over: grants of the run are refused from now on, and the calls the
+	// run made on the channel are handed to the host for its invocation
+	// log and metrics.
+	EndRun(ctx context.Context, in *EndRunRequest, opts ...grpc.CallOption) (*EndRunResponse, error)
 }
 
 type capabilityClient struct {
@@ -92,6 +98,16 @@ func (c *capabilityClient) Invoke(ctx context.Context, in *InvokeRequest, opts .
 	return out, nil
 }
 
+func (c *capabilityClient) EndRun(ctx context.Context, in *EndRunRequest, opts ...grpc.CallOption) (*EndRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EndRunResponse)
+	err := c.cc.Invoke(ctx, Capability_EndRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CapabilityServer is the server API for Capability service.
 // All implementations should embed UnimplementedCapabilityServer
 // for forward compatibility.
@@ -102,6 +118,11 @@ type CapabilityServer interface {
 	ConfigSchema(context.Context, *ConfigSchemaRequest) (*ConfigSchemaResponse, error)
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	Invoke(context.Context, *InvokeRequest) (*InvokeResponse, error)
+	// EndRun tells a plugin that serves a direct channel that a run is
+	// over: grants of the run are refused from now on, and the calls the
+	// run made on the channel are handed to the host for its invocation
+	// log and metrics.
+	EndRun(context.Context, *EndRunRequest) (*EndRunResponse, error)
 }
 
 // UnimplementedCapabilityServer should be embedded to have
@@ -122,6 +143,9 @@ func (UnimplementedCapabilityServer) Configure(context.Context, *ConfigureReques
 }
 func (UnimplementedCapabilityServer) Invoke(context.Context, *InvokeRequest) (*InvokeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Invoke not implemented")
+}
+func (UnimplementedCapabilityServer) EndRun(context.Context, *EndRunRequest) (*EndRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EndRun not implemented")
 }
 func (UnimplementedCapabilityServer) testEmbeddedByValue() {}
 
@@ -215,6 +239,24 @@ func _Capability_Invoke_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Capability_EndRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EndRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CapabilityServer).EndRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Capability_EndRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CapabilityServer).EndRun(ctx, req.(*EndRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Capability_ServiceDesc is the grpc.ServiceDesc for Capability service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -237,6 +279,10 @@ var Capability_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Invoke",
 			Handler:    _Capability_Invoke_Handler,
+		},
+		{
+			MethodName: "EndRun",
+			Handler:    _Capability_EndRun_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -485,6 +531,110 @@ var HostServices_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Call",
 			Handler:    _HostServices_Call_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "wophost/v1/wophost.proto",
+}
+
+const (
+	DirectChannel_Invoke_FullMethodName = "/wophost.v1.DirectChannel/Invoke"
+)
+
+// DirectChannelClient is the client API for DirectChannel service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// DirectChannel is served by a plugin to the packs the host grants it to.
+type DirectChannelClient interface {
+	Invoke(ctx context.Context, in *DirectChannelInvokeRequest, opts ...grpc.CallOption) (*DirectChannelInvokeResponse, error)
+}
+
+type directChannelClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewDirectChannelClient(cc grpc.ClientConnInterface) DirectChannelClient {
+	return &directChannelClient{cc}
+}
+
+func (c *directChannelClient) Invoke(ctx context.Context, in *DirectChannelInvokeRequest, opts ...grpc.CallOption) (*DirectChannelInvokeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DirectChannelInvokeResponse)
+	err := c.cc.Invoke(ctx, DirectChannel_Invoke_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DirectChannelServer is the server API for DirectChannel service.
+// All implementations should embed UnimplementedDirectChannelServer
+// for forward compatibility.
+//
+// DirectChannel is served by a plugin to the packs the host grants it to.
+type DirectChannelServer interface {
+	Invoke(context.Context, *DirectChannelInvokeRequest) (*DirectChannelInvokeResponse, error)
+}
+
+// UnimplementedDirectChannelServer should be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedDirectChannelServer struct{}
+
+func (UnimplementedDirectChannelServer) Invoke(context.Context, *DirectChannelInvokeRequest) (*DirectChannelInvokeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Invoke not implemented")
+}
+func (UnimplementedDirectChannelServer) testEmbeddedByValue() {}
+
+// UnsafeDirectChannelServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to DirectChannelServer will
+// result in compilation errors.
+type UnsafeDirectChannelServer interface {
+	mustEmbedUnimplementedDirectChannelServer()
+}
+
+func RegisterDirectChannelServer(s grpc.ServiceRegistrar, srv DirectChannelServer) {
+	// If the following call panics, it indicates UnimplementedDirectChannelServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&DirectChannel_ServiceDesc, srv)
+}
+
+func _DirectChannel_Invoke_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DirectChannelInvokeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DirectChannelServer).Invoke(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DirectChannel_Invoke_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DirectChannelServer).Invoke(ctx, req.(*DirectChannelInvokeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// DirectChannel_ServiceDesc is the grpc.ServiceDesc for DirectChannel service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var DirectChannel_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "wophost.v1.DirectChannel",
+	HandlerType: (*DirectChannelServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Invoke",
+			Handler:    _DirectChannel_Invoke_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

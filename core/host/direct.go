@@ -1,0 +1,162 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/hostwire"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// endRunTimeout bounds ending a run on one direct channel.
+const endRunTimeout = 5 * time.Second
+
+// directOffers returns the direct channels a run may use, one per plugin
+// process that serves a family the node declared, with the run's grant
+// for it, and the channels to end when the run is over. A run gets none
+// when the operator turned direct channels off, when it replays a record
+// (whose calls the host answers), or when it has no deadline (a grant
+// must expire). A family whose node calls the host must check itself
+// (NeedsHost) stays on the routed path.
+func (h *Host) directOffers(run *dispatch.Run, opts RunOptions, log bool) ([]*wophostv1.DirectChannelOffer, []*registry.DirectChannel, error) {
+	if !h.cfg.Host.DirectChannels || opts.Replay != nil || run.Deadline.IsZero() || run.Allowed == nil {
+		return nil, nil, nil
+	}
+	byChannel := map[*registry.DirectChannel]*wophostv1.Grant{}
+	var channels []*registry.DirectChannel
+	var families []string
+	for fam := range h.reg.Advertised() {
+		families = append(families, fam)
+	}
+	sort.Strings(families)
+	for _, fam := range families {
+		if !run.Allowed(fam, "") || h.router.NeedsHost(fam) {
+			continue
+		}
+		_, f, ok := h.reg.Lookup(fam)
+		if !ok || f.Direct == nil {
+			continue
+		}
+		g := byChannel[f.Direct]
+		if g == nil {
+			g = &wophostv1.Grant{
+				RunId: run.ID, NodeId: run.NodeID, TypeId: run.TypeID, Pack: run.Pack,
+				DeadlineUnixNano: run.Deadline.UnixNano(), Depth: 1,
+				DepthLimit: uint32(h.cfg.Host.CallDepthLimit), MaxBytes: int64(h.cfg.Host.MaxMessageBytes),
+				RunToken: run.Token.Reveal(), IdempotencyKey: run.IdempotencyKey,
+				Log: log, LogMaxCalls: int64(h.cfg.Host.Runs.LogMaxCalls), LogMaxBytes: int64(h.cfg.Host.Runs.LogMaxBytes),
+			}
+			byChannel[f.Direct] = g
+			channels = append(channels, f.Direct)
+		}
+		gf := &wophostv1.GrantedFamily{Name: fam, Whole: true}
+		facets := make([]string, 0, len(f.Facets))
+		for facet := range f.Facets {
+			facets = append(facets, facet)
+		}
+		sort.Strings(facets)
+		for _, facet := range facets {
+			if run.Allowed(fam, facet) {
+				gf.Facets = append(gf.Facets, facet)
+			}
+		}
+		g.Families = append(g.Families, gf)
+	}
+	offers := make([]*wophostv1.DirectChannelOffer, 0, len(channels))
+	for _, ch := range channels {
+		g := byChannel[ch]
+		signed, err := hostwire.SignGrant(ch.Key, g)
+		if err != nil {
+			return nil, nil, wop.Errorf(wop.CodeInternal, "grant a direct channel: %v", err)
+		}
+		offer := &wophostv1.DirectChannelOffer{Endpoint: ch.Endpoint, Grant: signed}
+		for _, gf := range g.Families {
+			offer.Families = append(offer.Families, gf.GetName())
+		}
+		offers = append(offers, offer)
+	}
+	return offers, channels, nil
+}
+
+// endDirect ends run on every channel it was offered, so that its grants
+// are refused from now on, and adds the calls it made there to its
+// invocation log (when it keeps one) and to the metrics. A channel that
+// cannot be ended (its plugin gone) leaves the log cut where its calls
+// would be: they may have happened, and a replay must not answer past
+// them.
+func (h *Host) endDirect(run *dispatch.Run, started time.Time, channels []*registry.DirectChannel, log *dispatch.RunLog) {
+	if len(channels) == 0 {
+		return
+	}
+	answers := make([]*wophostv1.EndRunResponse, len(channels))
+	var wg sync.WaitGroup
+	for i, ch := range channels {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), endRunTimeout)
+			defer cancel()
+			resp, err := ch.EndRun(ctx, run.ID)
+			if err != nil {
+				h.logger.Warn("could not end a run on a direct channel; its calls there are not logged",
+					"run_id", run.ID, "channel", ch.Endpoint.GetAddress(), "error", err)
+				return
+			}
+			answers[i] = resp
+		}()
+	}
+	wg.Wait()
+	observer, _ := h.router.Observer().(dispatch.ReportedCallObserver)
+	// The same caller name the router logs for the node's relayed calls.
+	caller := "pack " + run.Pack + " node " + run.TypeID
+	for _, resp := range answers {
+		if resp == nil {
+			if log != nil {
+				// Nothing is known of the channel's calls: the log ends
+				// where the run began.
+				log.AddDirect(nil, 1, started)
+			}
+			continue
+		}
+		calls := make([]dispatch.Invocation, 0, len(resp.GetCalls()))
+		for _, c := range resp.GetCalls() {
+			var werr *wop.Error
+			if len(c.GetError()) > 0 {
+				werr = &wop.Error{}
+				if err := json.Unmarshal(c.GetError(), werr); err != nil {
+					werr = wop.Errorf(wop.CodeInternal, "the plugin reported an unreadable error envelope")
+				}
+			}
+			took := time.Duration(c.GetDurationMicros()) * time.Microsecond
+			if observer != nil {
+				var err error
+				if werr != nil {
+					err = werr
+				}
+				observer.CallReported(c.GetFamily(), c.GetMethod(), took, err)
+			}
+			if log == nil {
+				continue
+			}
+			inv := dispatch.Invocation{
+				Caller: caller, Depth: 1, Family: c.GetFamily(), Method: c.GetMethod(),
+				Key:       dispatch.InvocationKey(c.GetFamily(), c.GetMethod(), c.GetPayload()),
+				StartedAt: time.Unix(0, c.GetStartedUnixNano()).UTC(), DurationMicros: c.GetDurationMicros(),
+				Error: werr,
+			}
+			if werr == nil {
+				inv.Result = c.GetResult()
+			}
+			calls = append(calls, inv)
+		}
+		if log != nil {
+			log.AddDirect(calls, int(resp.GetDropped()), time.Unix(0, resp.GetCutUnixNano()).UTC())
+		}
+	}
+}

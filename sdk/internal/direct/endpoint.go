@@ -1,0 +1,277 @@
+package direct
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+
+	"github.com/wophost/wophost/sdk/internal/wire"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// Handler runs one call that passed the grant's checks, with the call
+// context the host would have sent. It returns the result or a *wop.Error.
+type Handler func(ctx context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error)
+
+// Endpoint is a plugin's side of its direct channel: the grant key of the
+// current configuration, the calls of the runs in flight and the runs the
+// host ended. It is safe for concurrent use.
+type Endpoint struct {
+	handle   Handler
+	maxBytes int
+
+	mu  sync.Mutex
+	key []byte
+	// admitted caches the grants verified under key, by their signed
+	// bytes, so that a run's later calls skip the HMAC and the decoding.
+	admitted map[string]*admitted
+	// runs holds the calls of each run with a grant in use; ended the
+	// runs the host ended, until their grants' deadlines pass.
+	runs  map[string]*runCalls
+	ended map[string]time.Time
+
+	srv      *grpc.Server
+	listener net.Listener
+	endpoint *wophostv1.DirectChannelEndpoint
+}
+
+// admitted is one verified grant.
+type admitted struct {
+	grant *wophostv1.Grant
+	calls *runCalls
+}
+
+// NewEndpoint returns an endpoint whose calls run on handle, with results
+// bounded by maxBytes as every other message of the process.
+func NewEndpoint(handle Handler, maxBytes int) *Endpoint {
+	return &Endpoint{handle: handle, maxBytes: maxBytes, admitted: map[string]*admitted{}, runs: map[string]*runCalls{}, ended: map[string]time.Time{}}
+}
+
+// Open sets the grant key and, on the first call, starts serving the
+// channel on a unix socket in s.SocketDir. A new key refuses every grant
+// made with the old one. It returns where the channel is served.
+func (e *Endpoint) Open(s *wophostv1.DirectChannelSettings) (*wophostv1.DirectChannelEndpoint, error) {
+	if len(s.GetGrantKey()) != KeyBytes {
+		return nil, fmt.Errorf("direct channel: grant key of %d bytes, want %d", len(s.GetGrantKey()), KeyBytes)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.key = append([]byte(nil), s.GetGrantKey()...)
+	clear(e.admitted)
+	if e.srv != nil {
+		return e.endpoint, nil
+	}
+	cert, err := wire.SelfSignedCertificate()
+	if err != nil {
+		return nil, fmt.Errorf("direct channel certificate: %w", err)
+	}
+	// The socket's name is unique to the process, so that a restarted
+	// plugin never answers on its predecessor's address.
+	path := filepath.Join(s.GetSocketDir(), "direct-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("direct channel: %w", err)
+	}
+	creds := credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	e.srv = grpc.NewServer(append([]grpc.ServerOption{grpc.Creds(creds)}, wire.ServerOptions(e.maxBytes)...)...)
+	wophostv1.RegisterDirectChannelServer(e.srv, &service{e: e})
+	e.listener = l
+	e.endpoint = &wophostv1.DirectChannelEndpoint{Address: path, Certificate: cert.Certificate[0]}
+	go func() { _ = e.srv.Serve(l) }()
+	return e.endpoint, nil
+}
+
+// Close stops serving the channel and removes its socket.
+func (e *Endpoint) Close() {
+	e.mu.Lock()
+	srv, l := e.srv, e.listener
+	e.srv, e.listener = nil, nil
+	e.mu.Unlock()
+	if srv != nil {
+		srv.Stop()
+		_ = os.Remove(l.Addr().String())
+	}
+}
+
+// errRefused is the answer to a grant the endpoint does not accept: a
+// bare status, told apart from every call outcome, which carries an
+// error envelope.
+func errRefused(why string) error {
+	return status.Error(codes.Unauthenticated, "direct channel: "+why)
+}
+
+// IsRefused reports whether err is an endpoint's refusal of a grant, after
+// which the call was not run and may go through the host.
+func IsRefused(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unauthenticated && len(st.Details()) == 0
+}
+
+// admit returns the grant signed holds and the run's call log, or a
+// refusal: a grant not made with the current key, or of an ended run.
+func (e *Endpoint) admit(signed []byte, now time.Time) (*admitted, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a, ok := e.admitted[string(signed)]; ok {
+		return a, nil
+	}
+	if e.key == nil {
+		return nil, errRefused("the channel is closed")
+	}
+	g, err := Verify(e.key, signed)
+	if err != nil {
+		return nil, errRefused(err.Error())
+	}
+	if _, ok := e.ended[g.GetRunId()]; ok {
+		return nil, errRefused("run " + g.GetRunId() + " has ended")
+	}
+	if g.GetDeadlineUnixNano() == 0 {
+		// Without a deadline an ended run could not be forgotten.
+		return nil, errRefused("the grant has no deadline")
+	}
+	rc := e.runs[g.GetRunId()]
+	if rc == nil {
+		rc = &runCalls{limits: g}
+		e.runs[g.GetRunId()] = rc
+	}
+	a := &admitted{grant: g, calls: rc}
+	e.admitted[string(signed)] = a
+	return a, nil
+}
+
+// EndRun refuses the run's grants from now on and returns the calls it
+// made on the channel.
+func (e *Endpoint) EndRun(runID string) *wophostv1.EndRunResponse {
+	now := time.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rc := e.runs[runID]
+	delete(e.runs, runID)
+	expiry := now
+	for k, a := range e.admitted {
+		if a.grant.GetRunId() == runID {
+			expiry = time.Unix(0, a.grant.GetDeadlineUnixNano())
+			delete(e.admitted, k)
+		}
+	}
+	// A run ended is remembered until its grants expire by themselves;
+	// the ones expired are forgotten now.
+	for id, exp := range e.ended {
+		if now.After(exp) {
+			delete(e.ended, id)
+		}
+	}
+	if expiry.After(now) {
+		e.ended[runID] = expiry
+	}
+	if rc == nil {
+		return &wophostv1.EndRunResponse{}
+	}
+	return rc.take()
+}
+
+// service serves DirectChannel on an endpoint.
+type service struct {
+	e *Endpoint
+}
+
+// Invoke implements DirectChannelServer.
+func (s *service) Invoke(ctx context.Context, req *wophostv1.DirectChannelInvokeRequest) (*wophostv1.DirectChannelInvokeResponse, error) {
+	start := time.Now()
+	a, err := s.e.admit(req.GetGrant(), start)
+	if err != nil {
+		return nil, err
+	}
+	g := a.grant
+	family, method, payload := req.GetFamily(), req.GetMethod(), req.GetPayload()
+	var out []byte
+	if we := CheckCall(g, family, method, payload, start); we != nil {
+		err = we
+	} else {
+		out, err = s.e.handle(ctx, family, method, payload, CallContext(g, req.GetTraceparent()))
+		if err == nil {
+			if we := CheckResult(g, family, method, out); we != nil {
+				out, err = nil, we
+			}
+		}
+	}
+	a.calls.add(family, method, payload, out, err, start)
+	if err != nil {
+		return nil, wire.ToStatus(err)
+	}
+	return &wophostv1.DirectChannelInvokeResponse{Result: out}, nil
+}
+
+// runCalls is the log of one run's calls on the channel, bounded by its
+// grant's log limits. Like the host's log, once cut it stays cut.
+type runCalls struct {
+	limits *wophostv1.Grant
+
+	mu      sync.Mutex
+	calls   []*wophostv1.DirectCall
+	bytes   int64
+	dropped int64
+	cut     int64
+}
+
+// unloggedMaxCalls bounds the calls kept of a run whose grant asks for
+// no log: only their method, outcome code and time, for the host's
+// metrics.
+const unloggedMaxCalls = 10000
+
+func (r *runCalls) add(family, method string, payload, out []byte, err error, start time.Time) {
+	c := &wophostv1.DirectCall{
+		Family: family, Method: method,
+		StartedUnixNano: start.UnixNano(), DurationMicros: time.Since(start).Microseconds(),
+	}
+	log := r.limits.GetLog()
+	if err != nil {
+		we := wire.FromStatus(wire.ToStatus(err))
+		if !log {
+			// The code is all the metrics need.
+			we = &wop.Error{Code: we.Code}
+		}
+		c.Error, _ = json.Marshal(we)
+	} else if log {
+		c.Result = out
+	}
+	if log {
+		c.Payload = payload
+	}
+	maxCalls := r.limits.GetLogMaxCalls()
+	if !log {
+		maxCalls = unloggedMaxCalls
+	}
+	n := int64(len(c.Payload) + len(c.Result) + len(c.Error) + len(family) + len(method))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dropped > 0 || (maxCalls > 0 && int64(len(r.calls)) >= maxCalls) ||
+		(log && r.limits.GetLogMaxBytes() > 0 && r.bytes+n > r.limits.GetLogMaxBytes()) {
+		if r.dropped == 0 || c.StartedUnixNano < r.cut {
+			r.cut = c.StartedUnixNano
+		}
+		r.dropped++
+		return
+	}
+	r.bytes += n
+	r.calls = append(r.calls, c)
+}
+
+func (r *runCalls) take() *wophostv1.EndRunResponse {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &wophostv1.EndRunResponse{Calls: r.calls, Dropped: r.dropped, CutUnixNano: r.cut}
+}
