@@ -24,8 +24,8 @@ type Metrics struct {
 	// directCalls counts the calls among calls that were made on direct
 	// channels.
 	directCalls *prometheus.CounterVec
-	runs          *prometheus.CounterVec
-	runLatency    *prometheus.HistogramVec
+	runs        *prometheus.CounterVec
+	runLatency  *prometheus.HistogramVec
 
 	stateWritable      prometheus.Gauge
 	stateWriteFailures *prometheus.CounterVec
