@@ -43,7 +43,10 @@ type Invocation struct {
 	Redacted bool `json:"redacted,omitempty"`
 	// Source is set on a replay's own log: "log" when the call was
 	// answered from the source run's log, "live" when it ran.
-	Source         string    `json:"source,omitempty"`
+	Source string `json:"source,omitempty"`
+	// Direct marks a call the node made on a direct channel, which the
+	// plugin reported when the run ended.
+	Direct         bool      `json:"direct,omitempty"`
 	StartedAt      time.Time `json:"startedAt"`
 	DurationMicros int64     `json:"durationMicros"`
 }

@@ -102,7 +102,7 @@ func (h *Host) endDirect(run *dispatch.Run, started time.Time, channels []*regis
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), endRunTimeout)
 			defer cancel()
-			resp, err := ch.EndRun(ctx, run.ID)
+			resp, err := ch.EndRun(ctx, run.ID, run.Deadline)
 			if err != nil {
 				h.logger.Warn("could not end a run on a direct channel; its calls there are not logged",
 					"run_id", run.ID, "channel", ch.Endpoint.GetAddress(), "error", err)
@@ -148,7 +148,7 @@ func (h *Host) endDirect(run *dispatch.Run, started time.Time, channels []*regis
 				Caller: caller, Depth: 1, Family: c.GetFamily(), Method: c.GetMethod(),
 				Key:       dispatch.InvocationKey(c.GetFamily(), c.GetMethod(), c.GetPayload()),
 				StartedAt: time.Unix(0, c.GetStartedUnixNano()).UTC(), DurationMicros: c.GetDurationMicros(),
-				Error: werr,
+				Error: werr, Direct: true,
 			}
 			if werr == nil {
 				inv.Result = c.GetResult()

@@ -194,8 +194,8 @@ func (c *Capability) Invoke(ctx context.Context, family, method string, payload 
 
 // EndRun ends a run on the plugin's direct channel: its grants are
 // refused from now on, and the answer holds the calls the run made there.
-func (c *Capability) EndRun(ctx context.Context, runID string) (*wophostv1.EndRunResponse, error) {
-	resp, err := c.conn.Client.EndRun(ctx, &wophostv1.EndRunRequest{RunId: runID})
+func (c *Capability) EndRun(ctx context.Context, runID string, deadline time.Time) (*wophostv1.EndRunResponse, error) {
+	resp, err := c.conn.Client.EndRun(ctx, &wophostv1.EndRunRequest{RunId: runID, DeadlineUnixNano: deadline.UnixNano()})
 	if err != nil {
 		return nil, hostwire.FromStatus(err)
 	}

@@ -54,7 +54,7 @@ type DirectChannel struct {
 	Key      []byte
 	// EndRun refuses the run's grants from now on and returns the calls
 	// the run made on the channel (Capability.EndRun).
-	EndRun func(ctx context.Context, runID string) (*wophostv1.EndRunResponse, error)
+	EndRun func(ctx context.Context, runID string, deadline time.Time) (*wophostv1.EndRunResponse, error)
 }
 
 // Record is what the registry knows of one declared capability.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -158,7 +159,7 @@ func (s *server) EndRun(_ context.Context, req *wophostv1.EndRunRequest) (*wopho
 	if s.direct == nil {
 		return &wophostv1.EndRunResponse{}, nil
 	}
-	return s.direct.EndRun(req.GetRunId()), nil
+	return s.direct.EndRun(req.GetRunId(), time.Unix(0, req.GetDeadlineUnixNano())), nil
 }
 
 func (s *server) safeConfigure(ctx context.Context, req *ConfigureRequest) (err error) {

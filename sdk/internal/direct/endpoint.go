@@ -152,18 +152,21 @@ func (e *Endpoint) admit(signed []byte, now time.Time) (*admitted, error) {
 	return a, nil
 }
 
-// EndRun refuses the run's grants from now on and returns the calls it
-// made on the channel.
-func (e *Endpoint) EndRun(runID string) *wophostv1.EndRunResponse {
+// EndRun refuses the run's grants from now on, until deadline, when
+// they expire by themselves, and returns the calls it made on the
+// channel.
+func (e *Endpoint) EndRun(runID string, deadline time.Time) *wophostv1.EndRunResponse {
 	now := time.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rc := e.runs[runID]
 	delete(e.runs, runID)
-	expiry := now
+	expiry := deadline
 	for k, a := range e.admitted {
 		if a.grant.GetRunId() == runID {
-			expiry = time.Unix(0, a.grant.GetDeadlineUnixNano())
+			if d := time.Unix(0, a.grant.GetDeadlineUnixNano()); d.After(expiry) {
+				expiry = d
+			}
 			delete(e.admitted, k)
 		}
 	}

@@ -1899,10 +1899,13 @@ func (x *DirectChannelInvokeResponse) GetResult() []byte {
 }
 
 type EndRunRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	RunId string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// deadline_unix_nano is the run's deadline, which its grants carry:
+	// the plugin refuses them until then, whether or not they were used.
+	DeadlineUnixNano int64 `protobuf:"varint,2,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *EndRunRequest) Reset() {
@@ -1940,6 +1943,13 @@ func (x *EndRunRequest) GetRunId() string {
 		return x.RunId
 	}
 	return ""
+}
+
+func (x *EndRunRequest) GetDeadlineUnixNano() int64 {
+	if x != nil {
+		return x.DeadlineUnixNano
+	}
+	return 0
 }
 
 type EndRunResponse struct {
@@ -2247,9 +2257,10 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\x05grant\x18\x04 \x01(\fR\x05grant\x12 \n" +
 	"\vtraceparent\x18\x05 \x01(\tR\vtraceparent\"5\n" +
 	"\x1bDirectChannelInvokeResponse\x12\x16\n" +
-	"\x06result\x18\x01 \x01(\fR\x06result\"&\n" +
+	"\x06result\x18\x01 \x01(\fR\x06result\"T\n" +
 	"\rEndRunRequest\x12\x15\n" +
-	"\x06run_id\x18\x01 \x01(\tR\x05runId\"|\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12,\n" +
+	"\x12deadline_unix_nano\x18\x02 \x01(\x03R\x10deadlineUnixNano\"|\n" +
 	"\x0eEndRunResponse\x12,\n" +
 	"\x05calls\x18\x01 \x03(\v2\x16.wophost.v1.DirectCallR\x05calls\x12\x18\n" +
 	"\adropped\x18\x02 \x01(\x03R\adropped\x12\"\n" +

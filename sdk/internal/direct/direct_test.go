@@ -1,0 +1,344 @@
+package direct
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace/noop"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/wophost/wophost/sdk/internal/wire"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// echo is a handler that answers with the call context it got.
+func echo(_ context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
+	if method == "fail" {
+		return nil, wop.Errorf(wop.CodeNotFound, "no such thing").WithCapability("host." + family + "." + method)
+	}
+	if method == "big" {
+		return []byte(`"` + strings.Repeat("x", 200) + `"`), nil
+	}
+	return json.Marshal(map[string]any{
+		"run": call.RunID, "node": call.NodeID, "caller": call.Caller, "depth": call.Depth,
+		"token": call.Token.Reveal(), "payload": json.RawMessage(payload),
+	})
+}
+
+// fixture is an endpoint serving echo and a pool to reach it.
+type fixture struct {
+	t    *testing.T
+	ep   *Endpoint
+	at   *wophostv1.DirectChannelEndpoint
+	key  []byte
+	pool *Pool
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ep: NewEndpoint(echo, 1<<20), key: NewKey(), pool: NewPool(1 << 20)}
+	at, err := f.ep.Open(&wophostv1.DirectChannelSettings{GrantKey: f.key, SocketDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.at = at
+	t.Cleanup(func() { f.pool.Close(); f.ep.Close() })
+	return f
+}
+
+// grant is a grant for run_1 on acme.kv and aiEnvelope (without await).
+func grant() *wophostv1.Grant {
+	return &wophostv1.Grant{
+		RunId: "run_1", NodeId: "node_1", TypeId: "kv.remember", Pack: "acme.pack",
+		Families: []*wophostv1.GrantedFamily{
+			{Name: "acme.kv", Whole: true},
+			{Name: wop.FamilyAIEnvelope, Whole: true},
+		},
+		DeadlineUnixNano: time.Now().Add(time.Minute).UnixNano(), Depth: 1, DepthLimit: 8, MaxBytes: 150,
+		RunToken: "secret-token", Log: true,
+	}
+}
+
+func (f *fixture) sign(g *wophostv1.Grant) []byte {
+	f.t.Helper()
+	b, err := Sign(f.key, g)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return b
+}
+
+// invoke calls the endpoint as a pack would, with signed bytes as grant.
+func (f *fixture) invoke(signed []byte, family, method, payload string) ([]byte, error) {
+	f.t.Helper()
+	conn, err := f.pool.conn(f.at)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := wophostv1.NewDirectChannelClient(conn).Invoke(ctx, &wophostv1.DirectChannelInvokeRequest{
+		Family: family, Method: method, Payload: []byte(payload), Grant: signed,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetResult(), nil
+}
+
+func TestCallRunsWithTheGrantsCallContext(t *testing.T) {
+	f := newFixture(t)
+	out, err := f.invoke(f.sign(grant()), "acme.kv", "get", `{"key":"a"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"run": "run_1", "node": "node_1", "caller": "pack:acme.pack", "depth": 1.0, "token": "secret-token"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+func TestGrantRules(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		name   string
+		edit   func(g *wophostv1.Grant)
+		family string
+		method string
+		body   string
+		code   string
+	}{
+		{"undeclared family", nil, "acme.other", "get", `{}`, wop.CodeCapabilityNotDeclared},
+		{"undeclared facet", nil, wop.FamilyAIEnvelope, "await", `{}`, wop.CodeCapabilityNotDeclared},
+		{"async generate needs await", nil, wop.FamilyAIEnvelope, "generate", `{"async":true}`, wop.CodeCapabilityNotDeclared},
+		{"request over the size limit", nil, "acme.kv", "get", `"` + strings.Repeat("y", 200) + `"`, wop.CodeValidation},
+		{"result over the size limit", nil, "acme.kv", "big", `{}`, wop.CodeUpstreamUnavailable},
+		{"depth over the limit", func(g *wophostv1.Grant) { g.DepthLimit = 0 }, "acme.kv", "get", `{}`, wop.CodeCallDepthExceeded},
+		{"deadline passed", func(g *wophostv1.Grant) { g.DeadlineUnixNano = time.Now().Add(-time.Second).UnixNano() }, "acme.kv", "get", `{}`, wop.CodeDeadlineExceeded},
+		{"handler's own error", nil, "acme.kv", "fail", `{}`, wop.CodeNotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := grant()
+			g.RunId = "run_" + strings.ReplaceAll(tc.name, " ", "_")
+			if tc.edit != nil {
+				tc.edit(g)
+			}
+			_, err := f.invoke(f.sign(g), tc.family, tc.method, tc.body)
+			if err == nil {
+				t.Fatal("the call passed")
+			}
+			if IsRefused(err) {
+				t.Fatalf("refused as a grant, want the envelope %s: %v", tc.code, err)
+			}
+			if got := codeOf(err); got != tc.code {
+				t.Fatalf("code %q, want %q (%v)", got, tc.code, err)
+			}
+		})
+	}
+	t.Run("declared facet passes", func(t *testing.T) {
+		g := grant()
+		g.Families[1].Facets = []string{wop.FacetAIEnvelopeAwait}
+		if _, err := f.invoke(f.sign(g), wop.FamilyAIEnvelope, "generate", `{"async":true}`); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestForgedGrantsAreRefused(t *testing.T) {
+	f := newFixture(t)
+	signed := f.sign(grant())
+	var sg wophostv1.SignedGrant
+	if err := proto.Unmarshal(signed, &sg); err != nil {
+		t.Fatal(err)
+	}
+	var g wophostv1.Grant
+	if err := proto.Unmarshal(sg.GetGrant(), &g); err != nil {
+		t.Fatal(err)
+	}
+	// A pack that adds a family to its grant and keeps the host's MAC.
+	g.Families = append(g.Families, &wophostv1.GrantedFamily{Name: "acme.other", Whole: true})
+	body, _ := proto.Marshal(&g)
+	widened, _ := proto.Marshal(&wophostv1.SignedGrant{Grant: body, Mac: sg.GetMac()})
+	// A grant signed with a key of its own.
+	own, _ := Sign(NewKey(), grant())
+	for name, b := range map[string][]byte{
+		"widened":   widened,
+		"own key":   own,
+		"no grant":  nil,
+		"garbage":   []byte("not a grant"),
+		"empty mac": mustMarshal(t, &wophostv1.SignedGrant{Grant: sg.GetGrant()}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := f.invoke(b, "acme.other", "get", `{}`); !IsRefused(err) {
+				t.Fatalf("want a refused grant, got %v", err)
+			}
+		})
+	}
+}
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestEndRunRevokesTheGrantAndHandsOverTheCalls(t *testing.T) {
+	f := newFixture(t)
+	signed := f.sign(grant())
+	if _, err := f.invoke(signed, "acme.kv", "get", `{"key":"a"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.invoke(signed, "acme.kv", "fail", `{}`); err == nil {
+		t.Fatal("fail passed")
+	}
+	resp := f.ep.EndRun("run_1", time.Now().Add(time.Minute))
+	if len(resp.GetCalls()) != 2 {
+		t.Fatalf("%d calls handed over, want 2", len(resp.GetCalls()))
+	}
+	c0, c1 := resp.GetCalls()[0], resp.GetCalls()[1]
+	if c0.GetMethod() != "get" || string(c0.GetPayload()) != `{"key":"a"}` || len(c0.GetResult()) == 0 || c0.GetStartedUnixNano() == 0 {
+		t.Errorf("first call %v", c0)
+	}
+	var we wop.Error
+	if err := json.Unmarshal(c1.GetError(), &we); err != nil || we.Code != wop.CodeNotFound {
+		t.Errorf("second call's error %s (%v)", c1.GetError(), err)
+	}
+	// The same grant, used again once its run ended, is refused.
+	if _, err := f.invoke(signed, "acme.kv", "get", `{}`); !IsRefused(err) {
+		t.Fatalf("a grant of an ended run: want refused, got %v", err)
+	}
+	// So is a fresh grant of the ended run.
+	if _, err := f.invoke(f.sign(grant()), "acme.kv", "get", `{}`); !IsRefused(err) {
+		t.Fatalf("a new grant of an ended run: want refused, got %v", err)
+	}
+}
+
+func TestANewKeyRevokesEveryGrant(t *testing.T) {
+	f := newFixture(t)
+	signed := f.sign(grant())
+	if _, err := f.invoke(signed, "acme.kv", "get", `{}`); err != nil {
+		t.Fatal(err)
+	}
+	f.key = NewKey()
+	if _, err := f.ep.Open(&wophostv1.DirectChannelSettings{GrantKey: f.key, SocketDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.invoke(signed, "acme.kv", "get", `{}`); !IsRefused(err) {
+		t.Fatalf("a grant of the old key: want refused, got %v", err)
+	}
+}
+
+func TestGrantWithoutDeadlineIsRefused(t *testing.T) {
+	f := newFixture(t)
+	g := grant()
+	g.DeadlineUnixNano = 0
+	if _, err := f.invoke(f.sign(g), "acme.kv", "get", `{}`); !IsRefused(err) {
+		t.Fatalf("want refused, got %v", err)
+	}
+}
+
+func TestLogBounds(t *testing.T) {
+	f := newFixture(t)
+	g := grant()
+	g.LogMaxCalls = 2
+	signed := f.sign(g)
+	for range 4 {
+		if _, err := f.invoke(signed, "acme.kv", "get", `{}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp := f.ep.EndRun("run_1", time.Now().Add(time.Minute))
+	if len(resp.GetCalls()) != 2 || resp.GetDropped() != 2 || resp.GetCutUnixNano() <= resp.GetCalls()[1].GetStartedUnixNano() {
+		t.Fatalf("kept %d, dropped %d, cut %d", len(resp.GetCalls()), resp.GetDropped(), resp.GetCutUnixNano())
+	}
+	// Without a log only the method, time and code are kept.
+	g = grant()
+	g.RunId, g.Log = "run_2", false
+	if _, err := f.invoke(f.sign(g), "acme.kv", "get", `{"key":"a"}`); err != nil {
+		t.Fatal(err)
+	}
+	resp = f.ep.EndRun("run_2", time.Now().Add(time.Minute))
+	if len(resp.GetCalls()) != 1 || resp.GetCalls()[0].GetPayload() != nil || resp.GetCalls()[0].GetResult() != nil {
+		t.Fatalf("unlogged run kept %v", resp.GetCalls())
+	}
+}
+
+// routed records the calls that took the routed path.
+type routed struct{ calls atomic.Int32 }
+
+func (r *routed) CallRaw(_ context.Context, family, method string, _ []byte) ([]byte, error) {
+	r.calls.Add(1)
+	return []byte(`"routed"`), nil
+}
+
+func TestCallerTakesTheChannelAndFallsBackToTheHost(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	offer := func(signed []byte, at *wophostv1.DirectChannelEndpoint) []*wophostv1.DirectChannelOffer {
+		return []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: at, Grant: signed}}
+	}
+	t.Run("offered family goes direct, others routed", func(t *testing.T) {
+		r := &routed{}
+		c := NewCaller(r, f.pool, offer(f.sign(grant()), f.at), noop.NewTracerProvider().Tracer(""))
+		out, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`))
+		if err != nil || !strings.Contains(string(out), `"caller":"pack:acme.pack"`) || r.calls.Load() != 0 {
+			t.Fatalf("direct call: %s, %v, %d routed", out, err, r.calls.Load())
+		}
+		if _, err := c.CallRaw(ctx, wop.FamilyPromptLibrary, "get", []byte(`{}`)); err != nil || r.calls.Load() != 1 {
+			t.Fatalf("unoffered family: %v, %d routed", err, r.calls.Load())
+		}
+	})
+	t.Run("a refused grant goes through the host", func(t *testing.T) {
+		r := &routed{}
+		g := grant()
+		g.RunId = "run_refused"
+		signed := f.sign(g)
+		f.ep.EndRun("run_refused", time.Now().Add(time.Minute))
+		c := NewCaller(r, f.pool, offer(signed, f.at), noop.NewTracerProvider().Tracer(""))
+		for range 2 {
+			out, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`))
+			if err != nil || string(out) != `"routed"` {
+				t.Fatalf("%s, %v", out, err)
+			}
+		}
+		if r.calls.Load() != 2 {
+			t.Fatalf("%d routed calls, want 2", r.calls.Load())
+		}
+	})
+	t.Run("an unreachable channel goes through the host", func(t *testing.T) {
+		r := &routed{}
+		gone := &wophostv1.DirectChannelEndpoint{Address: t.TempDir() + "/gone.sock", Certificate: f.at.GetCertificate()}
+		c := NewCaller(r, f.pool, offer(f.sign(grant()), gone), noop.NewTracerProvider().Tracer(""))
+		out, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`))
+		if err != nil || string(out) != `"routed"` {
+			t.Fatalf("%s, %v", out, err)
+		}
+	})
+	t.Run("an envelope is the caller's answer, not a fallback", func(t *testing.T) {
+		r := &routed{}
+		c := NewCaller(r, f.pool, offer(f.sign(grant()), f.at), noop.NewTracerProvider().Tracer(""))
+		_, err := c.CallRaw(ctx, "acme.kv", "fail", []byte(`{}`))
+		var we *wop.Error
+		if !errors.As(err, &we) || we.Code != wop.CodeNotFound || r.calls.Load() != 0 {
+			t.Fatalf("%v, %d routed", err, r.calls.Load())
+		}
+	})
+}
+
+func codeOf(err error) string { return wire.CodeOfStatus(err) }
