@@ -374,6 +374,7 @@ func (h *Host) restartOnce(c *capability) (proc *loader.Capability, stop bool, e
 	}
 	c.proc = proc
 	c.mu.Unlock()
+	proc.Described(c.desc)
 	// A process that waits for what it needs is up: it is configured
 	// again by awaitConfigure, not restarted.
 	if d, waiting := h.configure(context.Background(), c); d.HasErrors() && !waiting {

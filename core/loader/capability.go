@@ -67,6 +67,11 @@ func (c *Capability) Describe(ctx context.Context) (*Description, error) {
 	return d, nil
 }
 
+// Described tells a restarted process what its binary described at the
+// first start, which a restart does not ask again: whether it serves a
+// direct channel.
+func (c *Capability) Described(d *Description) { c.direct = d.DirectChannel }
+
 // ConfigSchema fetches the schema of the plugin's config block.
 func (c *Capability) ConfigSchema(ctx context.Context) (schema.Block, error) {
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
