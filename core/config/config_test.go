@@ -156,6 +156,7 @@ pack "community.demo" {
 		Retention:       DefaultRetention(),
 		Storage:         DefaultStorage(),
 		Runs:            DefaultRuns(),
+		DirectChannels:  true,
 	}
 	if cfg.Host != wantHost {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, wantHost)
@@ -236,8 +237,9 @@ func TestLoadDefaults(t *testing.T) {
 			RunRecords: 168 * time.Hour, MaxRunRecords: 100000,
 			IdempotencyKeys: 24 * time.Hour, MaxIdempotencyKeys: 100000, Interval: 10 * time.Minute,
 		},
-		Storage: Storage{Backend: "embedded", MaxConnections: 8, StatementTimeout: 5 * time.Second},
-		Runs:    Runs{LogMaxCalls: 10000, LogMaxBytes: 16 << 20},
+		Storage:        Storage{Backend: "embedded", MaxConnections: 8, StatementTimeout: 5 * time.Second},
+		Runs:           Runs{LogMaxCalls: 10000, LogMaxBytes: 16 << 20},
+		DirectChannels: true,
 	}
 	if cfg.Host != want {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, want)

@@ -396,6 +396,7 @@ func (h *Host) processOptions(cc *config.Capability) loader.Options {
 	opts := h.opts
 	opts.StartTimeout = cc.StartTimeout
 	opts.Env = cc.Env
+	opts.MaxConcurrentCalls = cc.MaxConcurrentCalls
 	return opts
 }
 

@@ -19,6 +19,7 @@ const rpcTimeout = 30 * time.Second
 
 // Capability is a started capability plugin.
 type Capability struct {
+	name string
 	proc *process
 	conn *hostwire.CapabilityConn
 	opts Options
@@ -51,7 +52,7 @@ func StartCapability(name string, exe *Executable, opts Options) (*Capability, e
 		proc.kill()
 		return nil, &PhaseError{Phase: "negotiated", Err: fmt.Errorf("unexpected plugin client %T", raw)}
 	}
-	return &Capability{proc: proc, conn: conn, opts: opts}, nil
+	return &Capability{name: name, proc: proc, conn: conn, opts: opts}, nil
 }
 
 // Describe asks the plugin what it serves.
@@ -140,7 +141,9 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 		// A fresh key each time: the grants of an earlier configuration
 		// stop working.
 		key = hostwire.NewGrantKey()
-		req.DirectChannel = &wophostv1.DirectChannelSettings{GrantKey: key, SocketDir: dir}
+		req.DirectChannel = &wophostv1.DirectChannelSettings{
+			GrantKey: key, SocketDir: dir, MaxConcurrentCalls: int32(c.opts.MaxConcurrentCalls), Capability: c.name,
+		}
 	}
 	resp, err := c.conn.Client.Configure(ctx, req)
 	if err != nil {

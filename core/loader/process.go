@@ -45,6 +45,9 @@ type Options struct {
 	// DirectChannels lets a plugin that offers a direct channel serve one
 	// (the host block's direct_channels).
 	DirectChannels bool
+	// MaxConcurrentCalls is the capability block's max_concurrent_calls,
+	// which a plugin's direct channel applies to the calls it takes.
+	MaxConcurrentCalls int
 }
 
 // PhaseError is a start-up failure in a named lifecycle phase.

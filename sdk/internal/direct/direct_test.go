@@ -342,3 +342,45 @@ func TestCallerTakesTheChannelAndFallsBackToTheHost(t *testing.T) {
 }
 
 func codeOf(err error) string { return wire.CodeOfStatus(err) }
+
+// max_concurrent_calls holds on the channel too: a call beyond it waits
+// for a slot until its deadline.
+func TestChannelCallSlots(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	handler := func(ctx context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
+		if method == "block" {
+			started <- struct{}{}
+			<-release
+		}
+		return []byte(`{}`), nil
+	}
+	f := &fixture{t: t, ep: NewEndpoint(handler, 1<<20), key: NewKey(), pool: NewPool(1 << 20)}
+	at, err := f.ep.Open(&wophostv1.DirectChannelSettings{GrantKey: f.key, SocketDir: t.TempDir(), MaxConcurrentCalls: 1, Capability: "kv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.at = at
+	t.Cleanup(func() { f.pool.Close(); f.ep.Close() })
+	signed := f.sign(grant())
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.invoke(signed, "acme.kv", "block", `{}`)
+		done <- err
+	}()
+	<-started
+	g := grant()
+	g.RunId = "run_waiting"
+	g.DeadlineUnixNano = time.Now().Add(300 * time.Millisecond).UnixNano()
+	_, err = f.invoke(f.sign(g), "acme.kv", "get", `{}`)
+	if codeOf(err) != wop.CodeDeadlineExceeded || !strings.Contains(err.Error(), `call slots of capability "kv"`) {
+		t.Fatalf("second call: %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.invoke(signed, "acme.kv", "get", `{}`); err != nil {
+		t.Fatalf("after the slot was freed: %v", err)
+	}
+}

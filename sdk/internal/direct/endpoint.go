@@ -46,6 +46,10 @@ type Endpoint struct {
 	srv      *grpc.Server
 	listener net.Listener
 	endpoint *wophostv1.DirectChannelEndpoint
+	// slots bounds the calls in flight (max_concurrent_calls), nil for
+	// no bound; capability names the block in the refusal.
+	slots      chan struct{}
+	capability string
 }
 
 // admitted is one verified grant.
@@ -71,6 +75,10 @@ func (e *Endpoint) Open(s *wophostv1.DirectChannelSettings) (*wophostv1.DirectCh
 	defer e.mu.Unlock()
 	e.key = append([]byte(nil), s.GetGrantKey()...)
 	clear(e.admitted)
+	if n := int(s.GetMaxConcurrentCalls()); n > 0 && cap(e.slots) != n {
+		e.slots = make(chan struct{}, n)
+	}
+	e.capability = s.GetCapability()
 	if e.srv != nil {
 		return e.endpoint, nil
 	}
@@ -203,8 +211,11 @@ func (s *service) Invoke(ctx context.Context, req *wophostv1.DirectChannelInvoke
 	var out []byte
 	if we := CheckCall(g, family, method, payload, start); we != nil {
 		err = we
+	} else if release, we := s.e.slot(ctx, CallContext(g, ""), family, method); we != nil {
+		err = we
 	} else {
 		out, err = s.e.handle(ctx, family, method, payload, CallContext(g, req.GetTraceparent()))
+		release()
 		if err == nil {
 			if we := CheckResult(g, family, method, out); we != nil {
 				out, err = nil, we
@@ -216,6 +227,30 @@ func (s *service) Invoke(ctx context.Context, req *wophostv1.DirectChannelInvoke
 		return nil, wire.ToStatus(err)
 	}
 	return &wophostv1.DirectChannelInvokeResponse{Result: out}, nil
+}
+
+// slot waits for one of the channel's call slots, as the host waits for
+// one of a capability's max_concurrent_calls, until the call's deadline.
+func (e *Endpoint) slot(ctx context.Context, call wop.CallContext, family, method string) (func(), *wop.Error) {
+	e.mu.Lock()
+	slots, capability := e.slots, e.capability
+	e.mu.Unlock()
+	if slots == nil {
+		return func() {}, nil
+	}
+	ctx, cancel := wire.WithCallDeadline(ctx, call)
+	defer cancel()
+	select {
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
+	case <-ctx.Done():
+		code, what := wop.CodeCancelled, "was cancelled"
+		if ctx.Err() == context.DeadlineExceeded {
+			code, what = wop.CodeDeadlineExceeded, "passed its deadline"
+		}
+		return nil, wop.Errorf(code, "the call %s while waiting for one of the %d call slots of capability %q (max_concurrent_calls)",
+			what, cap(slots), capability).WithCapability("host." + family + "." + method)
+	}
 }
 
 // runCalls is the log of one run's calls on the channel, bounded by its

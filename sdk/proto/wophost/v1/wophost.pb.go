@@ -1329,7 +1329,13 @@ type DirectChannelSettings struct {
 	GrantKey []byte `protobuf:"bytes,1,opt,name=grant_key,json=grantKey,proto3" json:"grant_key,omitempty"`
 	// socket_dir is a private directory of the host's in which the plugin
 	// makes its unix socket.
-	SocketDir     string `protobuf:"bytes,2,opt,name=socket_dir,json=socketDir,proto3" json:"socket_dir,omitempty"`
+	SocketDir string `protobuf:"bytes,2,opt,name=socket_dir,json=socketDir,proto3" json:"socket_dir,omitempty"`
+	// max_concurrent_calls bounds the calls in flight on the channel, as
+	// the capability block's max_concurrent_calls bounds the relayed ones;
+	// a call beyond it waits for a slot until its deadline. 0: no bound.
+	MaxConcurrentCalls int32 `protobuf:"varint,3,opt,name=max_concurrent_calls,json=maxConcurrentCalls,proto3" json:"max_concurrent_calls,omitempty"`
+	// capability is the capability block's name, for messages.
+	Capability    string `protobuf:"bytes,4,opt,name=capability,proto3" json:"capability,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1374,6 +1380,20 @@ func (x *DirectChannelSettings) GetGrantKey() []byte {
 func (x *DirectChannelSettings) GetSocketDir() string {
 	if x != nil {
 		return x.SocketDir
+	}
+	return ""
+}
+
+func (x *DirectChannelSettings) GetMaxConcurrentCalls() int32 {
+	if x != nil {
+		return x.MaxConcurrentCalls
+	}
+	return 0
+}
+
+func (x *DirectChannelSettings) GetCapability() string {
+	if x != nil {
+		return x.Capability
 	}
 	return ""
 }
@@ -2213,11 +2233,15 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12+\n" +
 	"\x04call\x18\x04 \x01(\v2\x17.wophost.v1.CallContextR\x04call\"&\n" +
 	"\fCallResponse\x12\x16\n" +
-	"\x06result\x18\x01 \x01(\fR\x06result\"S\n" +
+	"\x06result\x18\x01 \x01(\fR\x06result\"\xa5\x01\n" +
 	"\x15DirectChannelSettings\x12\x1b\n" +
 	"\tgrant_key\x18\x01 \x01(\fR\bgrantKey\x12\x1d\n" +
 	"\n" +
-	"socket_dir\x18\x02 \x01(\tR\tsocketDir\"S\n" +
+	"socket_dir\x18\x02 \x01(\tR\tsocketDir\x120\n" +
+	"\x14max_concurrent_calls\x18\x03 \x01(\x05R\x12maxConcurrentCalls\x12\x1e\n" +
+	"\n" +
+	"capability\x18\x04 \x01(\tR\n" +
+	"capability\"S\n" +
 	"\x15DirectChannelEndpoint\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12 \n" +
 	"\vcertificate\x18\x02 \x01(\fR\vcertificate\"\x85\x01\n" +

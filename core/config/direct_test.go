@@ -1,0 +1,27 @@
+package config
+
+import (
+	"testing"
+)
+
+// direct_channels switches the direct channels off; anything but a bool is
+// an error where it is written.
+func TestDirectChannelsAttribute(t *testing.T) {
+	f := newFixture(t, "host {\n  direct_channels = false\n}\n")
+	cfg, diags := NewLoader().Load(f.path)
+	if diags.HasErrors() {
+		t.Fatal(FormatDiagnostics(diags))
+	}
+	if cfg.Host.DirectChannels {
+		t.Fatal("direct_channels = false left them on")
+	}
+	f = newFixture(t, "host {\n  direct_channels = \"sometimes\"\n}\n")
+	_, diags = NewLoader().Load(f.path)
+	d := findDiag(diags, "Unsuitable value type")
+	if d == nil {
+		t.Fatalf("no diagnostic for a string: %v", summaries(diags))
+	}
+	if at := FormatRange(*d.Subject); at != f.dir+"/host.hcl:2:21" {
+		t.Errorf("at %s", at)
+	}
+}
