@@ -126,17 +126,16 @@ func writeConfigIn(tb testing.TB, hostBody, text string) string {
 	return path
 }
 
-// echoConfig serves test.echo from testcap and loads the probe pack.
+// echoConfig serves test.echo from testcap and loads the probe pack, with
+// every call on the host's routed path (direct_channels = false); the
+// direct channel's figures use echoConfigDirect.
 func echoConfig(tb testing.TB) string {
-	return writeConfig(tb, fmt.Sprintf(`
-capability "echo" {
-  plugin   = %q
-  families = ["test.echo"]
+	return writeConfigIn(tb, "  direct_channels = false\n", echoDeployment())
 }
-pack "private.wophost.probe" {
-  path = %q
-}
-`, bin.testcap, bin.probePack))
+
+// echoConfigDirect is echoConfig with direct channels, the default.
+func echoConfigDirect(tb testing.TB) string {
+	return writeConfig(tb, echoDeployment())
 }
 
 // demoConfig writes the demo deployment as a host config.
