@@ -45,20 +45,23 @@ func runLoopWith(ctx context.Context, h *host.Host, n int, opts host.RunOptions)
 // default) against b.N calls in recorded runs on a host that keeps no
 // log (runs { log_max_calls = 0 }), through the same plugin and pack, so
 // that both write a run record and only the log differs. Runs of
-// logChunk calls alternate between the two hosts.
-func BenchmarkRunLogCtxCall(b *testing.B) {
+// logChunk calls alternate between the two hosts. The calls take the
+// routed path (direct_channels = false); BenchmarkRunLogCtxCallDirect
+// measures the same on a direct channel.
+func BenchmarkRunLogCtxCall(b *testing.B) { runLogCtxCall(b, "  direct_channels = false\n") }
+
+// BenchmarkRunLogCtxCallDirect is BenchmarkRunLogCtxCall on a direct
+// channel, whose plugin keeps the run's calls and hands them to the host
+// when the run ends.
+func BenchmarkRunLogCtxCallDirect(b *testing.B) { runLogCtxCall(b, "") }
+
+// runLogCtxCall runs BenchmarkRunLogCtxCall with hostBody in both hosts'
+// host blocks.
+func runLogCtxCall(b *testing.B, hostBody string) {
 	ctx := context.Background()
-	text := fmt.Sprintf(`
-capability "echo" {
-  plugin   = %q
-  families = ["test.echo"]
-}
-pack "private.wophost.probe" {
-  path = %q
-}
-`, bin.testcap, bin.probePack)
-	plain := startHost(b, writeConfigIn(b, "  runs {\n    log_max_calls = 0\n  }\n", text))
-	logged := startHost(b, writeConfig(b, text))
+	text := echoDeployment()
+	plain := startHost(b, writeConfigIn(b, hostBody+"  runs {\n    log_max_calls = 0\n  }\n", text))
+	logged := startHost(b, writeConfigIn(b, hostBody, text))
 	opts := host.RunOptions{Record: true}
 	hosts := []*host.Host{plain, logged}
 	for _, h := range hosts {

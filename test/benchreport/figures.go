@@ -188,6 +188,11 @@ func figures() []figure {
 			goal: &goal{atMost: true, limit: 1.05},
 		},
 		{
+			name: "ctx call in a recorded run on a direct channel", bench: "BenchmarkRunLogCtxCallDirect",
+			value: "logged-ns/call", show: nanosAsMicros(),
+			baseline: "unlogged-ns/call", baselineLabel: "recorded run, no log (log_max_calls = 0)", ratioMetric: "logged/unlogged",
+		},
+		{
 			name: "replay of council.decide", bench: "BenchmarkReplayCouncil",
 			value: "replay-ns", show: nanosAsMillis(),
 			baseline: "run-ns", baselineLabel: "the original run", ratioMetric: "replay/run",

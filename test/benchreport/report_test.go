@@ -852,7 +852,7 @@ func TestFigures(t *testing.T) {
 			t.Errorf("%s: onValue is implied without a ratio", f.name)
 		}
 	}
-	if len(seen) != 24 {
-		t.Errorf("%d figures, want 24", len(seen))
+	if len(seen) != 25 {
+		t.Errorf("%d figures, want 25", len(seen))
 	}
 }
