@@ -134,6 +134,11 @@ func (h *Host) endDirect(run *dispatch.Run, started time.Time, channels []*regis
 				}
 			}
 			took := time.Duration(c.GetDurationMicros()) * time.Microsecond
+			if werr != nil {
+				// The line the router writes for a relayed call that fails.
+				h.logger.Debug("host-service call refused or failed", "run_id", run.ID, "node_id", run.NodeID,
+					"family", c.GetFamily(), "method", c.GetMethod(), "caller", caller, "code", werr.Code, "path", "direct")
+			}
 			if observer != nil {
 				var err error
 				if werr != nil {

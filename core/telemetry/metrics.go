@@ -119,6 +119,8 @@ func (m *Metrics) CallStarted(family, method string) func(err error) {
 // CallReported records a call made on a direct channel, which the plugin
 // reported when its run ended: counted and timed like a routed call.
 func (m *Metrics) CallReported(family, method string, took time.Duration, err error) {
+	// The family's in-flight series exists, at 0, as for a routed call.
+	m.callsInFlight.WithLabelValues(family)
 	m.callLatency.WithLabelValues(family, method).Observe(took.Seconds())
 	m.calls.WithLabelValues(family, method, codeLabel(err)).Inc()
 	m.directCalls.WithLabelValues(family, method, codeLabel(err)).Inc()

@@ -100,8 +100,31 @@ func (r *otlpReceiver) waitFor(t *testing.T, want []string) map[string]*tracepb.
 
 // One trace covers a node run end to end: the caller's traceparent, the
 // host's run, the pack's node and its ctx call, the host's routing of that
-// call and the plugin's handling of it, each in the process that did it.
+// call (on the routed path) and the plugin's handling of it, each in the
+// process that did it. On a direct channel the plugin's span is the
+// child of the pack's ctx span.
 func TestOneTraceAcrossTheHops(t *testing.T) {
+	for _, tc := range []struct {
+		name, hostBody string
+		chain          []string
+	}{
+		{"routed", "  direct_channels = false\n", []string{
+			"wophost/run probe.echo", "private.wophost.probe/node probe.echo", "private.wophost.probe/ctx test.echo.echo",
+			"wophost/route test.echo.echo", "echo/plugin test.echo.echo",
+		}},
+		{"direct channel", "", []string{
+			"wophost/run probe.echo", "private.wophost.probe/node probe.echo", "private.wophost.probe/ctx test.echo.echo",
+			"echo/plugin test.echo.echo",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { oneTrace(t, tc.hostBody, tc.chain) })
+	}
+}
+
+// oneTrace runs probe.echo under host serve with tracing, hostBody added
+// to the host block, and checks that chain's spans are one trace, each the
+// child of the one before.
+func oneTrace(t *testing.T, hostBody string, chain []string) {
 	recv := startOTLPReceiver(t)
 	cfg := serveConfig(t, "", "")
 	// The tracing block goes inside the host block, beside http.
@@ -109,7 +132,7 @@ func TestOneTraceAcrossTheHops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tracing := "  tracing {\n    endpoint = \"" + recv.addr + "\"\n    insecure = true\n  }\n  http {"
+	tracing := hostBody + "  tracing {\n    endpoint = \"" + recv.addr + "\"\n    insecure = true\n  }\n  http {"
 	if err := os.WriteFile(cfg, []byte(strings.Replace(string(text), "  http {", tracing, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -126,17 +149,7 @@ func TestOneTraceAcrossTheHops(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, d.log())
 	}
 
-	spans := recv.waitFor(t, []string{
-		"wophost/run probe.echo",
-		"private.wophost.probe/node probe.echo",
-		"private.wophost.probe/ctx test.echo.echo",
-		"wophost/route test.echo.echo",
-		"echo/plugin test.echo.echo",
-	})
-	chain := []string{
-		"wophost/run probe.echo", "private.wophost.probe/node probe.echo", "private.wophost.probe/ctx test.echo.echo",
-		"wophost/route test.echo.echo", "echo/plugin test.echo.echo",
-	}
+	spans := recv.waitFor(t, chain)
 	for i, name := range chain {
 		s := spans[name]
 		if got := hex.EncodeToString(s.GetTraceId()); got != traceID {
