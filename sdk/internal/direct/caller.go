@@ -67,6 +67,14 @@ func (p *Pool) conn(ep *wophostv1.DirectChannelEndpoint) (*grpc.ClientConn, erro
 		_ = c.conn.Close()
 		delete(p.conns, ep.GetAddress())
 	}
+	// A plugin that restarted serves on a new address; the connections
+	// to addresses that no longer answer go when a new one is made.
+	for a, c := range p.conns {
+		if s := c.conn.GetState(); s == connectivity.TransientFailure || s == connectivity.Shutdown {
+			_ = c.conn.Close()
+			delete(p.conns, a)
+		}
+	}
 	cert, err := x509.ParseCertificate(ep.GetCertificate())
 	if err != nil {
 		return nil, fmt.Errorf("direct channel certificate: %w", err)
