@@ -181,7 +181,10 @@ type Plugin struct {
 	host     wophostv1.HostServicesServer
 	tokens   *runTokens
 	stateDir string
-	storage  plugin.Storage
+	// socketDir is where a plugin that serves a direct channel makes its
+	// socket.
+	socketDir string
+	storage   plugin.Storage
 }
 
 // Start launches cfg.Binary through go-plugin as the host does, or serves
@@ -282,12 +285,20 @@ func kitStorage(s plugin.Storage) plugin.Storage {
 // hostFn and giving each run it invokes a token.
 func newHandle(t tb, conn *wire.CapabilityConn, exited func() bool, hostFn HostServicesFunc) *Plugin {
 	tokens := &runTokens{m: map[string]wop.RunToken{}}
+	// The direct channel's socket lives as long as the plugin, in a short
+	// path: a unix socket's is bounded (108 bytes on Linux).
+	socketDir, err := os.MkdirTemp("", "wophost-direct-")
+	if err != nil {
+		t.Fatalf("plugintest: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(socketDir) })
 	return &Plugin{
-		exited:   exited,
-		conn:     conn,
-		host:     hostServices{fn: hostFn, tokens: tokens},
-		tokens:   tokens,
-		stateDir: t.TempDir(),
+		exited:    exited,
+		conn:      conn,
+		host:      hostServices{fn: hostFn, tokens: tokens},
+		tokens:    tokens,
+		stateDir:  t.TempDir(),
+		socketDir: socketDir,
 	}
 }
 
@@ -350,16 +361,24 @@ func (p *Plugin) Configure(t testing.TB, config json.RawMessage) map[string]map[
 // configure is Configure returning the whole answer.
 func (p *Plugin) configure(t tb, config json.RawMessage) *ConfigureResult {
 	t.Helper()
+	res, _ := p.configureDirectOrNot(t, config, nil)
+	return res
+}
+
+// configureDirectOrNot is configure with direct-channel settings (nil for
+// none), returning the channel the plugin answers, if any.
+func (p *Plugin) configureDirectOrNot(t tb, config json.RawMessage, settings *wophostv1.DirectChannelSettings) (*ConfigureResult, *wophostv1.DirectChannelEndpoint) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
 	defer cancel()
-	res, err := p.ConfigureErr(ctx, config)
+	res, ep, err := p.configureWith(ctx, config, settings)
 	if err != nil {
 		t.Fatalf("Configure failed: %v", err)
 	}
 	if len(res.Diagnostics) > 0 {
 		t.Fatalf("Configure refused the config %s: %s", orEmptyObject(config), joinDiagnostics(res.Diagnostics))
 	}
-	return res
+	return res, ep
 }
 
 // ConfigureErr sends config (nil sends {}) with a HostServices connection
@@ -367,6 +386,13 @@ func (p *Plugin) configure(t tb, config json.RawMessage) *ConfigureResult {
 // are not an error; a failed call or a facets value that is not a JSON
 // object is.
 func (p *Plugin) ConfigureErr(ctx context.Context, config json.RawMessage) (*ConfigureResult, error) {
+	res, _, err := p.configureWith(ctx, config, nil)
+	return res, err
+}
+
+// configureWith is ConfigureErr with the direct-channel settings given
+// (nil for none); it returns the channel the plugin answers, if any.
+func (p *Plugin) configureWith(ctx context.Context, config json.RawMessage, settings *wophostv1.DirectChannelSettings) (*ConfigureResult, *wophostv1.DirectChannelEndpoint, error) {
 	// A fresh broker id per Configure, as the host does on a restart.
 	brokerID := wire.ServeHostServices(p.conn.Broker, p.host, wire.DefaultMaxMessageBytes)
 	resp, err := p.conn.Client.Configure(ctx, &wophostv1.ConfigureRequest{
@@ -375,9 +401,10 @@ func (p *Plugin) ConfigureErr(ctx context.Context, config json.RawMessage) (*Con
 		StateDir:             p.stateDir,
 		Storage:              plugin.StorageToProto(p.storage),
 		HostVersion:          "plugintest",
+		DirectChannel:        settings,
 	})
 	if err != nil {
-		return nil, wire.FromStatus(err)
+		return nil, nil, wire.FromStatus(err)
 	}
 	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}, Details: map[string]json.RawMessage{}}
 	for _, d := range resp.GetDiagnostics() {
@@ -389,21 +416,21 @@ func (p *Plugin) ConfigureErr(ctx context.Context, config json.RawMessage) (*Con
 		// object, which rules out null and arrays that Unmarshal would take.
 		if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 {
 			if trimmed[0] != '{' {
-				return nil, fmt.Errorf("facets of %s are not a JSON object: %s", fam, raw)
+				return nil, nil, fmt.Errorf("facets of %s are not a JSON object: %s", fam, raw)
 			}
 			if err := json.Unmarshal(trimmed, &facets); err != nil {
-				return nil, fmt.Errorf("facets of %s are not a JSON object: %w", fam, err)
+				return nil, nil, fmt.Errorf("facets of %s are not a JSON object: %w", fam, err)
 			}
 		}
 		out.Facets[fam] = facets
 	}
 	for fam, raw := range resp.GetDetails() {
 		if trimmed := bytes.TrimSpace(raw); len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
-			return nil, fmt.Errorf("details of %s are not a JSON object: %s", fam, raw)
+			return nil, nil, fmt.Errorf("details of %s are not a JSON object: %s", fam, raw)
 		}
 		out.Details[fam] = raw
 	}
-	return out, nil
+	return out, resp.GetDirectChannel(), nil
 }
 
 // Invoke sends one call to the plugin as the host would. A non-nil error is

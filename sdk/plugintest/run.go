@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wophost/wophost/sdk/internal/direct"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/schema"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -60,6 +62,7 @@ func runProtocol(t checkT, cfg Config) *Description {
 	t.Run("Invoke", "Every sample call succeeds with a JSON result, or fails with the code it expects.", c.invokeCalls)
 	t.Run("Errors", "Errors travel in the envelope: not_found for an unknown method or family, validation_error for a malformed payload.", c.errorReplies)
 	t.Run("Deadline", "The plugin keeps the call's deadline: refused with deadline_exceeded once it passed, served when it is far.", c.deadline)
+	t.Run("DirectChannel", "A plugin that says in Describe that it serves a direct channel answers one when Configure asks, serves the first sample call there under a grant of the configured key, refuses a forged grant and the grant of a run that ended, and hands over the run's call at EndRun.", c.directChannel)
 	t.Run("KeepsServing", "After the failed calls the plugin still runs and serves the first sample call.", c.keepsServing)
 	return c.desc
 }
@@ -73,6 +76,11 @@ type protocolChecks struct {
 	desc *Description
 	// configured says Configure succeeded; the checks after it need it.
 	configured bool
+	// directKey and directEndpoint are the grant key Configure sent a
+	// plugin that serves a direct channel, and where it serves it.
+	directKey      []byte
+	directEndpoint *wophostv1.DirectChannelEndpoint
+	facets         map[string]map[string]json.RawMessage
 }
 
 func (c *protocolChecks) describe(t checkT) {
@@ -130,7 +138,16 @@ func (c *protocolChecks) invokeBeforeConfigure(t checkT) {
 }
 
 func (c *protocolChecks) configure(t checkT) {
-	facets := c.p.configure(t, c.cfg.Config).Facets
+	// A plugin that serves a direct channel is asked for one, as the host
+	// asks it: a second Configure could not take a store the first holds.
+	var settings *wophostv1.DirectChannelSettings
+	if c.desc != nil && c.desc.DirectChannel {
+		c.directKey = direct.NewKey()
+		settings = &wophostv1.DirectChannelSettings{GrantKey: c.directKey, SocketDir: c.p.socketDir}
+	}
+	res, ep := c.p.configureDirectOrNot(t, c.cfg.Config, settings)
+	facets := res.Facets
+	c.facets, c.directEndpoint = facets, ep
 	c.configured = true
 	if c.desc == nil {
 		return
