@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/wophost/wophost/sdk/internal/invoke"
 	"github.com/wophost/wophost/sdk/internal/wire"
@@ -158,9 +159,12 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (resp
 	call := wire.CallContextFromProto(req.GetCall())
 	// The span covers the refusals too: a trace should show where a call
 	// stopped.
-	ctx, span, traceparent := tracing.Start(ctx, s.tracer, call.Traceparent, "plugin "+req.GetFamily()+"."+req.GetMethod(), trace.SpanKindServer)
+	// With tracing off the span's name is not built (see tracing.Enabled).
+	var span trace.Span = noop.Span{}
+	if tracing.Enabled(s.tracer) {
+		ctx, span, call.Traceparent = tracing.Start(ctx, s.tracer, call.Traceparent, "plugin "+req.GetFamily()+"."+req.GetMethod(), trace.SpanKindServer)
+	}
 	defer func() { tracing.End(span, err, wire.CodeOfStatus(err)) }()
-	call.Traceparent = traceparent
 	s.mu.RLock()
 	configured, host := s.configured, s.host
 	s.mu.RUnlock()
