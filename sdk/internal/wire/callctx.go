@@ -50,24 +50,10 @@ func CallContextFromProto(p *wophostv1.CallContext) wop.CallContext {
 	return c
 }
 
-// deadlineSlack is how much later than the call context's deadline ctx
-// may end and still stand for it. The host sends a call's deadline twice:
-// exactly in the call context, and as gRPC's timeout, which gRPC rounds up
-// to its unit (a millisecond for one more than 100 s away) and counts
-// again from the message's arrival, so the request's context ends a little
-// after the deadline. A timer of its own for that difference would cost
-// every call with a deadline a few allocations.
-const deadlineSlack = 5 * time.Millisecond
-
 // WithCallDeadline derives a context that ends at the call context's
-// deadline as well as at ctx's own; a ctx that ends within deadlineSlack
-// after the call's deadline is taken to end at it. A deadline that has
-// passed gives a context that has ended.
+// deadline as well as at ctx's own.
 func WithCallDeadline(ctx context.Context, c wop.CallContext) (context.Context, context.CancelFunc) {
 	if c.Deadline.IsZero() {
-		return context.WithCancel(ctx)
-	}
-	if d, ok := ctx.Deadline(); ok && !c.Deadline.Add(deadlineSlack).Before(d) && time.Now().Before(c.Deadline) {
 		return context.WithCancel(ctx)
 	}
 	return context.WithDeadline(ctx, c.Deadline)

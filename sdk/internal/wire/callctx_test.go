@@ -127,28 +127,4 @@ func TestWithCallDeadline(t *testing.T) {
 	if ctx.Err() != context.DeadlineExceeded {
 		t.Errorf("Err() = %v, want deadline exceeded", ctx.Err())
 	}
-
-	// A parent that ends just after the deadline, as one gRPC rebuilt
-	// from a timeout does, stands for it.
-	slightlyLater, scancel := context.WithDeadline(context.Background(), deadline.Add(deadlineSlack/2))
-	defer scancel()
-	ctx, cancel = WithCallDeadline(slightlyLater, wop.CallContext{Deadline: deadline})
-	if got, _ := ctx.Deadline(); !got.Equal(deadline.Add(deadlineSlack / 2)) {
-		t.Errorf("deadline = %v, want the parent's", got)
-	}
-	cancel()
-	if ctx.Err() == nil {
-		t.Error("cancel did not end the context")
-	}
-
-	// A passed deadline still ends the context at once under such a
-	// parent.
-	passed := time.Now().Add(-time.Millisecond)
-	slightlyLater, scancel = context.WithDeadline(context.Background(), passed.Add(deadlineSlack))
-	defer scancel()
-	ctx, cancel = WithCallDeadline(slightlyLater, wop.CallContext{Deadline: passed})
-	defer cancel()
-	if ctx.Err() != context.DeadlineExceeded {
-		t.Errorf("Err() = %v, want deadline exceeded", ctx.Err())
-	}
 }
