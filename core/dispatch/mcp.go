@@ -30,16 +30,18 @@ type MCPPolicy struct{}
 
 // Call implements Policy.
 func (MCPPolicy) Call(_ context.Context, caller Caller, _ wop.CallContext, method string, payload []byte, next func([]byte) ([]byte, error)) ([]byte, error) {
+	agent := caller.Agent
+	if agent == nil && !caller.RunsAgents {
+		// The common case, a pack's or the operator's call: nothing to
+		// check, nothing to build.
+		return next(payload)
+	}
 	capability := "host." + mcp.Family + "." + method
 	refuse := func(format string, args ...any) *wop.Error {
 		return wop.Errorf(wop.CodeCapabilityNotDeclared, format, args...).WithCapability(capability)
 	}
-	agent := caller.Agent
-	switch {
-	case agent == nil && caller.RunsAgents:
+	if agent == nil {
 		return nil, refuse("%s runs agents and may call mcp only on behalf of one (Caller agent:<instance>@<digest>)", caller.Name)
-	case agent == nil:
-		return next(payload)
 	}
 	var req struct {
 		ServerID string `json:"serverId"`

@@ -5,8 +5,8 @@ package dispatch
 
 import (
 	"context"
-	"fmt"
 	"slices"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -32,6 +32,17 @@ type Caller struct {
 	RunsAgents bool
 }
 
+// deadlineSlack is how much later than a call's deadline the caller's
+// context may end and still stand for that deadline. gRPC carries a
+// deadline as a timeout, rounded up to its unit (a millisecond for one
+// more than 100 s away) and counted again from the message's arrival, so
+// the context of a call a pack makes ends a little after the run's
+// deadline, which the call context carries exactly. A timer of the
+// router's own for that difference cost six allocations a call. The
+// call context still hands the exact deadline to the plugin, which holds
+// its handler to it.
+const deadlineSlack = 5 * time.Millisecond
+
 // Router sends host-service calls to the plugin serving each family.
 type Router struct {
 	reg        *registry.Registry
@@ -41,6 +52,8 @@ type Router struct {
 	// the router's own (see SetPolicy).
 	policies map[string]Policy
 	tracer   trace.Tracer
+	// traced is false while tracer is the no-op one.
+	traced   bool
 	observer Observer
 	// journal logs the calls of tracked runs and answers replays.
 	journal *Journal
@@ -62,7 +75,9 @@ func NewRouter(reg *registry.Registry, depthLimit, maxBytes int) *Router {
 
 // SetTracer makes every routed call a span of tracer. Call it before the
 // router serves any call.
-func (r *Router) SetTracer(t trace.Tracer) { r.tracer = t }
+func (r *Router) SetTracer(t trace.Tracer) {
+	r.tracer, r.traced = t, tracing.Enabled(t)
+}
 
 // SetObserver reports every routed call to o. Call it before the router
 // serves any call.
@@ -85,8 +100,12 @@ func (r *Router) SetPolicy(family string, p Policy) {
 // Call routes one call. call must already carry the authoritative run
 // context and the depth of this hop.
 func (r *Router) Call(ctx context.Context, caller Caller, family, method string, payload []byte, call wop.CallContext) (out []byte, err error) {
-	ctx, span, traceparent := tracing.Start(ctx, r.tracer, call.Traceparent, "route "+family+"."+method, trace.SpanKindInternal)
-	call.Traceparent = traceparent
+	// With tracing off the span is a no-op and the traceparent passes
+	// through as it came; the span's name is not even built.
+	var span trace.Span = noop.Span{}
+	if r.traced {
+		ctx, span, call.Traceparent = tracing.Start(ctx, r.tracer, call.Traceparent, "route "+family+"."+method, trace.SpanKindInternal)
+	}
 	var done func(error)
 	if r.observer != nil {
 		done = r.observer.CallStarted(family, method)
@@ -104,12 +123,11 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 	if pending != nil {
 		defer func() { out, err = pending.finish(out, err) }()
 	}
-	capability := fmt.Sprintf("host.%s.%s", family, method)
 	if len(payload) > r.maxBytes {
-		return nil, wop.Errorf(wop.CodeValidation, "request of %d bytes is over the %d-byte limit", len(payload), r.maxBytes).WithCapability(capability)
+		return nil, wop.Errorf(wop.CodeValidation, "request of %d bytes is over the %d-byte limit", len(payload), r.maxBytes).WithCapability(capabilityName(family, method))
 	}
 	if call.Depth > r.depthLimit {
-		return nil, wop.Errorf(wop.CodeCallDepthExceeded, "call depth %d is over the limit of %d", call.Depth, r.depthLimit).WithCapability(capability)
+		return nil, wop.Errorf(wop.CodeCallDepthExceeded, "call depth %d is over the limit of %d", call.Depth, r.depthLimit).WithCapability(capabilityName(family, method))
 	}
 	// Least privilege comes before advertisement: an undeclared call is
 	// capability_not_declared whether or not the host serves the family,
@@ -120,13 +138,13 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 		if facet != "" {
 			what += "." + facet
 		}
-		return nil, wop.Errorf(wop.CodeCapabilityNotDeclared, "%s did not declare %s", caller.Name, what).WithCapability(capability)
+		return nil, wop.Errorf(wop.CodeCapabilityNotDeclared, "%s did not declare %s", caller.Name, what).WithCapability(capabilityName(family, method))
 	}
 	// An operator-only method is refused like an undeclared call, and for
 	// the same reason before the lookup: no pack, plugin or agent can
 	// declare it.
 	if caller.Name != Operator && operatorOnly(family, method) {
-		return nil, wop.Errorf(wop.CodeCapabilityNotDeclared, "%s may not call %s.%s: only the operator manages the prompt store (host prompts)", caller.Name, family, method).WithCapability(capability)
+		return nil, wop.Errorf(wop.CodeCapabilityNotDeclared, "%s may not call %s.%s: only the operator manages the prompt store (host prompts)", caller.Name, family, method).WithCapability(capabilityName(family, method))
 	}
 	inv, fam, ok := r.reg.Lookup(family)
 	if !ok {
@@ -138,17 +156,22 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 		}
 	}
 	if !slices.Contains(fam.Methods, method) {
-		return nil, wop.Errorf(wop.CodeNotFound, "family %s has no method %q", family, method).WithCapability(capability)
+		return nil, wop.Errorf(wop.CodeNotFound, "family %s has no method %q", family, method).WithCapability(capabilityName(family, method))
 	}
 	// A deadline the context already meets (the caller's own, carried by
-	// gRPC) needs no second timer.
-	if d, ok := ctx.Deadline(); !call.Deadline.IsZero() && (!ok || call.Deadline.Before(d)) {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, call.Deadline)
-		defer cancel()
+	// gRPC) needs no second timer; see deadlineSlack. A call whose deadline
+	// has passed is refused here all the same.
+	if !call.Deadline.IsZero() {
+		if d, ok := ctx.Deadline(); !ok || call.Deadline.Add(deadlineSlack).Before(d) {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, call.Deadline)
+			defer cancel()
+		} else if !time.Now().Before(call.Deadline) {
+			return nil, contextError(context.DeadlineExceeded, capabilityName(family, method))
+		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, contextError(err, capability)
+		return nil, contextError(err, capabilityName(family, method))
 	}
 	invoke := func(payload []byte) ([]byte, error) {
 		if pending != nil {
@@ -161,17 +184,17 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 			we := wop.AsError(err)
 			if ctx.Err() != nil {
 				if we.Code == wop.CodeUnavailable || we.Code == wop.CodeInternal {
-					return nil, contextError(ctx.Err(), capability)
+					return nil, contextError(ctx.Err(), capabilityName(family, method))
 				}
 			} else if we.Code == wop.CodeCancelled {
 				// The caller did not cancel: the host closed its connection to
 				// a plugin that exited while the call was in flight.
-				return nil, wop.Errorf(wop.CodeUnavailable, "%s: the plugin went away during the call", capability).WithCapability(capability).WithRetryable(true)
+				return nil, wop.Errorf(wop.CodeUnavailable, "%s: the plugin went away during the call", capabilityName(family, method)).WithCapability(capabilityName(family, method)).WithRetryable(true)
 			}
 			return nil, err
 		}
 		if len(out) > r.maxBytes {
-			return nil, wop.Errorf(wop.CodeUpstreamUnavailable, "result of %d bytes is over the %d-byte limit", len(out), r.maxBytes).WithCapability(capability)
+			return nil, wop.Errorf(wop.CodeUpstreamUnavailable, "result of %d bytes is over the %d-byte limit", len(out), r.maxBytes).WithCapability(capabilityName(family, method))
 		}
 		return out, nil
 	}
@@ -179,6 +202,13 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 		return p.Call(ctx, caller, call, method, payload, invoke)
 	}
 	return invoke(payload)
+}
+
+// capabilityName is the capability a call of family.method concerns, as
+// its refusals and failures name it. It is built only when one needs it:
+// a call that succeeds never does.
+func capabilityName(family, method string) string {
+	return "host." + family + "." + method
 }
 
 func contextError(err error, capability string) error {

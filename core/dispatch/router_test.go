@@ -387,6 +387,40 @@ func TestRouterEarlierDeadlineWins(t *testing.T) {
 	}
 }
 
+// A context that ends just after the call's deadline, as the one gRPC
+// rebuilds from a timeout does, stands for that deadline: the invoker gets
+// it as it is. A call whose deadline has passed is refused all the same.
+func TestRouterContextWithinTheSlackStandsForTheDeadline(t *testing.T) {
+	t.Run("kept", func(t *testing.T) {
+		inv := &fakeInvoker{result: []byte(`1`)}
+		r := newTestRouter(inv)
+		callDeadline := time.Now().Add(time.Minute)
+		ctxDeadline := callDeadline.Add(deadlineSlack / 2)
+		ctx, cancel := context.WithDeadline(context.Background(), ctxDeadline)
+		defer cancel()
+		if _, err := r.Call(ctx, allowAll, "acme.kv", "get", nil, wop.CallContext{Depth: 1, Deadline: callDeadline}); err != nil {
+			t.Fatal(err)
+		}
+		if got := inv.calls[0]; !got.hasDeadline || !got.deadline.Equal(ctxDeadline) {
+			t.Fatalf("invoker deadline = %v (%v), want the context's %v", got.deadline, got.hasDeadline, ctxDeadline)
+		}
+	})
+	t.Run("passed", func(t *testing.T) {
+		inv := &fakeInvoker{result: []byte(`1`)}
+		r := newTestRouter(inv)
+		callDeadline := time.Now().Add(-time.Millisecond)
+		ctx, cancel := context.WithDeadline(context.Background(), callDeadline.Add(deadlineSlack))
+		defer cancel()
+		_, err := r.Call(ctx, allowAll, "acme.kv", "get", nil, wop.CallContext{Depth: 1, Deadline: callDeadline})
+		if code := wop.CodeOf(err); code != wop.CodeDeadlineExceeded {
+			t.Fatalf("error %v (code %q), want %s", err, code, wop.CodeDeadlineExceeded)
+		}
+		if len(inv.calls) != 0 {
+			t.Fatalf("the invoker got %d calls past the deadline", len(inv.calls))
+		}
+	})
+}
+
 // An async generate needs the await facet like await itself: declared by
 // the caller and advertised, checked before the plugin sees the call, so
 // no pack starts a job it cannot collect.

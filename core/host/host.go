@@ -248,3 +248,31 @@ func (h *Host) isClosing() bool {
 	defer h.mu.RUnlock()
 	return h.closing
 }
+
+// ProcessIDs maps the name of each capability and pack whose process is
+// running to that process's id, for measurements that read a process's
+// resource use (the benchmarks' CPU time per call). Capability and pack
+// names are disjoint config blocks; a name found in both would be a pack's.
+func (h *Host) ProcessIDs() map[string]int {
+	h.mu.RLock()
+	caps := make(map[string]*capability, len(h.caps))
+	for name, c := range h.caps {
+		caps[name] = c
+	}
+	packs := append([]*Pack(nil), h.packs...)
+	h.mu.RUnlock()
+	out := make(map[string]int, len(caps)+len(packs))
+	for name, c := range caps {
+		if proc := c.current(); proc != nil && proc.PID() != 0 {
+			out[name] = proc.PID()
+		}
+	}
+	for _, p := range packs {
+		p.live.Lock()
+		if p.proc != nil && p.proc.PID() != 0 {
+			out[p.Name] = p.proc.PID()
+		}
+		p.live.Unlock()
+	}
+	return out
+}

@@ -36,6 +36,9 @@ type Server struct {
 	// call on behalf of agents. Another plugin that claims to call for an
 	// agent is refused.
 	runsAgents bool
+	// callerName is the Caller of the call context every call gets,
+	// "pack:<name>" or "plugin:<name>", built once rather than per call.
+	callerName string
 }
 
 // target is the host a Server's calls go to.
@@ -49,7 +52,7 @@ var _ wophostv1.HostServicesServer = (*Server)(nil)
 
 // ForPack returns the HostServices served to the named pack.
 func ForPack(router *dispatch.Router, runs *dispatch.Runs, logger hclog.Logger, pack string) *Server {
-	s := &Server{runs: runs, logger: logger, pack: pack}
+	s := &Server{runs: runs, logger: logger, pack: pack, callerName: "pack:" + pack}
 	s.target.Store(&target{router: router})
 	return s
 }
@@ -57,7 +60,7 @@ func ForPack(router *dispatch.Router, runs *dispatch.Runs, logger hclog.Logger, 
 // ForPlugin returns the HostServices served to a capability plugin that may
 // call the families allowed reports.
 func ForPlugin(router *dispatch.Router, runs *dispatch.Runs, logger hclog.Logger, plugin string, allowed func(family, facet string) bool) *Server {
-	s := &Server{runs: runs, logger: logger, plugin: plugin, pluginAllowed: allowed}
+	s := &Server{runs: runs, logger: logger, plugin: plugin, pluginAllowed: allowed, callerName: "plugin:" + plugin}
 	s.target.Store(&target{router: router})
 	return s
 }
@@ -103,10 +106,10 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 			return nil, hostwire.ToStatus(wop.Errorf(wop.CodeCapabilityNotDeclared, "run %s does not belong to pack %s", run.ID, s.pack))
 		}
 		caller = dispatch.Caller{Name: "pack " + s.pack + " node " + run.TypeID, Allowed: run.Allowed}
-		call = run.CallContext("pack:" + s.pack)
+		call = run.CallContext(s.callerName)
 	} else {
 		caller = dispatch.Caller{Name: "plugin " + s.plugin, Allowed: s.pluginAllowed}
-		call = run.CallContext("plugin:" + s.plugin)
+		call = run.CallContext(s.callerName)
 		if err := s.checkAgent(tgt, claimed.Caller, req.GetFamily(), req.GetMethod(), &caller); err != nil {
 			s.logger.Debug("host-service call refused", "run_id", run.ID, "node_id", run.NodeID,
 				"family", req.GetFamily(), "method", req.GetMethod(), "caller", claimed.Caller, "code", wop.CodeOf(err))

@@ -213,5 +213,9 @@ func (c *Capability) EndRun(ctx context.Context, runID string, deadline time.Tim
 // Exited is closed when the plugin process exits.
 func (c *Capability) Exited() <-chan struct{} { return c.conn.Exited.Done() }
 
+// PID returns the plugin process's id (for measurements such as its CPU
+// time under /proc), or 0 when it is not known.
+func (c *Capability) PID() int { return c.proc.pid() }
+
 // Kill stops the plugin process and its process group.
 func (c *Capability) Kill() { c.proc.kill() }

@@ -89,6 +89,10 @@ func transportFailure(err error) bool {
 // Exited is closed when the pack process exits.
 func (p *Pack) Exited() <-chan struct{} { return p.conn.Exited.Done() }
 
+// PID returns the pack process's id (for measurements such as its CPU
+// time under /proc), or 0 when it is not known.
+func (p *Pack) PID() int { return p.proc.pid() }
+
 // Kill stops the pack process and its process group.
 func (p *Pack) Kill() { p.proc.kill() }
 

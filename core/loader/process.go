@@ -365,6 +365,14 @@ func (p *process) removeSocket() {
 // Exited reports whether the process has exited.
 func (p *process) exited() bool { return p.client.Exited() }
 
+// pid is the process's id, or 0 when it never started.
+func (p *process) pid() int {
+	if p.group == nil {
+		return 0
+	}
+	return p.group.PID()
+}
+
 // FileIdentity names the file at path as it is now: device, inode, size
 // and modification times. A rebuilt or replaced binary gets another
 // identity, so a reload can tell whether a running plugin still runs the

@@ -121,20 +121,20 @@ type policy struct {
 
 // Capabilities declares elicitation (a decline is an answer) always,
 // sampling only when the host advertises aiEnvelope to answer it, and
-// roots only when some are configured.
+// roots only when some are configured. Every request a server gets
+// carries them, so the four objects are written out rather than encoded
+// each time; their keys are in the order json.Marshal would give.
 func (p *policy) Capabilities(ctx context.Context) json.RawMessage {
-	caps := map[string]struct{}{"elicitation": {}}
-	if len(p.server.roots) > 0 {
-		caps["roots"] = struct{}{}
+	roots, sampling := len(p.server.roots) > 0, p.ai.canSample(ctx)
+	switch {
+	case roots && sampling:
+		return json.RawMessage(`{"elicitation":{},"roots":{},"sampling":{}}`)
+	case roots:
+		return json.RawMessage(`{"elicitation":{},"roots":{}}`)
+	case sampling:
+		return json.RawMessage(`{"elicitation":{},"sampling":{}}`)
 	}
-	if p.ai.canSample(ctx) {
-		caps["sampling"] = struct{}{}
-	}
-	b, err := json.Marshal(caps)
-	if err != nil {
-		return json.RawMessage(`{"elicitation":{}}`)
-	}
-	return b
+	return json.RawMessage(`{"elicitation":{}}`)
 }
 
 // Answer implements client.InputAnswerer.

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/invoke"
@@ -48,7 +49,7 @@ func newServer(p *Plugin, broker *goplugin.GRPCBroker, logger hclog.Logger, maxB
 	}
 	s := &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, tracer: tracer, families: fams}
 	if !p.RoutedOnly {
-		s.direct = direct.NewEndpoint(s.handleDirect, maxBytes)
+		s.direct = direct.NewEndpoint(s.handle, maxBytes)
 	}
 	return s
 }
@@ -188,25 +189,17 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (resp
 	return &wophostv1.InvokeResponse{Result: out}, nil
 }
 
-// handleDirect runs a call that came on the direct channel, its grant
-// checked.
-func (s *server) handleDirect(ctx context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
-	out, err := s.handle(ctx, family, method, payload, call)
-	if err != nil {
-		// The endpoint logs the envelope the caller gets.
-		return nil, err
-	}
-	return out, nil
-}
-
 // handle runs one call of family.method, relayed by the host or on the
 // direct channel, and returns its result or its *wop.Error.
 func (s *server) handle(ctx context.Context, family, method string, payload []byte, call wop.CallContext) (_ []byte, err error) {
 	// The span covers the refusals too: a trace should show where a call
 	// stopped.
-	ctx, span, traceparent := tracing.Start(ctx, s.tracer, call.Traceparent, "plugin "+family+"."+method, trace.SpanKindServer)
+	// With tracing off the span's name is not built (see tracing.Enabled).
+	var span trace.Span = noop.Span{}
+	if tracing.Enabled(s.tracer) {
+		ctx, span, call.Traceparent = tracing.Start(ctx, s.tracer, call.Traceparent, "plugin "+family+"."+method, trace.SpanKindServer)
+	}
 	defer func() { tracing.End(span, err, wop.CodeOf(err)) }()
-	call.Traceparent = traceparent
 	s.mu.RLock()
 	configured, host := s.configured, s.host
 	s.mu.RUnlock()

@@ -392,13 +392,26 @@ func ctxCall(b *testing.B) {
 	sock := startSocketPeer(b)
 	c := startDirect(b)
 	h := startHost(b, echoConfig(b))
+	direct, viaHost := echoMeters(b, c, h)
 	took := timeCalls(b, sock.roundTrips,
-		func(n int) error { return directCalls(ctx, c, n) },
-		func(n int) error { return runLoop(ctx, h, n) })
+		direct.wrap(b, func(n int) error { return directCalls(ctx, c, n) }),
+		viaHost.wrap(b, func(n int) error { return runLoop(ctx, h, n) }))
 	reportPair(b, took[1], took[2], "direct-ns/call")
 	floor := float64(took[0].Nanoseconds()) / float64(b.N)
 	b.ReportMetric(floor, "socket-ns/rtt")
 	b.ReportMetric(float64(took[2].Nanoseconds())/float64(b.N)/floor, "floor-ratio")
+	direct.report(b, "direct-", b.N)
+	viaHost.report(b, "", b.N)
+}
+
+// echoMeters measure the CPU time of each process on the two echo paths:
+// on the direct one this process (the caller) and c's plugin, on the one
+// through h the probe pack, h (this process) and h's testcap.
+func echoMeters(tb testing.TB, c *loader.Capability, h *host.Host) (direct, viaHost *cpuMeter) {
+	direct = newCPUMeter([]string{"caller", "plugin"}, 0, c.PID())
+	viaHost = newCPUMeter([]string{"pack", "host", "plugin"},
+		processID(tb, h, "private.wophost.probe"), 0, processID(tb, h, "echo"))
+	return direct, viaHost
 }
 
 // BenchmarkOperatorCall is BenchmarkCtxCall without the pack hop: the
@@ -453,21 +466,26 @@ func ctxCallConcurrent(b *testing.B) {
 	ctx := context.Background()
 	c := startDirect(b)
 	h := startHost(b, echoConfig(b))
+	directCPU, viaHostCPU := echoMeters(b, c, h)
 	took := timeCalls(b,
-		func(n int) error { return inParallel(n, func(n int) error { return directCalls(ctx, c, n) }) },
-		func(n int) error {
+		directCPU.wrap(b, func(n int) error {
+			return inParallel(n, func(n int) error { return directCalls(ctx, c, n) })
+		}),
+		viaHostCPU.wrap(b, func(n int) error {
 			return inParallel(n, func(n int) error {
 				if n == 0 {
 					return nil
 				}
 				return runLoop(ctx, h, n)
 			})
-		})
+		}))
 	direct := float64(b.N) / took[0].Seconds()
 	viaHost := float64(b.N) / took[1].Seconds()
 	b.ReportMetric(direct, "direct-calls/s")
 	b.ReportMetric(viaHost, "host-calls/s")
 	b.ReportMetric(viaHost/direct, "ratio")
+	directCPU.report(b, "direct-", b.N)
+	viaHostCPU.report(b, "", b.N)
 }
 
 // BenchmarkStartToReady measures config.Load + host.New + Start until the

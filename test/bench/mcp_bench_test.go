@@ -112,7 +112,13 @@ func compareMCP(b *testing.B, viaHost func(ctx context.Context, h *host.Host, n 
 	ctx := context.Background()
 	s := sdkSession(b)
 	h := startHost(b, mcpBenchConfig(b))
+	// The toolbox servers are children of this process and of the plugin,
+	// not measured here.
+	direct := newCPUMeter([]string{"caller"}, 0)
+	host := newCPUMeter([]string{"host", "plugin"}, 0, processID(b, h, "mcp"))
 	timePair(b, "sdk-ns/call",
-		func(n int) error { return sdkCalls(ctx, s, n) },
-		func(n int) error { return viaHost(ctx, h, n) })
+		direct.wrap(b, func(n int) error { return sdkCalls(ctx, s, n) }),
+		host.wrap(b, func(n int) error { return viaHost(ctx, h, n) }))
+	direct.report(b, "sdk-", b.N)
+	host.report(b, "", b.N)
 }

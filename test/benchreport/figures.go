@@ -160,7 +160,7 @@ func figures() []figure {
 			name: "MCP callTool through the host", bench: "BenchmarkMCPCallTool",
 			value: "host-ns/call", show: nanosAsMicros(),
 			baseline: "sdk-ns/call", baselineLabel: "Go SDK client direct", ratioMetric: "ratio",
-			goal: &goal{atMost: true, limit: 1.3},
+			goal: &goal{atMost: true, limit: 1.2},
 		},
 		{
 			name: "MCP callTool from a pack", bench: "BenchmarkMCPCallToolFromPack",

@@ -10,6 +10,7 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 
@@ -166,9 +167,12 @@ func (h *HostCaller) Call(ctx context.Context, family, method string, req, res a
 // hop further on marked retryable (see wop.HopError).
 func (h *HostCaller) CallRaw(ctx context.Context, family, method string, payload []byte) (out []byte, err error) {
 	call, _ := wop.CallContextFrom(ctx)
-	ctx, span, traceparent := tracing.Start(ctx, h.tracer, call.Traceparent, "ctx "+family+"."+method, trace.SpanKindClient)
+	// With tracing off the span's name is not built (see tracing.Enabled).
+	var span trace.Span = noop.Span{}
+	if tracing.Enabled(h.tracer) {
+		ctx, span, call.Traceparent = tracing.Start(ctx, h.tracer, call.Traceparent, "ctx "+family+"."+method, trace.SpanKindClient)
+	}
 	defer func() { tracing.End(span, err, wop.CodeOf(err)) }()
-	call.Traceparent = traceparent
 	conn, err := h.connect(ctx)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {

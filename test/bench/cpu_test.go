@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wophost/wophost/core/host"
+)
+
+// clockTick is the unit of utime and stime in /proc/<pid>/stat: USER_HZ,
+// which Linux fixes at 100 on every architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+// procCPU returns the CPU time (user plus system) the process pid has used
+// so far, from /proc/<pid>/stat, to a clock tick. pid 0 is this process,
+// read through getrusage to the microsecond.
+func procCPU(pid int) (time.Duration, error) {
+	if pid == 0 {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			return 0, fmt.Errorf("getrusage: %w", err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("cpu time of process %d: %w", pid, err)
+	}
+	// The command name in parentheses may hold spaces: the fields that
+	// follow are counted from its closing parenthesis. utime and stime are
+	// fields 14 and 15 of the line, the 12th and 13th after the name.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("cpu time of process %d: malformed stat %q", pid, b)
+	}
+	fields := bytes.Fields(b[i+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("cpu time of process %d: short stat %q", pid, b)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(string(f), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("cpu time of process %d: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick, nil
+}
+
+// cpuMeter measures the CPU time a set of processes spends on a path.
+type cpuMeter struct {
+	// names are the metric prefixes ("pack", "host", "plugin"); pids the
+	// processes they stand for, 0 for this one.
+	names []string
+	pids  []int
+	// used is what each process spent during the last measured run.
+	used []time.Duration
+}
+
+// newCPUMeter measures the processes pids under names (paired in order).
+func newCPUMeter(names []string, pids ...int) *cpuMeter {
+	return &cpuMeter{names: names, pids: pids, used: make([]time.Duration, len(pids))}
+}
+
+// wrap returns calls measured: each run of it records what every process
+// spent, replacing the previous run's figures, so that after timeCalls
+// (warm-up first, then the timed run) the meter holds the timed run's.
+func (m *cpuMeter) wrap(tb testing.TB, calls func(n int) error) func(n int) error {
+	return func(n int) error {
+		before := m.sample(tb)
+		err := calls(n)
+		after := m.sample(tb)
+		for i := range m.used {
+			m.used[i] = after[i] - before[i]
+		}
+		return err
+	}
+}
+
+func (m *cpuMeter) sample(tb testing.TB) []time.Duration {
+	out := make([]time.Duration, len(m.pids))
+	for i, pid := range m.pids {
+		d, err := procCPU(pid)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[i] = d
+	}
+	return out
+}
+
+// report adds "<prefix><name>-cpu-µs/call" for every process, over n calls.
+func (m *cpuMeter) report(b *testing.B, prefix string, n int) {
+	for i, name := range m.names {
+		b.ReportMetric(float64(m.used[i].Microseconds())/float64(n), prefix+name+"-cpu-µs/call")
+	}
+}
+
+// processID returns the pid of the process h runs for the capability or
+// pack name.
+func processID(tb testing.TB, h *host.Host, name string) int {
+	tb.Helper()
+	pid, ok := h.ProcessIDs()[name]
+	if !ok {
+		tb.Fatalf("the host runs no process for %s: %v", name, h.ProcessIDs())
+	}
+	return pid
+}
+
+func TestProcCPU(t *testing.T) {
+	self, err := procCPU(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaProc, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both count this process from its start; /proc rounds down to a tick
+	// and was read after getrusage.
+	if viaProc < self-2*clockTick || viaProc > self+time.Second {
+		t.Fatalf("/proc/self/stat says %v, getrusage %v", viaProc, self)
+	}
+}
