@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/hostwire"
@@ -94,6 +96,19 @@ func (h *Host) endDirect(run *dispatch.Run, started time.Time, channels []*regis
 	if len(channels) == 0 {
 		return
 	}
+	if log == nil {
+		// Without a log nothing waits for the answers (the metrics take
+		// them when they come), so the run's caller does not either: the
+		// grants end one round trip after the run.
+		go h.collectDirect(run, started, channels, nil)
+		return
+	}
+	h.collectDirect(run, started, channels, log)
+}
+
+// collectDirect ends run on channels and takes in what they report
+// (endDirect).
+func (h *Host) collectDirect(run *dispatch.Run, started time.Time, channels []*registry.DirectChannel, log *dispatch.RunLog) {
 	answers := make([]*wophostv1.EndRunResponse, len(channels))
 	var wg sync.WaitGroup
 	for i, ch := range channels {
@@ -104,7 +119,11 @@ func (h *Host) endDirect(run *dispatch.Run, started time.Time, channels []*regis
 			defer cancel()
 			resp, err := ch.EndRun(ctx, run.ID, run.Deadline)
 			if err != nil {
-				h.logger.Warn("could not end a run on a direct channel; its calls there are not logged",
+				level := hclog.Debug
+				if log != nil {
+					level = hclog.Warn
+				}
+				h.logger.Log(level, "could not end a run on a direct channel; its calls there are not logged",
 					"run_id", run.ID, "channel", ch.Endpoint.GetAddress(), "error", err)
 				return
 			}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
@@ -171,7 +172,12 @@ func (c *Caller) CallRaw(ctx context.Context, family, method string, payload []b
 // the host.
 func (c *Caller) direct(ctx context.Context, ch *channel, family, method string, payload []byte) (out []byte, err error, routed bool) {
 	call, _ := wop.CallContextFrom(ctx)
-	ctx, span, traceparent := tracing.Start(ctx, c.tracer, call.Traceparent, "ctx "+family+"."+method, trace.SpanKindClient)
+	// With tracing off the span's name is not built (see tracing.Enabled).
+	var span trace.Span = noop.Span{}
+	traceparent := call.Traceparent
+	if tracing.Enabled(c.tracer) {
+		ctx, span, traceparent = tracing.Start(ctx, c.tracer, call.Traceparent, "ctx "+family+"."+method, trace.SpanKindClient)
+	}
 	defer func() { tracing.End(span, err, wop.CodeOf(err)) }()
 	conn, cerr := c.pool.conn(ch.endpoint)
 	if cerr != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -33,11 +34,15 @@ type Endpoint struct {
 	handle   Handler
 	maxBytes int
 
+	// admitted caches the grants verified under the current key, by their
+	// signed bytes (string to *admitted), so that a run's later calls skip
+	// the HMAC, the decoding and mu. A new key replaces the map.
+	admitted atomic.Pointer[sync.Map]
+	// limits is max_concurrent_calls of the current configuration.
+	limits atomic.Pointer[callLimits]
+
 	mu  sync.Mutex
 	key []byte
-	// admitted caches the grants verified under key, by their signed
-	// bytes, so that a run's later calls skip the HMAC and the decoding.
-	admitted map[string]*admitted
 	// runs holds the calls of each run with a grant in use; ended the
 	// runs the host ended, until their grants' deadlines pass.
 	runs  map[string]*runCalls
@@ -46,8 +51,11 @@ type Endpoint struct {
 	srv      *grpc.Server
 	listener net.Listener
 	endpoint *wophostv1.DirectChannelEndpoint
-	// slots bounds the calls in flight (max_concurrent_calls), nil for
-	// no bound; capability names the block in the refusal.
+}
+
+// callLimits bounds the calls in flight (max_concurrent_calls): slots is
+// nil for no bound; capability names the block in the refusal.
+type callLimits struct {
 	slots      chan struct{}
 	capability string
 }
@@ -61,7 +69,10 @@ type admitted struct {
 // NewEndpoint returns an endpoint whose calls run on handle, with results
 // bounded by maxBytes as every other message of the process.
 func NewEndpoint(handle Handler, maxBytes int) *Endpoint {
-	return &Endpoint{handle: handle, maxBytes: maxBytes, admitted: map[string]*admitted{}, runs: map[string]*runCalls{}, ended: map[string]time.Time{}}
+	e := &Endpoint{handle: handle, maxBytes: maxBytes, runs: map[string]*runCalls{}, ended: map[string]time.Time{}}
+	e.admitted.Store(&sync.Map{})
+	e.limits.Store(&callLimits{})
+	return e
 }
 
 // Open sets the grant key and, on the first call, starts serving the
@@ -74,11 +85,16 @@ func (e *Endpoint) Open(s *wophostv1.DirectChannelSettings) (*wophostv1.DirectCh
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.key = append([]byte(nil), s.GetGrantKey()...)
-	clear(e.admitted)
-	if n := int(s.GetMaxConcurrentCalls()); n > 0 && cap(e.slots) != n {
-		e.slots = make(chan struct{}, n)
+	e.admitted.Store(&sync.Map{})
+	lim := &callLimits{capability: s.GetCapability()}
+	if n := int(s.GetMaxConcurrentCalls()); n > 0 {
+		lim.slots = make(chan struct{}, n)
+		if old := e.limits.Load(); cap(old.slots) == n {
+			// The calls in flight keep their slots.
+			lim.slots = old.slots
+		}
 	}
-	e.capability = s.GetCapability()
+	e.limits.Store(lim)
 	if e.srv != nil {
 		return e.endpoint, nil
 	}
@@ -131,11 +147,11 @@ func IsRefused(err error) bool {
 // admit returns the grant signed holds and the run's call log, or a
 // refusal: a grant not made with the current key, or of an ended run.
 func (e *Endpoint) admit(signed []byte, now time.Time) (*admitted, error) {
+	if a, ok := e.admitted.Load().Load(string(signed)); ok {
+		return a.(*admitted), nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if a, ok := e.admitted[string(signed)]; ok {
-		return a, nil
-	}
 	if e.key == nil {
 		return nil, errRefused("the channel is closed")
 	}
@@ -156,7 +172,7 @@ func (e *Endpoint) admit(signed []byte, now time.Time) (*admitted, error) {
 		e.runs[g.GetRunId()] = rc
 	}
 	a := &admitted{grant: g, calls: rc}
-	e.admitted[string(signed)] = a
+	e.admitted.Load().Store(string(signed), a)
 	return a, nil
 }
 
@@ -170,14 +186,16 @@ func (e *Endpoint) EndRun(runID string, deadline time.Time) *wophostv1.EndRunRes
 	rc := e.runs[runID]
 	delete(e.runs, runID)
 	expiry := deadline
-	for k, a := range e.admitted {
-		if a.grant.GetRunId() == runID {
+	cache := e.admitted.Load()
+	cache.Range(func(k, v any) bool {
+		if a := v.(*admitted); a.grant.GetRunId() == runID {
 			if d := time.Unix(0, a.grant.GetDeadlineUnixNano()); d.After(expiry) {
 				expiry = d
 			}
-			delete(e.admitted, k)
+			cache.Delete(k)
 		}
-	}
+		return true
+	})
 	// A run ended is remembered until its grants expire by themselves;
 	// the ones expired are forgotten now.
 	for id, exp := range e.ended {
@@ -232,11 +250,15 @@ func (s *service) Invoke(ctx context.Context, req *wophostv1.DirectChannelInvoke
 // slot waits for one of the channel's call slots, as the host waits for
 // one of a capability's max_concurrent_calls, until the call's deadline.
 func (e *Endpoint) slot(ctx context.Context, call wop.CallContext, family, method string) (func(), *wop.Error) {
-	e.mu.Lock()
-	slots, capability := e.slots, e.capability
-	e.mu.Unlock()
+	lim := e.limits.Load()
+	slots, capability := lim.slots, lim.capability
 	if slots == nil {
 		return func() {}, nil
+	}
+	select {
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
+	default:
 	}
 	ctx, cancel := wire.WithCallDeadline(ctx, call)
 	defer cancel()
