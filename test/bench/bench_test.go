@@ -377,21 +377,27 @@ func timePair(b *testing.B, directUnit string, direct, viaHost func(n int) error
 // and both with b.N round trips of the same payload over a bare unix
 // socket between two processes, the physical floor. The pack side is one
 // probe.loop run, so the node's own dispatch is amortised over b.N calls.
-func BenchmarkCtxCall(b *testing.B) { ctxCall(b) }
+func BenchmarkCtxCall(b *testing.B) { ctxCall(b, echoConfig) }
+
+// BenchmarkCtxCallDirect is BenchmarkCtxCall on a direct channel: the
+// probe pack's ctx calls go from the pack to testcap under the host's
+// grant, one hop.
+func BenchmarkCtxCallDirect(b *testing.B) { ctxCall(b, echoConfigDirect) }
 
 // BenchmarkCtxCallOneProc is BenchmarkCtxCall with the host (this
 // process) at GOMAXPROCS 1, as `gomaxprocs = 1` in the host block sets it;
 // the plugin and the pack keep their default.
 func BenchmarkCtxCallOneProc(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	ctxCall(b)
+	ctxCall(b, echoConfig)
 }
 
-func ctxCall(b *testing.B) {
+// ctxCall runs BenchmarkCtxCall on a host started with config.
+func ctxCall(b *testing.B, config func(testing.TB) string) {
 	ctx := context.Background()
 	sock := startSocketPeer(b)
 	c := startDirect(b)
-	h := startHost(b, echoConfig(b))
+	h := startHost(b, config(b))
 	direct, viaHost := echoMeters(b, c, h)
 	took := timeCalls(b, sock.roundTrips,
 		direct.wrap(b, func(n int) error { return directCalls(ctx, c, n) }),
@@ -453,19 +459,26 @@ func inParallel(n int, calls func(n int) error) error {
 // testcap from 16 goroutines sharing one connection, against b.N ctx calls
 // made by 16 probe.loop runs at once through the host. The ratio is the
 // host's throughput over the direct one (higher is better).
-func BenchmarkCtxCallConcurrent(b *testing.B) { ctxCallConcurrent(b) }
+func BenchmarkCtxCallConcurrent(b *testing.B) { ctxCallConcurrent(b, echoConfig) }
+
+// BenchmarkCtxCallConcurrentDirect is BenchmarkCtxCallConcurrent on
+// direct channels: each of the 16 runs calls testcap on its own grant,
+// over the pack's one connection to the channel.
+func BenchmarkCtxCallConcurrentDirect(b *testing.B) { ctxCallConcurrent(b, echoConfigDirect) }
 
 // BenchmarkCtxCallConcurrentOneProc is BenchmarkCtxCallConcurrent with the
 // host at GOMAXPROCS 1 (see BenchmarkCtxCallOneProc).
 func BenchmarkCtxCallConcurrentOneProc(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	ctxCallConcurrent(b)
+	ctxCallConcurrent(b, echoConfig)
 }
 
-func ctxCallConcurrent(b *testing.B) {
+// ctxCallConcurrent runs BenchmarkCtxCallConcurrent on a host started
+// with config.
+func ctxCallConcurrent(b *testing.B, config func(testing.TB) string) {
 	ctx := context.Background()
 	c := startDirect(b)
-	h := startHost(b, echoConfig(b))
+	h := startHost(b, config(b))
 	directCPU, viaHostCPU := echoMeters(b, c, h)
 	took := timeCalls(b,
 		directCPU.wrap(b, func(n int) error {
