@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -141,15 +140,7 @@ func NewCaller(routed RawCaller, pool *Pool, offers []*wophostv1.DirectChannelOf
 
 // Call implements wop.Caller.
 func (c *Caller) Call(ctx context.Context, family, method string, req, res any) error {
-	payload, err := json.Marshal(req)
-	if err != nil {
-		return wop.Errorf(wop.CodeValidation, "marshal %s.%s request: %v", family, method, err)
-	}
-	out, err := c.CallRaw(ctx, family, method, payload)
-	if err != nil {
-		return err
-	}
-	return wire.UnmarshalResult(family, method, out, res)
+	return wire.CallJSON(ctx, c.CallRaw, family, method, req, res)
 }
 
 // CallRaw sends JSON bytes and returns the result bytes, on the family's

@@ -14,9 +14,3 @@ func SelfSignedCertificate() (tls.Certificate, error) { return newCert() }
 // DialOptions are the gRPC dial options every connection of the protocol
 // uses: the message size limit, its errors and the flow-control windows.
 func DialOptions(maxBytes int) []grpc.DialOption { return dialOptions(maxBytes) }
-
-// UnmarshalResult decodes a host-service result into res (nil discards
-// it), as HostCaller.Call does.
-func UnmarshalResult(family, method string, data []byte, res any) error {
-	return unmarshalResult(family, method, data, res)
-}

@@ -149,11 +149,17 @@ func (h *HostCaller) connect(ctx context.Context) (*grpc.ClientConn, error) {
 // Call implements wop.Caller. The call context carried by ctx (see
 // wop.WithCallContext) travels with the call.
 func (h *HostCaller) Call(ctx context.Context, family, method string, req, res any) error {
+	return CallJSON(ctx, h.CallRaw, family, method, req, res)
+}
+
+// CallJSON makes a wop.Caller's call through callRaw: req marshalled to
+// JSON, the result unmarshalled into res (see unmarshalResult).
+func CallJSON(ctx context.Context, callRaw func(ctx context.Context, family, method string, payload []byte) ([]byte, error), family, method string, req, res any) error {
 	payload, err := json.Marshal(req)
 	if err != nil {
 		return wop.Errorf(wop.CodeValidation, "marshal %s.%s request: %v", family, method, err)
 	}
-	out, err := h.CallRaw(ctx, family, method, payload)
+	out, err := callRaw(ctx, family, method, payload)
 	if err != nil {
 		return err
 	}
