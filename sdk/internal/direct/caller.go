@@ -36,10 +36,15 @@ type Pool struct {
 	conns map[string]*poolConn
 }
 
-// poolConn is one connection and the certificate it pins.
+// poolConn is one connection, the certificate it pins, and the calls in
+// flight on it: a connection the pool lets go of is closed only once
+// they are over, since closing it would cancel them.
 type poolConn struct {
 	conn *grpc.ClientConn
 	cert string
+	// inflight and dropped are guarded by the pool's mu.
+	inflight int
+	dropped  bool
 }
 
 // NewPool returns an empty pool whose connections bound messages to
@@ -56,23 +61,23 @@ func (p *Pool) Close() {
 	}
 }
 
-// conn returns the pool's connection to ep, making it on first use. It
-// trusts ep's certificate and no other.
-func (p *Pool) conn(ep *wophostv1.DirectChannelEndpoint) (*grpc.ClientConn, error) {
+// acquire returns the pool's connection to ep, making it on first use,
+// with one more call in flight on it (release ends it). It trusts ep's
+// certificate and no other.
+func (p *Pool) acquire(ep *wophostv1.DirectChannelEndpoint) (*poolConn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.conns[ep.GetAddress()]; ok && c.cert == string(ep.GetCertificate()) {
-		return c.conn, nil
+		c.inflight++
+		return c, nil
 	} else if ok {
-		_ = c.conn.Close()
-		delete(p.conns, ep.GetAddress())
+		p.dropLocked(ep.GetAddress(), c)
 	}
 	// A plugin that restarted serves on a new address; the connections
 	// to addresses that no longer answer go when a new one is made.
 	for a, c := range p.conns {
 		if s := c.conn.GetState(); s == connectivity.TransientFailure || s == connectivity.Shutdown {
-			_ = c.conn.Close()
-			delete(p.conns, a)
+			p.dropLocked(a, c)
 		}
 	}
 	cert, err := x509.ParseCertificate(ep.GetCertificate())
@@ -86,17 +91,38 @@ func (p *Pool) conn(ep *wophostv1.DirectChannelEndpoint) (*grpc.ClientConn, erro
 	if err != nil {
 		return nil, fmt.Errorf("direct channel %s: %w", ep.GetAddress(), err)
 	}
-	p.conns[ep.GetAddress()] = &poolConn{conn: conn, cert: string(ep.GetCertificate())}
-	return conn, nil
+	c := &poolConn{conn: conn, cert: string(ep.GetCertificate()), inflight: 1}
+	p.conns[ep.GetAddress()] = c
+	return c, nil
 }
 
-// drop closes conn, when it is still the pool's connection to address.
-func (p *Pool) drop(address string, conn *grpc.ClientConn) {
+// release ends a call on c; the last call on a dropped connection closes
+// it.
+func (p *Pool) release(c *poolConn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c, ok := p.conns[address]; ok && c.conn == conn {
+	c.inflight--
+	if c.dropped && c.inflight == 0 {
 		_ = c.conn.Close()
+	}
+}
+
+// drop lets go of c, when it is still the pool's connection to address.
+func (p *Pool) drop(address string, c *poolConn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropLocked(address, c)
+}
+
+func (p *Pool) dropLocked(address string, c *poolConn) {
+	if p.conns[address] == c {
 		delete(p.conns, address)
+	}
+	if !c.dropped {
+		c.dropped = true
+		if c.inflight == 0 {
+			_ = c.conn.Close()
+		}
 	}
 }
 
@@ -170,11 +196,13 @@ func (c *Caller) direct(ctx context.Context, ch *channel, family, method string,
 		ctx, span, traceparent = tracing.Start(ctx, c.tracer, call.Traceparent, "ctx "+family+"."+method, trace.SpanKindClient)
 	}
 	defer func() { tracing.End(span, err, wop.CodeOf(err)) }()
-	conn, cerr := c.pool.conn(ch.endpoint)
+	pc, cerr := c.pool.acquire(ch.endpoint)
 	if cerr != nil {
 		ch.closed.Store(true)
 		return nil, nil, true
 	}
+	defer c.pool.release(pc)
+	conn := pc.conn
 	// A call is sent only on a connection that is up, so that a failure
 	// after sending means the plugin went away during the call, which is
 	// not retried: the call may have had its effects.
@@ -183,7 +211,7 @@ func (c *Caller) direct(ctx context.Context, ch *channel, family, method string,
 			return nil, wire.FromContextError(ctx.Err()), false
 		}
 		ch.closed.Store(true)
-		c.pool.drop(ch.endpoint.GetAddress(), conn)
+		c.pool.drop(ch.endpoint.GetAddress(), pc)
 		return nil, nil, true
 	}
 	resp, err := wophostv1.NewDirectChannelClient(conn).Invoke(ctx, &wophostv1.DirectChannelInvokeRequest{
@@ -197,10 +225,13 @@ func (c *Caller) direct(ctx context.Context, ch *channel, family, method string,
 		return nil, nil, true
 	}
 	we := wire.FromStatus(err)
-	if st, ok := status.FromError(err); ctx.Err() == nil && ok && st.Code() == codes.Unavailable && len(st.Details()) == 0 {
-		// A transport failure carries no envelope: the plugin went away.
+	if st, ok := status.FromError(err); ctx.Err() == nil && ok && len(st.Details()) == 0 &&
+		(st.Code() == codes.Unavailable || st.Code() == codes.Canceled) {
+		// A failure with no envelope that the caller did not cause is the
+		// transport's: the plugin went away (or its connection closed)
+		// during the call, which the host's router reports the same way.
 		ch.closed.Store(true)
-		c.pool.drop(ch.endpoint.GetAddress(), conn)
+		c.pool.drop(ch.endpoint.GetAddress(), pc)
 		capability := "host." + family + "." + method
 		return nil, wop.Errorf(wop.CodeUnavailable, "%s: the plugin went away during the call", capability).WithCapability(capability).WithRetryable(true), false
 	}

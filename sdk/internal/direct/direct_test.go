@@ -77,10 +77,12 @@ func (f *fixture) sign(g *wophostv1.Grant) []byte {
 // invoke calls the endpoint as a pack would, with signed bytes as grant.
 func (f *fixture) invoke(signed []byte, family, method, payload string) ([]byte, error) {
 	f.t.Helper()
-	conn, err := f.pool.conn(f.at)
+	pc, err := f.pool.acquire(f.at)
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	defer f.pool.release(pc)
+	conn := pc.conn
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := wophostv1.NewDirectChannelClient(conn).Invoke(ctx, &wophostv1.DirectChannelInvokeRequest{
@@ -382,5 +384,35 @@ func TestChannelCallSlots(t *testing.T) {
 	}
 	if _, err := f.invoke(signed, "acme.kv", "get", `{}`); err != nil {
 		t.Fatalf("after the slot was freed: %v", err)
+	}
+}
+
+// A plugin that goes away while a call is in flight fails the call as the
+// host's router would: unavailable, retryable, and the call is not sent
+// again through the host, since it may have had its effects.
+func TestPluginGoneDuringTheCall(t *testing.T) {
+	started := make(chan struct{}, 1)
+	handler := func(ctx context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	f := &fixture{t: t, ep: NewEndpoint(handler, 1<<20), key: NewKey(), pool: NewPool(1 << 20)}
+	at, err := f.ep.Open(&wophostv1.DirectChannelSettings{GrantKey: f.key, SocketDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.at = at
+	t.Cleanup(f.pool.Close)
+	r := &routed{}
+	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""))
+	go func() {
+		<-started
+		f.ep.Close()
+	}()
+	_, err = c.CallRaw(context.Background(), "acme.kv", "get", []byte(`{}`))
+	var we *wop.Error
+	if !errors.As(err, &we) || we.Code != wop.CodeUnavailable || !we.Retryable || r.calls.Load() != 0 {
+		t.Fatalf("%v (retryable %v), %d routed", err, we != nil && we.Retryable, r.calls.Load())
 	}
 }
