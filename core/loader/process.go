@@ -337,7 +337,7 @@ func (p *process) directDir() (string, error) {
 	p.directMu.Lock()
 	defer p.directMu.Unlock()
 	if p.direct == "" {
-		dir, err := os.MkdirTemp("", "wophost-direct-")
+		dir, err := os.MkdirTemp("", "wophost-dc-")
 		if err != nil {
 			return "", fmt.Errorf("direct channel directory: %w", err)
 		}

@@ -144,11 +144,13 @@ func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest)
 	if settings := req.GetDirectChannel(); settings != nil && s.direct != nil {
 		// Every Configure brings a new key: grants made before it are
 		// refused, and their packs go through the host.
-		ep, err := s.direct.Open(settings)
-		if err != nil {
-			return nil, wire.ToStatus(wop.Errorf(wop.CodeInternal, "%v", err))
+		// A channel that cannot open leaves the plugin on the routed
+		// path, where every call still reaches it.
+		if ep, err := s.direct.Open(settings); err != nil {
+			s.logger.Warn("no direct channel: every call goes through the host", "error", err)
+		} else {
+			resp.DirectChannel = ep
 		}
-		resp.DirectChannel = ep
 	}
 	s.configured = true
 	return resp, nil

@@ -416,3 +416,13 @@ func TestPluginGoneDuringTheCall(t *testing.T) {
 		t.Fatalf("%v (retryable %v), %d routed", err, we != nil && we.Retryable, r.calls.Load())
 	}
 }
+
+// A socket directory too deep for a unix socket's path is refused with a
+// reason; the plugin then serves on the routed path alone.
+func TestSocketPathTooLong(t *testing.T) {
+	dir := t.TempDir() + "/" + strings.Repeat("d", 100)
+	_, err := NewEndpoint(echo, 1<<20).Open(&wophostv1.DirectChannelSettings{GrantKey: NewKey(), SocketDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "over the 103 a unix socket allows") {
+		t.Fatalf("got %v", err)
+	}
+}

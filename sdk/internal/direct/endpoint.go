@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +21,10 @@ import (
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wop"
 )
+
+// maxSocketPath is the longest unix socket path the endpoint uses, the
+// least of the platforms' bounds (sun_path less its terminating NUL).
+const maxSocketPath = 103
 
 // Handler runs one call that passed the grant's checks, with the call
 // context the host would have sent. It returns the result or a *wop.Error.
@@ -102,19 +105,23 @@ func (e *Endpoint) Open(s *wophostv1.DirectChannelSettings) (*wophostv1.DirectCh
 	if err != nil {
 		return nil, fmt.Errorf("direct channel certificate: %w", err)
 	}
-	// The socket's name is unique to the process, so that a restarted
-	// plugin never answers on its predecessor's address.
-	path := filepath.Join(s.GetSocketDir(), "direct-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".sock")
+	// The directory is the host's for this process alone, so a short
+	// name is unique: a unix socket's whole path is bounded (108 bytes on
+	// Linux, 104 on the BSDs).
+	path := filepath.Join(s.GetSocketDir(), "direct.sock")
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("direct channel: socket path %q is %d bytes, over the %d a unix socket allows", path, len(path), maxSocketPath)
+	}
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("direct channel: %w", err)
 	}
 	creds := credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-	e.srv = grpc.NewServer(append([]grpc.ServerOption{grpc.Creds(creds)}, wire.ServerOptions(e.maxBytes)...)...)
-	wophostv1.RegisterDirectChannelServer(e.srv, &service{e: e})
-	e.listener = l
+	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.Creds(creds)}, wire.ServerOptions(e.maxBytes)...)...)
+	wophostv1.RegisterDirectChannelServer(srv, &service{e: e})
+	e.srv, e.listener = srv, l
 	e.endpoint = &wophostv1.DirectChannelEndpoint{Address: path, Certificate: cert.Certificate[0]}
-	go func() { _ = e.srv.Serve(l) }()
+	go func() { _ = srv.Serve(l) }()
 	return e.endpoint, nil
 }
 
