@@ -25,15 +25,16 @@ const endRunTimeout = 5 * time.Second
 // when the operator turned direct channels off, when it replays a record
 // (whose calls the host answers), or when it has no deadline (a grant
 // must expire). A family whose node calls the host must check itself
-// (NeedsHost) stays on the routed path.
-func (h *Host) directOffers(run *dispatch.Run, opts RunOptions, log bool) ([]*wophostv1.DirectChannelOffer, []*registry.DirectChannel, error) {
+// (NeedsHost) stays on the routed path. advertised are the families the
+// run's pack is told of.
+func (h *Host) directOffers(run *dispatch.Run, opts RunOptions, log bool, advertised map[string][]byte) ([]*wophostv1.DirectChannelOffer, []*registry.DirectChannel, error) {
 	if !h.cfg.Host.DirectChannels || opts.Replay != nil || run.Deadline.IsZero() || run.Allowed == nil {
 		return nil, nil, nil
 	}
 	byChannel := map[*registry.DirectChannel]*wophostv1.Grant{}
 	var channels []*registry.DirectChannel
 	var families []string
-	for fam := range h.reg.Advertised() {
+	for fam := range advertised {
 		families = append(families, fam)
 	}
 	sort.Strings(families)

@@ -173,7 +173,7 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 		}
 		advertised[fam] = b
 	}
-	offers, channels, err := h.directOffers(run, opts, calls != nil)
+	offers, channels, err := h.directOffers(run, opts, calls != nil, advertised)
 	if err != nil {
 		return nil, err
 	}

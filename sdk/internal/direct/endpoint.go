@@ -236,7 +236,7 @@ func (s *service) Invoke(ctx context.Context, req *wophostv1.DirectChannelInvoke
 	var out []byte
 	if we := CheckCall(g, family, method, payload, start); we != nil {
 		err = we
-	} else if release, we := s.e.slot(ctx, CallContext(g, ""), family, method); we != nil {
+	} else if release, we := s.e.slot(ctx, time.Unix(0, g.GetDeadlineUnixNano()), family, method); we != nil {
 		err = we
 	} else {
 		out, err = s.e.handle(ctx, family, method, payload, CallContext(g, req.GetTraceparent()))
@@ -256,7 +256,7 @@ func (s *service) Invoke(ctx context.Context, req *wophostv1.DirectChannelInvoke
 
 // slot waits for one of the channel's call slots, as the host waits for
 // one of a capability's max_concurrent_calls, until the call's deadline.
-func (e *Endpoint) slot(ctx context.Context, call wop.CallContext, family, method string) (func(), *wop.Error) {
+func (e *Endpoint) slot(ctx context.Context, deadline time.Time, family, method string) (func(), *wop.Error) {
 	lim := e.limits.Load()
 	slots, capability := lim.slots, lim.capability
 	if slots == nil {
@@ -267,7 +267,7 @@ func (e *Endpoint) slot(ctx context.Context, call wop.CallContext, family, metho
 		return func() { <-slots }, nil
 	default:
 	}
-	ctx, cancel := wire.WithCallDeadline(ctx, call)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	select {
 	case slots <- struct{}{}:
