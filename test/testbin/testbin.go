@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 )
 
 // SourceDir returns a path inside the repository.
@@ -30,6 +31,12 @@ func Build(builds map[string]string) error {
 		}
 		cmd := exec.Command("go", append(args, pkg)...)
 		cmd.Dir = SourceDir("")
+		// As `make build` does: static binaries, without cgo, except
+		// under the race detector, which needs it.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if slices.Contains(args, "-race") {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		}
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
 		}
