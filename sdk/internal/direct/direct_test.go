@@ -426,3 +426,47 @@ func TestSocketPathTooLong(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A channel call carries no gRPC timeout: the handler's context has no
+// deadline from gRPC (the plugin's SDK sets the grant's), and the end of
+// the caller's context still ends the call on both sides.
+func TestCallCarriesNoGRPCTimeoutAndEndsWithTheCaller(t *testing.T) {
+	type seen struct {
+		hasDeadline bool
+		err         error
+	}
+	started, got := make(chan struct{}, 1), make(chan seen, 1)
+	handler := func(ctx context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
+		_, has := ctx.Deadline()
+		started <- struct{}{}
+		<-ctx.Done()
+		got <- seen{has, ctx.Err()}
+		return nil, ctx.Err()
+	}
+	f := &fixture{t: t, ep: NewEndpoint(handler, 1<<20), key: NewKey(), pool: NewPool(1 << 20)}
+	at, err := f.ep.Open(&wophostv1.DirectChannelSettings{GrantKey: f.key, SocketDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.at = at
+	t.Cleanup(func() { f.pool.Close(); f.ep.Close() })
+	r := &routed{}
+	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	go func() {
+		<-started
+		cancel()
+	}()
+	_, err = c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`))
+	var we *wop.Error
+	if !errors.As(err, &we) || we.Code != wop.CodeCancelled || r.calls.Load() != 0 {
+		t.Fatalf("caller got %v, %d routed; want cancelled on the channel", err, r.calls.Load())
+	}
+	s := <-got
+	if s.hasDeadline {
+		t.Error("the handler's context has a deadline from gRPC: the call carried a timeout")
+	}
+	if !errors.Is(s.err, context.Canceled) {
+		t.Errorf("handler's context ended with %v, want cancelled", s.err)
+	}
+}
