@@ -42,8 +42,16 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ep: NewEndpoint(echo, 1<<20), key: NewKey(), pool: NewPool(1 << 20)}
-	at, err := f.ep.Open(&wophostv1.DirectChannelSettings{GrantKey: f.key, SocketDir: t.TempDir()})
+	return newFixtureWith(t, echo, &wophostv1.DirectChannelSettings{})
+}
+
+// newFixtureWith is a fixture whose endpoint serves handle, opened with
+// settings (its key and socket directory filled in).
+func newFixtureWith(t *testing.T, handle Handler, settings *wophostv1.DirectChannelSettings) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ep: NewEndpoint(handle, 1<<20), key: NewKey(), pool: NewPool(1 << 20)}
+	settings.GrantKey, settings.SocketDir = f.key, t.TempDir()
+	at, err := f.ep.Open(settings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,13 +365,7 @@ func TestChannelCallSlots(t *testing.T) {
 		}
 		return []byte(`{}`), nil
 	}
-	f := &fixture{t: t, ep: NewEndpoint(handler, 1<<20), key: NewKey(), pool: NewPool(1 << 20)}
-	at, err := f.ep.Open(&wophostv1.DirectChannelSettings{GrantKey: f.key, SocketDir: t.TempDir(), MaxConcurrentCalls: 1, Capability: "kv"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.at = at
-	t.Cleanup(func() { f.pool.Close(); f.ep.Close() })
+	f := newFixtureWith(t, handler, &wophostv1.DirectChannelSettings{MaxConcurrentCalls: 1, Capability: "kv"})
 	signed := f.sign(grant())
 	done := make(chan error, 1)
 	go func() {
@@ -374,7 +376,7 @@ func TestChannelCallSlots(t *testing.T) {
 	g := grant()
 	g.RunId = "run_waiting"
 	g.DeadlineUnixNano = time.Now().Add(300 * time.Millisecond).UnixNano()
-	_, err = f.invoke(f.sign(g), "acme.kv", "get", `{}`)
+	_, err := f.invoke(f.sign(g), "acme.kv", "get", `{}`)
 	if codeOf(err) != wop.CodeDeadlineExceeded || !strings.Contains(err.Error(), `call slots of capability "kv"`) {
 		t.Fatalf("second call: %v", err)
 	}
@@ -397,20 +399,14 @@ func TestPluginGoneDuringTheCall(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	f := &fixture{t: t, ep: NewEndpoint(handler, 1<<20), key: NewKey(), pool: NewPool(1 << 20)}
-	at, err := f.ep.Open(&wophostv1.DirectChannelSettings{GrantKey: f.key, SocketDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.at = at
-	t.Cleanup(f.pool.Close)
+	f := newFixtureWith(t, handler, &wophostv1.DirectChannelSettings{})
 	r := &routed{}
-	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""))
+	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""))
 	go func() {
 		<-started
 		f.ep.Close()
 	}()
-	_, err = c.CallRaw(context.Background(), "acme.kv", "get", []byte(`{}`))
+	_, err := c.CallRaw(context.Background(), "acme.kv", "get", []byte(`{}`))
 	var we *wop.Error
 	if !errors.As(err, &we) || we.Code != wop.CodeUnavailable || !we.Retryable || r.calls.Load() != 0 {
 		t.Fatalf("%v (retryable %v), %d routed", err, we != nil && we.Retryable, r.calls.Load())
@@ -443,21 +439,15 @@ func TestCallCarriesNoGRPCTimeoutAndEndsWithTheCaller(t *testing.T) {
 		got <- seen{has, ctx.Err()}
 		return nil, ctx.Err()
 	}
-	f := &fixture{t: t, ep: NewEndpoint(handler, 1<<20), key: NewKey(), pool: NewPool(1 << 20)}
-	at, err := f.ep.Open(&wophostv1.DirectChannelSettings{GrantKey: f.key, SocketDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.at = at
-	t.Cleanup(func() { f.pool.Close(); f.ep.Close() })
+	f := newFixtureWith(t, handler, &wophostv1.DirectChannelSettings{})
 	r := &routed{}
-	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""))
+	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	go func() {
 		<-started
 		cancel()
 	}()
-	_, err = c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`))
+	_, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`))
 	var we *wop.Error
 	if !errors.As(err, &we) || we.Code != wop.CodeCancelled || r.calls.Load() != 0 {
 		t.Fatalf("caller got %v, %d routed; want cancelled on the channel", err, r.calls.Load())
