@@ -511,22 +511,30 @@ func BenchmarkStartToReady(b *testing.B) {
 	path := demoConfig(b)
 	n := min(b.N, maxStarts)
 	b.ResetTimer()
-	var plugin, ready time.Duration
+	var plugin, ready, pluginCPU, readyCPU time.Duration
 	for range n {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		t0 := time.Now()
 		c, err := startTestcap(ctx, b.TempDir())
 		plugin += time.Since(t0)
 		if c != nil {
+			pluginCPU += cpuOf(b, c.PID())
 			c.Kill()
 		}
 		if err != nil {
 			cancel()
 			b.Fatal(err)
 		}
+		hostBefore := cpuOf(b, 0)
 		t0 = time.Now()
 		h, err := start(ctx, path)
 		ready += time.Since(t0)
+		readyCPU += cpuOf(b, 0) - hostBefore
+		if h != nil {
+			for _, pid := range h.ProcessIDs() {
+				readyCPU += cpuOf(b, pid)
+			}
+		}
 		cancel()
 		// Close before failing: no plugin or pack may outlive the run.
 		if h != nil {
@@ -541,6 +549,12 @@ func BenchmarkStartToReady(b *testing.B) {
 	b.ReportMetric(per, "ns/op")
 	b.ReportMetric(per/1e6, "ms/ready")
 	b.ReportMetric(float64(plugin.Nanoseconds())/float64(n)/1e6, "plugin-ms/start")
+	// The CPU each start used until ready: the host and every process it
+	// started (the MCP servers of the mcp plugin aside), against the one
+	// plugin's. Per process to a clock tick (procCPU), so a sum of many
+	// processes reads a few ticks low.
+	b.ReportMetric(float64(readyCPU.Nanoseconds())/float64(n)/1e6, "cpu-ms/ready")
+	b.ReportMetric(float64(pluginCPU.Nanoseconds())/float64(n)/1e6, "plugin-cpu-ms/start")
 }
 
 // TestBenchSetup runs every benchmark's setup once, so `go test` catches

@@ -86,13 +86,19 @@ func (m *cpuMeter) wrap(tb testing.TB, calls func(n int) error) func(n int) erro
 func (m *cpuMeter) sample(tb testing.TB) []time.Duration {
 	out := make([]time.Duration, len(m.pids))
 	for i, pid := range m.pids {
-		d, err := procCPU(pid)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out[i] = d
+		out[i] = cpuOf(tb, pid)
 	}
 	return out
+}
+
+// cpuOf is procCPU(pid), failing tb when it cannot be read.
+func cpuOf(tb testing.TB, pid int) time.Duration {
+	tb.Helper()
+	d, err := procCPU(pid)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
 }
 
 // report adds "<prefix><name>-cpu-µs/call" for every process, over n calls.
