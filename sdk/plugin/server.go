@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/invoke"
@@ -202,11 +201,8 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (resp
 func (s *server) handle(ctx context.Context, family, method string, payload []byte, call wop.CallContext) (_ []byte, err error) {
 	// The span covers the refusals too: a trace should show where a call
 	// stopped.
-	// With tracing off the span's name is not built (see tracing.Enabled).
-	var span trace.Span = noop.Span{}
-	if tracing.Enabled(s.tracer) {
-		ctx, span, call.Traceparent = tracing.Start(ctx, s.tracer, call.Traceparent, "plugin "+family+"."+method, trace.SpanKindServer)
-	}
+	var span trace.Span
+	ctx, span, call.Traceparent = tracing.StartCall(ctx, s.tracer, call.Traceparent, "plugin", family, method, trace.SpanKindServer)
 	defer func() { tracing.End(span, err, wop.CodeOf(err)) }()
 	s.mu.RLock()
 	configured, host := s.configured, s.host

@@ -204,6 +204,16 @@ func Enabled(tracer trace.Tracer) bool {
 	return !off
 }
 
+// StartCall is Start for one call of family.method, in a span named
+// "what family.method". With tracing off the name is not built: calls are
+// many, and the string would be garbage on every one.
+func StartCall(ctx context.Context, tracer trace.Tracer, traceparent, what, family, method string, kind trace.SpanKind) (context.Context, trace.Span, string) {
+	if !Enabled(tracer) {
+		return ctx, noop.Span{}, traceparent
+	}
+	return Start(ctx, tracer, traceparent, what+" "+family+"."+method, kind)
+}
+
 // Start starts a span named name as a child of the traceparent (or of the
 // span already in ctx when traceparent is empty) and returns the context
 // holding it with the traceparent that names it, for the next hop.

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 )
 
 // SourceDir returns a path inside the repository.
@@ -25,18 +24,15 @@ func SourceDir(rel string) string {
 // well (see Main for what makes it fail at the first race).
 func Build(builds map[string]string) error {
 	for out, pkg := range builds {
-		args := []string{"build", "-o", out}
+		// As `make build` does: static binaries, without cgo, except
+		// under the race detector, which needs it.
+		args, cgo := []string{"build", "-o", out}, "0"
 		if raceDetector && pkg == HostPackage {
-			args = append(args, "-race")
+			args, cgo = append(args, "-race"), "1"
 		}
 		cmd := exec.Command("go", append(args, pkg)...)
 		cmd.Dir = SourceDir("")
-		// As `make build` does: static binaries, without cgo, except
-		// under the race detector, which needs it.
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if slices.Contains(args, "-race") {
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		}
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
 		}

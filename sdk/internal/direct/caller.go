@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
@@ -190,12 +189,7 @@ func (c *Caller) CallRaw(ctx context.Context, family, method string, payload []b
 // the host.
 func (c *Caller) direct(ctx context.Context, ch *channel, family, method string, payload []byte) (out []byte, err error, routed bool) {
 	call, _ := wop.CallContextFrom(ctx)
-	// With tracing off the span's name is not built (see tracing.Enabled).
-	var span trace.Span = noop.Span{}
-	traceparent := call.Traceparent
-	if tracing.Enabled(c.tracer) {
-		ctx, span, traceparent = tracing.Start(ctx, c.tracer, call.Traceparent, "ctx "+family+"."+method, trace.SpanKindClient)
-	}
+	ctx, span, traceparent := tracing.StartCall(ctx, c.tracer, call.Traceparent, "ctx", family, method, trace.SpanKindClient)
 	defer func() { tracing.End(span, err, wop.CodeOf(err)) }()
 	pc, cerr := c.pool.acquire(ch.endpoint)
 	if cerr != nil {

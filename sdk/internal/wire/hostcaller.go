@@ -10,7 +10,6 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 
@@ -173,11 +172,8 @@ func CallJSON(ctx context.Context, callRaw func(ctx context.Context, family, met
 // hop further on marked retryable (see wop.HopError).
 func (h *HostCaller) CallRaw(ctx context.Context, family, method string, payload []byte) (out []byte, err error) {
 	call, _ := wop.CallContextFrom(ctx)
-	// With tracing off the span's name is not built (see tracing.Enabled).
-	var span trace.Span = noop.Span{}
-	if tracing.Enabled(h.tracer) {
-		ctx, span, call.Traceparent = tracing.Start(ctx, h.tracer, call.Traceparent, "ctx "+family+"."+method, trace.SpanKindClient)
-	}
+	var span trace.Span
+	ctx, span, call.Traceparent = tracing.StartCall(ctx, h.tracer, call.Traceparent, "ctx", family, method, trace.SpanKindClient)
 	defer func() { tracing.End(span, err, wop.CodeOf(err)) }()
 	conn, err := h.connect(ctx)
 	if err != nil {
