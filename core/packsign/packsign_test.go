@@ -283,3 +283,19 @@ func TestKeyFilesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestValidKeyID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"acme-2026":              true,
+		"a._~-Z9":                true,
+		strings.Repeat("k", 128): true,
+		strings.Repeat("k", 129): false,
+		"":                       false,
+		"a b":                    false,
+		"a/b":                    false,
+	} {
+		if got := ValidKeyID(id); got != want {
+			t.Errorf("ValidKeyID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}

@@ -132,9 +132,12 @@ type rootConfig struct {
 	Name string `json:"name,omitempty"`
 }
 
-// serverIDPattern keeps ids usable in logs, URLs and tool allowlists
-// ("serverId/toolName").
-var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+// serverIDPattern and maxServerIDBytes keep ids usable in logs, URLs and
+// tool allowlists ("serverId/toolName"). The length is checked apart: a
+// counted repetition compiles to one state per count, at start.
+var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+const maxServerIDBytes = 64
 
 // validate checks the raw config and returns every problem found.
 func validate(rc *rawConfig) (*config, plugin.ConfigErrors) {
@@ -159,7 +162,7 @@ func validate(rc *rawConfig) (*config, plugin.ConfigErrors) {
 	for _, id := range ids {
 		rs := rc.Server[id]
 		at := func(attr ...string) []string { return append([]string{"server", id}, attr...) }
-		if !serverIDPattern.MatchString(id) {
+		if len(id) > maxServerIDBytes || !serverIDPattern.MatchString(id) {
 			bad(at(), "Invalid server id", fmt.Sprintf("server id %q must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit", id))
 			continue
 		}

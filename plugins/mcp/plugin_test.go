@@ -47,6 +47,7 @@ func TestConfigValidation(t *testing.T) {
 		"answers w/o fixed":   {`{"server":{"a":{"url":"http://x","elicitation":{"policy":"decline","answers":{"x":"y"}}}}}`, "server.a.elicitation.answers"},
 		"bad root":            {`{"server":{"a":{"url":"http://x","root":[{"uri":"http://not-a-file"}]}}}`, "server.a.root.0.uri"},
 		"bad id":              {`{"server":{"a b":{"url":"http://x"}}}`, "server.a b"},
+		"id of 65 bytes":      {`{"server":{"` + strings.Repeat("a", 65) + `":{"url":"http://x"}}}`, "server." + strings.Repeat("a", 65)},
 		"headers on stdio":    {`{"server":{"a":{"command":["sh"],"headers":{"A":"b"}}}}`, "server.a.headers"},
 	} {
 		errs := configErrors(t, tc.cfg)
@@ -65,6 +66,9 @@ func TestConfigValidation(t *testing.T) {
 	cfg, errs := validate(&rc)
 	if len(errs) != 0 || !strings.Contains(cfg.servers["a"].unstartable, "/no/such/binary") || cfg.servers["b"].unstartable != "" {
 		t.Errorf("missing executable: %v, unstartable %q and %q", errs, cfg.servers["a"].unstartable, cfg.servers["b"].unstartable)
+	}
+	if errs := configErrors(t, `{"server":{"`+strings.Repeat("a", 64)+`":{"url":"http://x"}}}`); len(errs) != 0 {
+		t.Errorf("server id of 64 bytes refused: %v", errs)
 	}
 	if errs := configErrors(t, `{"max_rounds":16,"server":{"a":{"command":["sh","-c","true"],"env":{"K":"v"},"timeout":"2s","elicitation":{"policy":"fixed","answers":{"name":"x"}},"root":[{"uri":"file:///srv","name":"srv"}]},"b":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer x"},"minimum_revision":"2026-07-28"}}}`); len(errs) != 0 {
 		t.Errorf("valid config refused: %v", errs)

@@ -30,11 +30,17 @@ const (
 	MaxVersionBytes = 64
 )
 
+// The patterns bound lengths apart: a counted repetition such as {0,63}
+// compiles to one state per count, at the package's init in every process
+// that links it.
 var (
-	segmentPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	segmentPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 	versionPattern = regexp.MustCompile(`^(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))*(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
-	digestPattern  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	digestPattern  = regexp.MustCompile(`^sha256:[0-9a-f]+$`)
 )
+
+// maxSegmentBytes bounds one /-separated segment of a prompt name.
+const maxSegmentBytes = 64
 
 // ErrUnpinned is wrapped by ParsePin's error when the reference does not
 // pin a prompt: a bare name, an empty pin, or a moving label such as
@@ -121,7 +127,7 @@ func CheckName(name string) error {
 		return fmt.Errorf("prompt name is longer than %d bytes", MaxNameBytes)
 	}
 	for _, seg := range strings.Split(name, "/") {
-		if !segmentPattern.MatchString(seg) || strings.Trim(seg, ".") == "" {
+		if len(seg) > maxSegmentBytes || !segmentPattern.MatchString(seg) || strings.Trim(seg, ".") == "" {
 			return fmt.Errorf("prompt name %q: each /-separated segment must start with a lowercase letter or digit and hold only a-z, 0-9, '.', '_' and '-' (at most 64 bytes)", name)
 		}
 	}
@@ -148,7 +154,7 @@ func CheckVersion(v string) error {
 // CheckDigest reports why d is not "sha256:" followed by 64 lowercase hex
 // digits, or nil.
 func CheckDigest(d string) error {
-	if !digestPattern.MatchString(d) {
+	if len(d) != len(DigestPrefix)+sha256.Size*2 || !digestPattern.MatchString(d) {
 		return fmt.Errorf("digest %q is not sha256:<64 lowercase hex digits>", d)
 	}
 	return nil

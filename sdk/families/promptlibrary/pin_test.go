@@ -16,6 +16,7 @@ func TestParsePinAccepts(t *testing.T) {
 		"summarize@sha256:" + hexA:             {Name: "summarize", Digest: "sha256:" + hexA},
 		"team/triage/system@12#sha256:" + hexA: {Name: "team/triage/system", Version: "12", Digest: "sha256:" + hexA},
 		"a.b_c-d/0x@0":                         {Name: "a.b_c-d/0x", Version: "0"},
+		strings.Repeat("s", 64) + "/x@1":       {Name: strings.Repeat("s", 64) + "/x", Version: "1"},
 	}
 	for ref, want := range cases {
 		got, err := ParsePin(ref)
@@ -40,6 +41,7 @@ func TestParsePinRefuses(t *testing.T) {
 		"summarize@sha256:" + strings.ToUpper(hexA), "summarize@sha512:" + hexA, "summarize@sha256:abc",
 		"summarize@3#sha1:" + hexA, "Summarize@3", "../x@1", "a/../b@1", "/abs@1", "a//b@1", "./a@1",
 		"a/.@1", "a\\b@1", "a b@1", "a@1@2", "",
+		strings.Repeat("s", 65) + "/x@1", "summarize@sha256:" + hexA[:63], "summarize@sha256:" + hexA + "0",
 	} {
 		if p, err := ParsePin(ref); err == nil {
 			t.Errorf("ParsePin(%q) = %+v, want an error", ref, p)
