@@ -137,6 +137,16 @@ func figures() []figure {
 		ctxVsDirect("ctx call, host at gomaxprocs = 1", "BenchmarkCtxCallOneProc", &goal{atMost: true, limit: 2.3}),
 		ctxVsSocket("ctx call against a unix-socket round trip, gomaxprocs = 1", "BenchmarkCtxCallOneProc"),
 		ctxVsDirect("operator call, host → plugin", "BenchmarkOperatorCall", nil),
+		{
+			name: "bare gRPC round trip (grpc-go, no TLS)", bench: "BenchmarkGRPCRoundTrip",
+			value: "grpc-ns/rtt", show: nanosAsMicros(),
+			baseline: "socket-ns/rtt", baselineLabel: "unix-socket round trip",
+		},
+		{
+			name: "direct Invoke against a bare gRPC round trip", bench: "BenchmarkGRPCRoundTrip",
+			value: "direct-ns/call", show: nanosAsMicros(),
+			baseline: "grpc-ns/rtt", baselineLabel: "bare gRPC round trip",
+		},
 		throughputVsDirect("throughput, 16 concurrent callers", "BenchmarkCtxCallConcurrent", 0.5),
 		throughputVsDirect("throughput, 16 concurrent callers on direct channels", "BenchmarkCtxCallConcurrentDirect", 0.8),
 		throughputVsDirect("throughput, 16 concurrent callers, gomaxprocs = 1", "BenchmarkCtxCallConcurrentOneProc", 0.5),
