@@ -166,6 +166,63 @@ host {
 	}
 }
 
+// A Node handler learns when nobody waits for its answer: greetLater's
+// wait of a minute ends, through ctx.signal, when the call's deadline
+// passes and when its caller cancels it, each with its own reason, and a
+// wait that ends in time still greets.
+func TestNodePluginHandlerStopsWithTheCall(t *testing.T) {
+	cfgPath := writeConfig(t, `
+host {
+  plugin_dir = "BIN"
+  log_level  = "info"
+}
+`+nodeGreeterBlocks(t, `"Hi"`))
+	cfg, ldr, diags := config.Load(cfgPath)
+	if diags.HasErrors() {
+		t.Fatalf("config: %s", config.FormatDiagnostics(diags))
+	}
+	var logs lockedBuffer
+	h := host.New(cfg, ldr, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}), "test")
+	t.Cleanup(h.Close)
+	if d := h.Start(context.Background()).All(); d.HasErrors() {
+		t.Fatalf("start: %s\n%s", config.FormatDiagnostics(d), logs.String())
+	}
+	call := func(ctx context.Context, input string, timeout time.Duration) (string, error) {
+		out, err := h.Call(ctx, "acme.greet", "greetLater", json.RawMessage(input), host.RunOptions{Timeout: timeout})
+		return string(out), err
+	}
+	// stopped waits for the plugin's line saying greetLater stopped for
+	// reason: a handler that ignored the call's end would wait a minute.
+	stopped := func(reason string) {
+		t.Helper()
+		line := regexp.MustCompile(`greet(\.\d+)?: greetLater stopped waiting:.* reason=` + reason + `\b`)
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if line.MatchString(logs.String()) {
+				return
+			}
+		}
+		t.Errorf("the handler did not stop with reason %s:\n%s", reason, logs.String())
+	}
+
+	if out, err := call(context.Background(), `{"name":"Ada","afterMs":10}`, 30*time.Second); err != nil || out != `{"greeting":"Hi, Ada!","from":"input"}` {
+		t.Errorf("greetLater in time: %s, %v", out, err)
+	}
+
+	_, err := call(context.Background(), `{"name":"Ada","afterMs":60000}`, 500*time.Millisecond)
+	if wop.CodeOf(err) != wop.CodeDeadlineExceeded {
+		t.Errorf("greetLater past its deadline: %v, want %s", err, wop.CodeDeadlineExceeded)
+	}
+	stopped("deadline_exceeded")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	_, err = call(ctx, `{"name":"Ada","afterMs":60000}`, 30*time.Second)
+	if wop.CodeOf(err) != wop.CodeCancelled {
+		t.Errorf("greetLater cancelled: %v, want %s", err, wop.CodeCancelled)
+	}
+	stopped("cancelled")
+}
+
 // The CLI's `host call` reaches the Node plugin, and the plugin's call
 // back into the host carries the run's token.
 func TestNodePluginHostCall(t *testing.T) {

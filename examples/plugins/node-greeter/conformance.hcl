@@ -23,3 +23,13 @@ call "acme.greet.greet" {
   input       = { name = "" }
   expect_code = "validation_error"
 }
+
+call "acme.greet.greetLater" {
+  input  = { name = "Ada", afterMs = 0 }
+  expect = { greeting = "Hello, Ada!" }
+}
+
+call "acme.greet.greetLater" {
+  input       = { name = "Ada", afterMs = 60001 }
+  expect_code = "validation_error"
+}

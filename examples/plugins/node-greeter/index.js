@@ -1,11 +1,24 @@
 'use strict';
 // wophost-node-greeter serves the vendor family acme.greet: greet says
 // hello to a name, or to the nickname stored for it in acme.kv, which it
-// reads by calling back into the host. wophost.js speaks the protocol.
+// reads by calling back into the host; greetLater says hello after a
+// wait, and stops waiting when the call is cancelled or its deadline
+// passes. wophost.js speaks the protocol.
 
+const { setTimeout: sleep } = require('node:timers/promises');
 const { serve, WopError } = require('./wophost');
 
 let greeting = 'Hello';
+
+// The longest wait greetLater takes.
+const MAX_AFTER_MS = 60000;
+
+// checkName refuses a request without a name to greet.
+function checkName(input) {
+  if (input === null || typeof input !== 'object' || typeof input.name !== 'string' || input.name === '') {
+    throw new WopError('validation_error', 'field "name": must be a non-empty string');
+  }
+}
 
 serve({
   name: 'wophost-node-greeter',
@@ -37,9 +50,7 @@ serve({
     uses: ['acme.kv'],
     methods: {
       async greet(input, ctx) {
-        if (typeof input.name !== 'string' || input.name === '') {
-          throw new WopError('validation_error', 'field "name": must be a non-empty string');
-        }
+        checkName(input);
         let who = input.name;
         let from = 'input';
         try {
@@ -52,6 +63,24 @@ serve({
           if (!(err instanceof WopError) || !noNickname.includes(err.code)) throw err;
         }
         return { greeting: `${greeting}, ${who}!`, from };
+      },
+      // greetLater stands for slow work: it waits afterMs milliseconds,
+      // but no longer than the caller does, since ctx.signal aborts the
+      // wait when the call is cancelled or its deadline passes.
+      async greetLater(input, ctx) {
+        checkName(input);
+        const after = input.afterMs;
+        if (!Number.isInteger(after) || after < 0 || after > MAX_AFTER_MS) {
+          throw new WopError('validation_error', `field "afterMs": must be an integer from 0 to ${MAX_AFTER_MS}`);
+        }
+        try {
+          await sleep(after, undefined, { signal: ctx.signal });
+        } catch (err) {
+          if (!ctx.signal.aborted) throw err;
+          ctx.log.info('greetLater stopped waiting', { reason: ctx.signal.reason.code });
+          throw ctx.signal.reason;
+        }
+        return { greeting: `${greeting}, ${input.name}!`, from: 'input' };
       },
     },
   }],

@@ -59,6 +59,39 @@ class WopError extends Error {
   }
 }
 
+// deadlineOf is the deadline of a call context in milliseconds since the
+// epoch, Infinity when it has none. deadline_unix_nano is an int64 read as
+// a string, beyond a JavaScript number's exact range.
+function deadlineOf(call) {
+  return Number(BigInt(call.deadlineUnixNano || 0) / 1000000n) || Infinity;
+}
+
+// The longest delay a Node timer keeps; a longer one fires at once.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+// callSignal returns the signal of the Invoke call serves, which aborts
+// when the host cancels the call or its deadline passes, with the
+// WopError the host answers then as the reason, and a function that
+// releases its listener and timer once the handler is done.
+function callSignal(call, deadline, capability) {
+  const abort = new AbortController();
+  const fail = (code, message) => abort.abort(new WopError(code, message, { capability }));
+  const expired = () => fail('deadline_exceeded', `the deadline of ${capability} passed`);
+  // gRPC ends a call whose deadline passed as it ends a cancelled one.
+  const cancelled = () => (Date.now() >= deadline ? expired() : fail('cancelled', `the call to ${capability} was cancelled`));
+  call.on('cancelled', cancelled);
+  const wait = deadline - Date.now();
+  // A deadline beyond a timer's reach (about 24 days) is left to gRPC.
+  const timer = wait <= MAX_TIMER_MS ? setTimeout(expired, Math.max(wait, 0)) : undefined;
+  return {
+    signal: abort.signal,
+    release: () => {
+      clearTimeout(timer);
+      call.removeListener('cancelled', cancelled);
+    },
+  };
+}
+
 // logger writes hclog's JSON lines on stderr, which the host parses and
 // re-emits under the plugin's name at the level each line names.
 function logger(name) {
@@ -277,16 +310,21 @@ class HostCaller {
   }
 
   // call sends a JSON request to family.method with the call context of
-  // the Invoke it serves, which carries the run's token back to the host.
-  async call(call, family, method, request) {
+  // the Invoke it serves, which carries the run's token back to the host,
+  // and cancels it when signal aborts, failing with the signal's reason.
+  async call(call, family, method, request, signal) {
     const client = await this.client;
-    const deadline = Number(BigInt(call.deadlineUnixNano || 0) / 1000000n) || Infinity;
+    signal.throwIfAborted();
     return new Promise((resolve, reject) => {
-      client.Call({ family, method, payload: Buffer.from(JSON.stringify(request)), call }, { deadline },
+      const cancel = () => pending.cancel();
+      const pending = client.Call({ family, method, payload: Buffer.from(JSON.stringify(request)), call },
+        { deadline: deadlineOf(call) },
         (err, resp) => {
-          if (err) return reject(fromStatus(this.protos, err));
+          signal.removeEventListener('abort', cancel);
+          if (err) return reject(signal.aborted ? signal.reason : fromStatus(this.protos, err));
           resolve(JSON.parse(Buffer.from(resp.result).toString()));
         });
+      signal.addEventListener('abort', cancel, { once: true });
     });
   }
 }
@@ -327,6 +365,9 @@ function watchParent(log, onExit) {
 // families ({name, status, since, until, witness, methods: {name: handler},
 // needs, uses, pure}), configSchema (the JSON form of schema.Block),
 // configure(config, ctx) returning diagnostics or nothing, and shutdown().
+// A handler is called with the request and ctx: {call, log, signal,
+// host(family, method, request)}; signal aborts when the call is cancelled
+// or its deadline passes.
 function serve(p) {
   if (process.env[MAGIC_COOKIE_KEY] !== MAGIC_COOKIE_VALUE) {
     process.stderr.write('This binary is a wophost plugin; the host starts it.\n');
@@ -417,11 +458,15 @@ function serve(p) {
       }
       // The call context goes back unchanged with every callback.
       const callContext = call.request.call || {};
+      // ctx.signal tells the handler when nobody waits for its answer any
+      // more; it cancels the handler's callbacks too.
+      const { signal, release } = callSignal(call, deadlineOf(callContext), capability);
       const ctx = {
         call: callContext,
         log,
+        signal,
         host: (fam, meth, request) => host
-          ? host.call(callContext, fam, meth, request)
+          ? host.call(callContext, fam, meth, request, signal)
           : Promise.reject(new WopError('capability_not_provided', `host.${fam}.${meth} is not provided`)),
       };
       try {
@@ -431,6 +476,8 @@ function serve(p) {
         if (!(err instanceof WopError)) log.error('handler failed', { capability, error: String(err) });
         if (err instanceof WopError && !err.capability) err.capability = capability;
         cb(toStatus(protos, err));
+      } finally {
+        release();
       }
     },
   });
