@@ -98,31 +98,34 @@ func (l *lockedBuffer) String() string {
 // the host with a callback into acme.kv and with a family error in the
 // envelope, and stops at the host's request, well before go-plugin's 2 s
 // kill.
-func TestNodePluginServesThroughTheHost(t *testing.T) {
-	// At level info the plugin's own info line reaches the host, which
-	// keeps its level only when the line is in hclog's JSON form.
+// startNodeGreeterHost starts a host of nodeGreeterBlocks at log level
+// info, where the plugin's own info lines reach the host (which keeps a
+// line's level only when the line is in hclog's JSON form), with its log
+// in logs. closeHost stops it once, at the latest when t ends.
+func startNodeGreeterHost(t *testing.T, greeting string) (h *host.Host, logs *lockedBuffer, closeHost func()) {
+	t.Helper()
 	cfgPath := writeConfig(t, `
 host {
   plugin_dir = "BIN"
   log_level  = "info"
 }
-`+nodeGreeterBlocks(t, `"Howdy"`))
+`+nodeGreeterBlocks(t, greeting))
 	cfg, ldr, diags := config.Load(cfgPath)
 	if diags.HasErrors() {
 		t.Fatalf("config: %s", config.FormatDiagnostics(diags))
 	}
-	var logs lockedBuffer
-	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
-	h := host.New(cfg, ldr, logger, "test")
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			h.Close()
-		}
-	})
+	logs = new(lockedBuffer)
+	h = host.New(cfg, ldr, hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}), "test")
+	closeHost = sync.OnceFunc(h.Close)
+	t.Cleanup(closeHost)
 	if d := h.Start(context.Background()).All(); d.HasErrors() {
 		t.Fatalf("start: %s\n%s", config.FormatDiagnostics(d), logs.String())
 	}
+	return h, logs, closeHost
+}
+
+func TestNodePluginServesThroughTheHost(t *testing.T) {
+	h, logs, closeHost := startNodeGreeterHost(t, `"Howdy"`)
 	rec, _ := h.Registry().Record("greet")
 	if rec.State != registry.StateReady || strings.Join(rec.Advertised, ",") != "acme.greet" {
 		t.Fatalf("greet record = %+v, want ready advertising acme.greet", rec)
@@ -150,8 +153,7 @@ host {
 	}
 
 	t0 := time.Now()
-	h.Close()
-	closed = true
+	closeHost()
 	took := time.Since(t0)
 	t.Logf("the host stopped in %s", took)
 	if took > 1500*time.Millisecond {
@@ -171,22 +173,7 @@ host {
 // passes and when its caller cancels it, each with its own reason, and a
 // wait that ends in time still greets.
 func TestNodePluginHandlerStopsWithTheCall(t *testing.T) {
-	cfgPath := writeConfig(t, `
-host {
-  plugin_dir = "BIN"
-  log_level  = "info"
-}
-`+nodeGreeterBlocks(t, `"Hi"`))
-	cfg, ldr, diags := config.Load(cfgPath)
-	if diags.HasErrors() {
-		t.Fatalf("config: %s", config.FormatDiagnostics(diags))
-	}
-	var logs lockedBuffer
-	h := host.New(cfg, ldr, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}), "test")
-	t.Cleanup(h.Close)
-	if d := h.Start(context.Background()).All(); d.HasErrors() {
-		t.Fatalf("start: %s\n%s", config.FormatDiagnostics(d), logs.String())
-	}
+	h, logs, _ := startNodeGreeterHost(t, `"Hi"`)
 	call := func(ctx context.Context, input string, timeout time.Duration) (string, error) {
 		out, err := h.Call(ctx, "acme.greet", "greetLater", json.RawMessage(input), host.RunOptions{Timeout: timeout})
 		return string(out), err
