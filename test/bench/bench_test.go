@@ -420,6 +420,39 @@ func echoMeters(tb testing.TB, c *loader.Capability, h *host.Host) (direct, viaH
 	return direct, viaHost
 }
 
+// BenchmarkNodeRun compares b.N raw Invokes on testcap with b.N node runs
+// that each make one ctx call (probe.call), relayed by the host: what a
+// node of one call costs, its run's start and end included, where
+// BenchmarkCtxCall spreads them over b.N calls. It reports the CPU per
+// run of each process, as BenchmarkCtxCall does per call.
+func BenchmarkNodeRun(b *testing.B) { nodeRun(b, echoConfig) }
+
+// BenchmarkNodeRunDirect is BenchmarkNodeRun with the call on a direct
+// channel.
+func BenchmarkNodeRunDirect(b *testing.B) { nodeRun(b, echoConfigDirect) }
+
+// nodeRun runs BenchmarkNodeRun on a host started with config.
+func nodeRun(b *testing.B, config func(testing.TB) string) {
+	ctx := context.Background()
+	c := startDirect(b)
+	h := startHost(b, config(b))
+	direct, viaHost := echoMeters(b, c, h)
+	in := fmt.Appendf(nil, `{"family":"test.echo","method":"echo","payload":%s}`, payload)
+	runs := func(n int) error {
+		for range n {
+			if _, err := h.Run(ctx, "probe.call", in, host.RunOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	timePair(b, "direct-ns/call",
+		direct.wrap(b, func(n int) error { return directCalls(ctx, c, n) }),
+		viaHost.wrap(b, runs))
+	direct.report(b, "direct-", b.N)
+	viaHost.report(b, "", b.N)
+}
+
 // BenchmarkOperatorCall is BenchmarkCtxCall without the pack hop: the
 // host's routing and checks alone, against the same raw Invoke.
 func BenchmarkOperatorCall(b *testing.B) {

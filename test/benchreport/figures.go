@@ -137,6 +137,8 @@ func figures() []figure {
 		ctxVsDirect("ctx call, host at gomaxprocs = 1", "BenchmarkCtxCallOneProc", &goal{atMost: true, limit: 2.3}),
 		ctxVsSocket("ctx call against a unix-socket round trip, gomaxprocs = 1", "BenchmarkCtxCallOneProc"),
 		ctxVsDirect("operator call, host → plugin", "BenchmarkOperatorCall", nil),
+		ctxVsDirect("node run with one ctx call", "BenchmarkNodeRun", nil),
+		ctxVsDirect("node run with one ctx call on a direct channel", "BenchmarkNodeRunDirect", nil),
 		{
 			name: "bare gRPC round trip (grpc-go, no TLS)", bench: "BenchmarkGRPCRoundTrip",
 			value: "grpc-ns/rtt", show: nanosAsMicros(),
