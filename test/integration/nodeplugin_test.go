@@ -94,10 +94,6 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// The Node plugin becomes ready, advertises its family, answers through
-// the host with a callback into acme.kv and with a family error in the
-// envelope, and stops at the host's request, well before go-plugin's 2 s
-// kill.
 // startNodeGreeterHost starts a host of nodeGreeterBlocks at log level
 // info, where the plugin's own info lines reach the host (which keeps a
 // line's level only when the line is in hclog's JSON form), with its log
@@ -124,6 +120,10 @@ host {
 	return h, logs, closeHost
 }
 
+// The Node plugin becomes ready, advertises its family, answers through
+// the host with a callback into acme.kv and with a family error in the
+// envelope, and stops at the host's request, well before go-plugin's 2 s
+// kill.
 func TestNodePluginServesThroughTheHost(t *testing.T) {
 	h, logs, closeHost := startNodeGreeterHost(t, `"Howdy"`)
 	rec, _ := h.Registry().Record("greet")
