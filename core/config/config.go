@@ -131,6 +131,10 @@ type Capability struct {
 	// AllowWritable accepts a plugin executable, or its directory, that
 	// users other than the owner may write; by default it is refused.
 	AllowWritable bool
+	// DirectCalls lets packs call this capability on its plugin's direct
+	// channel (direct_calls, default true); false keeps their calls on
+	// the host's routed path, where the host relays them.
+	DirectCalls bool
 	// Env holds the environment variables the operator passes to the
 	// plugin process (the env attribute), on top of the base set every
 	// process gets; nil when none. Values may come from env() and are
@@ -220,6 +224,8 @@ type rawCapability struct {
 	Required      *hcl.Attribute `hcl:"required"`
 	StartTimeout  *hcl.Attribute `hcl:"start_timeout"`
 	MaxConcurrent *hcl.Attribute `hcl:"max_concurrent_calls"`
+	// DirectCalls is direct_calls.
+	DirectCalls *hcl.Attribute `hcl:"direct_calls"`
 	// AllowWritable is allow_writable.
 	AllowWritable *hcl.Attribute `hcl:"allow_writable"`
 	Env           *hcl.Attribute `hcl:"env"`
@@ -572,6 +578,7 @@ func (d *decoder) capability(r *rawCapability, host Host, pluginDirOK bool) *Cap
 		Name:               r.Name,
 		StartTimeout:       host.StartTimeout,
 		MaxConcurrentCalls: DefaultMaxConcurrent,
+		DirectCalls:        true,
 		Config:             hcl.EmptyBody(),
 		DefRange:           r.DefRange,
 		PluginRange:        r.PluginRange,
@@ -618,6 +625,7 @@ func (d *decoder) capability(r *rawCapability, host Host, pluginDirOK bool) *Cap
 	}
 	d.attr(r.Required, &c.Required)
 	d.attr(r.AllowWritable, &c.AllowWritable)
+	d.attr(r.DirectCalls, &c.DirectCalls)
 	c.Env = d.env(r.Env)
 	if n, ok := d.intAttr(r.MaxConcurrent, 1, MaxConcurrent); ok {
 		c.MaxConcurrentCalls = n

@@ -25,3 +25,26 @@ func TestDirectChannelsAttribute(t *testing.T) {
 		t.Errorf("at %s", at)
 	}
 }
+
+// direct_calls keeps packs' calls to one capability on the routed path;
+// it is on by default, and anything but a bool is an error where it is
+// written.
+func TestDirectCallsAttribute(t *testing.T) {
+	f := newFixture(t, "capability \"kv\" {\n  plugin = \"wophost-kv\"\n}\ncapability \"other\" {\n  plugin = \"wophost-kv\"\n  direct_calls = false\n}\n")
+	cfg, diags := NewLoader().Load(f.path)
+	if diags.HasErrors() {
+		t.Fatal(FormatDiagnostics(diags))
+	}
+	if !cfg.Capabilities[0].DirectCalls || cfg.Capabilities[1].DirectCalls {
+		t.Fatalf("direct_calls: %v, %v; want the default on and false off", cfg.Capabilities[0].DirectCalls, cfg.Capabilities[1].DirectCalls)
+	}
+	f = newFixture(t, "capability \"kv\" {\n  plugin = \"wophost-kv\"\n  direct_calls = 3\n}\n")
+	_, diags = NewLoader().Load(f.path)
+	d := findDiag(diags, "Unsuitable value type")
+	if d == nil {
+		t.Fatalf("no diagnostic for a number: %v", summaries(diags))
+	}
+	if at := FormatRange(*d.Subject); at != f.dir+"/host.hcl:3:18" {
+		t.Errorf("at %s", at)
+	}
+}

@@ -558,8 +558,11 @@ func (h *Host) configure(ctx context.Context, c *capability) (_ hcl.Diagnostics,
 		notes[i] = w.Summary + ": " + w.Detail + " (" + config.FormatRange(*w.Subject) + ")"
 	}
 	h.reg.Warn(c.cfg.Name, notes)
+	// Packs get grants to the channel unless the block keeps their calls
+	// on the routed path (direct_calls = false); the host's own calls to
+	// the plugin take the channel either way.
 	var direct *registry.DirectChannel
-	if res.Direct != nil {
+	if res.Direct != nil && c.cfg.DirectCalls {
 		direct = &registry.DirectChannel{Endpoint: res.Direct.Endpoint, Key: res.Direct.Key, EndRun: proc.EndRun}
 	}
 	families := make([]registry.Family, 0, len(c.families))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/wophost/wophost/sdk/hostwire"
@@ -26,6 +27,9 @@ type Capability struct {
 	// direct is set once Describe said the plugin serves a direct
 	// channel.
 	direct bool
+	// relay carries the host's calls to the plugin on its channel, once
+	// configured with one; nil, they go on the gRPC connection.
+	relay atomic.Pointer[hostwire.Relay]
 }
 
 // Description is what a plugin says about itself.
@@ -151,6 +155,13 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 	}
 	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}, Details: map[string]json.RawMessage{}}
 	if ep := resp.GetDirectChannel(); key != nil && ep.GetAddress() != "" {
+		// A process keeps its channel across configurations: only the
+		// key is new.
+		if r := c.relay.Load(); r != nil {
+			r.Rekey(key)
+		} else {
+			c.relay.Store(hostwire.NewRelay(ep, key, c.opts.MaxMessageBytes))
+		}
 		out.Direct = &DirectChannel{Endpoint: ep, Key: key}
 	}
 	for _, d := range resp.GetDiagnostics() {
@@ -178,26 +189,42 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 	return out, nil
 }
 
-// Invoke sends one call to the plugin.
+// Invoke sends one call to the plugin: on its channel when it serves
+// one, else (or when the channel cannot take the call) on its gRPC
+// connection.
 func (c *Capability) Invoke(ctx context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
 	if c.proc.exited() {
 		return nil, wop.Errorf(wop.CodeUnavailable, "plugin %s has exited", c.proc.name).
 			WithCapability("host." + family + "." + method).WithRetryable(true)
 	}
-	resp, err := c.conn.Client.Invoke(ctx, &wophostv1.InvokeRequest{
+	req := &wophostv1.InvokeRequest{
 		Family: family, Method: method, Payload: payload, Call: hostwire.CallContextToProto(call),
-	})
+	}
+	if r := c.relay.Load(); r != nil {
+		if out, sent, err := r.Invoke(ctx, req); sent {
+			if err != nil {
+				return nil, c.callError(wop.AsError(err), family, method)
+			}
+			return out, nil
+		}
+	}
+	resp, err := c.conn.Client.Invoke(ctx, req)
 	if err != nil {
-		we := hostwire.FromStatus(err)
-		if we.Capability == "" {
-			we = we.WithCapability("host." + family + "." + method)
-		}
-		if we.Code == wop.CodeUnavailable && c.proc.exited() {
-			we.Message = fmt.Sprintf("plugin %s exited during the call: %s", c.proc.name, we.Message)
-		}
-		return nil, we
+		return nil, c.callError(hostwire.FromStatus(err), family, method)
 	}
 	return resp.GetResult(), nil
+}
+
+// callError names the capability in a failed call's error and says when
+// the plugin exited during it.
+func (c *Capability) callError(we *wop.Error, family, method string) *wop.Error {
+	if we.Capability == "" {
+		we = we.WithCapability("host." + family + "." + method)
+	}
+	if we.Code == wop.CodeUnavailable && c.proc.exited() {
+		we.Message = fmt.Sprintf("plugin %s exited during the call: %s", c.proc.name, we.Message)
+	}
+	return we
 }
 
 // EndRun ends a run on the plugin's direct channel: its grants are

@@ -43,7 +43,8 @@ type Options struct {
 	// logged.
 	Env map[string]string
 	// DirectChannels lets a plugin that offers a direct channel serve one
-	// (the host block's direct_channels).
+	// (the host block's direct_channels): packs call it under the host's
+	// grants, and the host relays its own calls to the plugin on it.
 	DirectChannels bool
 	// MaxConcurrentCalls is the capability block's max_concurrent_calls,
 	// which a plugin's direct channel applies to the calls it takes.

@@ -115,3 +115,14 @@ func NewGrantKey() []byte { return direct.NewKey() }
 // channel: g under key, with a fresh nonce. The plugin holding key checks
 // it on every call.
 func SignGrant(key []byte, g *wophostv1.Grant) ([]byte, error) { return direct.Sign(key, g) }
+
+// Relay is the host's side of a plugin process's direct channel, on which
+// the calls the host relays to that plugin travel, each under a MAC of
+// the channel's key, instead of on its gRPC connection.
+type Relay = direct.Relay
+
+// NewRelay returns the relay to the channel at ep with key, the key of
+// the plugin's last Configure, bounding messages to maxBytes.
+func NewRelay(ep *wophostv1.DirectChannelEndpoint, key []byte, maxBytes int) *Relay {
+	return direct.NewRelay(ep, key, maxBytes)
+}

@@ -52,11 +52,12 @@ type Plugin struct {
 	// before it starts the new one. Leave it false for a stateless plugin,
 	// which a reload replaces beside the old process with no gap.
 	SingleWriter bool
-	// RoutedOnly keeps every call to the plugin on the host's routed path:
-	// the plugin does not offer the host a direct channel (see
-	// docs/direct-channels.md), so each call reaches it relayed by the
-	// host. Leave it false: the SDK checks every call on a direct channel
-	// against the host's grant, as the host would.
+	// RoutedOnly keeps every call to the plugin on the host's routed path
+	// and on gRPC: the plugin does not offer the host a direct channel
+	// (see docs/direct-channels.md), so each call reaches it relayed by
+	// the host as Invoke on its gRPC connection. Leave it false: the SDK
+	// checks every call on a direct channel against the host's grant, as
+	// the host would, and takes the host's relayed calls there too.
 	RoutedOnly bool
 }
 

@@ -23,7 +23,9 @@ const directRunID = "plugintest-direct-run"
 // direct channel: configured with a grant key (by the Configure rule), it
 // answered where it serves the channel; the first sample call, sent there with a grant, succeeds;
 // a grant it was not given, and the same grant once its run ended, are
-// refused without running anything; EndRun hands over the run's call.
+// refused without running anything; EndRun hands over the run's call; and
+// the host's relayed calls are served under the key and refused under
+// another.
 func (c *protocolChecks) directChannel(t checkT) {
 	c.needConfigured(t)
 	if c.desc == nil || !c.desc.DirectChannel {
@@ -83,6 +85,36 @@ func (c *protocolChecks) directChannel(t checkT) {
 	}
 	if _, routed, _ := call(signed); !routed {
 		t.Error("the grant of a run that ended was not refused")
+	}
+	c.relayedCalls(t, key, ep)
+}
+
+// relayedCalls checks the calls the host relays on the channel: the first
+// sample call, under the configured key, runs as Invoke would run it; under
+// another key it is refused, so that the host sends it as Invoke instead.
+func (c *protocolChecks) relayedCalls(t checkT, key []byte, ep *wophostv1.DirectChannelEndpoint) {
+	relay := func(key []byte) ([]byte, bool, error) {
+		r := direct.NewRelay(ep, key, wire.DefaultMaxMessageBytes)
+		defer r.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
+		defer cancel()
+		call := wop.CallContext{RunID: directRunID + "-relayed", NodeID: "plugintest-node", TypeID: "plugintest.node", Caller: "plugintest", Depth: 1, Deadline: time.Now().Add(rpcTimeout)}
+		call.Token = c.p.tokens.bind(call.RunID, call.Token)
+		return r.Invoke(ctx, &wophostv1.InvokeRequest{
+			Family: c.first.Family, Method: c.first.Method, Payload: orEmptyObject(c.first.Payload), Call: wire.CallContextToProto(call),
+		})
+	}
+	out, sent, err := relay(key)
+	switch {
+	case !sent:
+		t.Fatalf("%s.%s relayed on the direct channel: the plugin refused a call signed with the key it was configured with, or could not be reached at %s", c.first.Family, c.first.Method, ep.GetAddress())
+	case err != nil:
+		t.Fatalf("%s.%s relayed on the direct channel failed: %s", c.first.Family, c.first.Method, formatError(err))
+	case !json.Valid(out):
+		t.Fatalf("%s.%s relayed on the direct channel answered a result that is not JSON: %q", c.first.Family, c.first.Method, out)
+	}
+	if _, sent, _ := relay(direct.NewKey()); sent {
+		t.Error("a relayed call signed with another key was not refused")
 	}
 }
 

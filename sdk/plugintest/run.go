@@ -62,7 +62,7 @@ func runProtocol(t checkT, cfg Config) *Description {
 	t.Run("Invoke", "Every sample call succeeds with a JSON result, or fails with the code it expects.", c.invokeCalls)
 	t.Run("Errors", "Errors travel in the envelope: not_found for an unknown method or family, validation_error for a malformed payload.", c.errorReplies)
 	t.Run("Deadline", "The plugin keeps the call's deadline: refused with deadline_exceeded once it passed, served when it is far.", c.deadline)
-	t.Run("DirectChannel", "A plugin that says in Describe that it serves a direct channel answers one when Configure asks, serves the first sample call there under a grant of the configured key, refuses a forged grant and the grant of a run that ended, and hands over the run's call at EndRun.", c.directChannel)
+	t.Run("DirectChannel", "A plugin that says in Describe that it serves a direct channel answers one when Configure asks, serves the first sample call there under a grant of the configured key, refuses a forged grant and the grant of a run that ended, hands over the run's call at EndRun, and serves the call relayed by the host under the key but not under another.", c.directChannel)
 	t.Run("KeepsServing", "After the failed calls the plugin still runs and serves the first sample call.", c.keepsServing)
 	return c.desc
 }

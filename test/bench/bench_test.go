@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,9 +128,16 @@ func writeConfigIn(tb testing.TB, hostBody, text string) string {
 }
 
 // echoConfig serves test.echo from testcap and loads the probe pack, with
-// every call on the host's routed path (direct_channels = false); the
-// direct channel's figures use echoConfigDirect.
+// the pack's calls on the host's routed path (direct_calls = false), which
+// the host relays on the plugin's channel; the direct channel's figures
+// use echoConfigDirect.
 func echoConfig(tb testing.TB) string {
+	return writeConfig(tb, strings.Replace(echoDeployment(), "families = [\"test.echo\"]\n", "families = [\"test.echo\"]\n  direct_calls = false\n", 1))
+}
+
+// echoConfigGRPC is echoConfig with direct channels off (direct_channels
+// = false): the host relays the calls on the plugin's gRPC connection.
+func echoConfigGRPC(tb testing.TB) string {
 	return writeConfigIn(tb, "  direct_channels = false\n", echoDeployment())
 }
 
@@ -383,6 +391,10 @@ func BenchmarkCtxCall(b *testing.B) { ctxCall(b, echoConfig) }
 // probe pack's ctx calls go from the pack to testcap under the host's
 // grant, one hop.
 func BenchmarkCtxCallDirect(b *testing.B) { ctxCall(b, echoConfigDirect) }
+
+// BenchmarkCtxCallGRPC is BenchmarkCtxCall with direct channels off, so
+// that the host relays each call on the plugin's gRPC connection.
+func BenchmarkCtxCallGRPC(b *testing.B) { ctxCall(b, echoConfigGRPC) }
 
 // BenchmarkCtxCallOneProc is BenchmarkCtxCall with the host (this
 // process) at GOMAXPROCS 1, as `gomaxprocs = 1` in the host block sets it;

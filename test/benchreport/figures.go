@@ -132,6 +132,7 @@ func figures() []figure {
 	return []figure{
 		ctxVsDirect("ctx call, pack → host → plugin", "BenchmarkCtxCall", &goal{atMost: true, limit: 2.3}),
 		ctxVsDirect("ctx call on a direct channel, pack → plugin", "BenchmarkCtxCallDirect", &goal{atMost: true, limit: 1.3}),
+		ctxVsDirect("ctx call, pack → host → plugin, direct_channels = false", "BenchmarkCtxCallGRPC", nil),
 		ctxVsSocket("ctx call against a unix-socket round trip", "BenchmarkCtxCall"),
 		ctxVsSocket("ctx call on a direct channel against a unix-socket round trip", "BenchmarkCtxCallDirect"),
 		ctxVsDirect("ctx call, host at gomaxprocs = 1", "BenchmarkCtxCallOneProc", &goal{atMost: true, limit: 2.3}),

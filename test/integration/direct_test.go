@@ -46,8 +46,9 @@ func runRecorded(t *testing.T, h *host.Host, state, typeID, inputFile string) *h
 // A node's calls to families without a host-side check take the plugins'
 // direct channels: they reach the outer edge (the provider, the MCP
 // server) and the run's invocation log keeps them, marked direct.
-// promptLibrary stays on the host, which pins prompts. With
-// direct_channels = false every call is routed.
+// promptLibrary stays on the host, which pins prompts. direct_calls =
+// false keeps one capability's calls on the host; with direct_channels =
+// false every call is routed.
 func TestDirectChannels(t *testing.T) {
 	for _, tc := range []struct {
 		name, hostExtra string
@@ -58,6 +59,11 @@ func TestDirectChannels(t *testing.T) {
 			"kvdemo.describe":  {"acme.kv.get=direct", "promptLibrary.get=routed", "aiEnvelope.generate=direct"},
 			"kvdemo.wordcount": {"acme.kv.get=direct", "mcp.callTool=direct", "aiEnvelope.mcp.samplingProbe=routed"},
 		}},
+		{"kept on the host for one capability", "", map[string][]string{
+			"kvdemo.remember":  {"acme.kv.put=routed", "acme.kv.get=routed"},
+			"kvdemo.describe":  {"acme.kv.get=routed", "promptLibrary.get=routed", "aiEnvelope.generate=direct"},
+			"kvdemo.wordcount": {"acme.kv.get=routed", "mcp.callTool=direct", "aiEnvelope.mcp.samplingProbe=routed"},
+		}},
 		{"switched off", "  direct_channels = false", map[string][]string{
 			"kvdemo.remember":  {"acme.kv.put=routed", "acme.kv.get=routed"},
 			"kvdemo.describe":  {"acme.kv.get=routed", "promptLibrary.get=routed", "aiEnvelope.generate=routed"},
@@ -66,6 +72,9 @@ func TestDirectChannels(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newReplayEnv(t, tc.hostExtra)
+			if tc.name == "kept on the host for one capability" {
+				keepOnHost(t, e.cfg, "kv")
+			}
 			h := startHost(t, e.cfg)
 			for _, typeID := range []string{"kvdemo.remember", "kvdemo.describe", "kvdemo.wordcount"} {
 				p0, m0 := e.counts()
@@ -84,6 +93,24 @@ func TestDirectChannels(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// keepOnHost sets direct_calls = false in the capability block name of
+// the config at path.
+func keepOnHost(t *testing.T, path, name string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := "capability \"" + name + "\" {\n"
+	if !strings.Contains(string(b), block) {
+		t.Fatalf("no %s block in %s", name, b)
+	}
+	out := strings.Replace(string(b), block, block+"  direct_calls = false\n", 1)
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -2,19 +2,12 @@ package direct
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"fmt"
+	"errors"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -40,7 +33,7 @@ type Pool struct {
 // flight on it: a connection the pool lets go of is closed only once
 // they are over, since closing it would cancel them.
 type poolConn struct {
-	conn *grpc.ClientConn
+	conn *conn
 	cert string
 	// inflight and dropped are guarded by the pool's mu.
 	inflight int
@@ -56,44 +49,60 @@ func (p *Pool) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for a, c := range p.conns {
-		_ = c.conn.Close()
+		c.conn.close()
 		delete(p.conns, a)
 	}
 }
 
-// acquire returns the pool's connection to ep, making it on first use,
+// acquire returns the pool's connection to ep, connecting on first use,
 // with one more call in flight on it (release ends it). It trusts ep's
 // certificate and no other.
-func (p *Pool) acquire(ep *wophostv1.DirectChannelEndpoint) (*poolConn, error) {
+func (p *Pool) acquire(ctx context.Context, ep *wophostv1.DirectChannelEndpoint) (*poolConn, error) {
+	if c := p.take(ep); c != nil {
+		return c, nil
+	}
+	// Connecting takes a TLS handshake: other runs' calls on other
+	// connections do not wait for it.
+	nc, err := dial(ctx, ep, p.maxBytes)
+	if err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c, ok := p.conns[ep.GetAddress()]; ok && c.cert == string(ep.GetCertificate()) {
+	if c, ok := p.conns[ep.GetAddress()]; ok && c.cert == string(ep.GetCertificate()) && !c.conn.failed() {
+		// Another call connected first.
+		nc.close()
 		c.inflight++
 		return c, nil
 	} else if ok {
 		p.dropLocked(ep.GetAddress(), c)
 	}
-	// A plugin that restarted serves on a new address; the connections
-	// to addresses that no longer answer go when a new one is made.
+	c := &poolConn{conn: nc, cert: string(ep.GetCertificate()), inflight: 1}
+	p.conns[ep.GetAddress()] = c
+	return c, nil
+}
+
+// take returns the pool's working connection to ep with one more call in
+// flight on it, or nil when there is none. A plugin that restarted serves
+// on a new address; the connections that failed go here.
+func (p *Pool) take(ep *wophostv1.DirectChannelEndpoint) *poolConn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for a, c := range p.conns {
-		if s := c.conn.GetState(); s == connectivity.TransientFailure || s == connectivity.Shutdown {
+		if c.conn.failed() {
 			p.dropLocked(a, c)
 		}
 	}
-	cert, err := x509.ParseCertificate(ep.GetCertificate())
-	if err != nil {
-		return nil, fmt.Errorf("direct channel certificate: %w", err)
+	c, ok := p.conns[ep.GetAddress()]
+	if !ok {
+		return nil
 	}
-	roots := x509.NewCertPool()
-	roots.AddCert(cert)
-	creds := credentials.NewTLS(&tls.Config{RootCAs: roots, ServerName: "localhost", MinVersion: tls.VersionTLS12})
-	conn, err := grpc.NewClient("unix:"+ep.GetAddress(), append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, wire.DialOptions(p.maxBytes)...)...)
-	if err != nil {
-		return nil, fmt.Errorf("direct channel %s: %w", ep.GetAddress(), err)
+	if c.cert != string(ep.GetCertificate()) {
+		p.dropLocked(ep.GetAddress(), c)
+		return nil
 	}
-	c := &poolConn{conn: conn, cert: string(ep.GetCertificate()), inflight: 1}
-	p.conns[ep.GetAddress()] = c
-	return c, nil
+	c.inflight++
+	return c
 }
 
 // release ends a call on c; the last call on a dropped connection closes
@@ -103,7 +112,7 @@ func (p *Pool) release(c *poolConn) {
 	defer p.mu.Unlock()
 	c.inflight--
 	if c.dropped && c.inflight == 0 {
-		_ = c.conn.Close()
+		c.conn.close()
 	}
 }
 
@@ -121,7 +130,7 @@ func (p *Pool) dropLocked(address string, c *poolConn) {
 	if !c.dropped {
 		c.dropped = true
 		if c.inflight == 0 {
-			_ = c.conn.Close()
+			c.conn.close()
 		}
 	}
 }
@@ -191,81 +200,72 @@ func (c *Caller) direct(ctx context.Context, ch *channel, family, method string,
 	call, _ := wop.CallContextFrom(ctx)
 	ctx, span, traceparent := tracing.StartCall(ctx, c.tracer, call.Traceparent, "ctx", family, method, trace.SpanKindClient)
 	defer func() { tracing.End(span, err, wop.CodeOf(err)) }()
-	pc, cerr := c.pool.acquire(ch.endpoint)
+	pc, cerr := c.pool.acquire(ctx, ch.endpoint)
 	if cerr != nil {
-		ch.closed.Store(true)
-		return nil, nil, true
-	}
-	defer c.pool.release(pc)
-	conn := pc.conn
-	// A call is sent only on a connection that is up, so that a failure
-	// after sending means the plugin went away during the call, which is
-	// not retried: the call may have had its effects.
-	if err := ready(ctx, conn); err != nil {
 		if ctx.Err() != nil {
 			return nil, wire.FromContextError(ctx.Err()), false
 		}
 		ch.closed.Store(true)
-		c.pool.drop(ch.endpoint.GetAddress(), pc)
 		return nil, nil, true
 	}
-	resp, err := wophostv1.NewDirectChannelClient(conn).Invoke(withoutDeadline(ctx), &wophostv1.DirectChannelInvokeRequest{
+	defer c.pool.release(pc)
+	// The call carries no timeout of its own: the grant carries the
+	// run's deadline, which the plugin's SDK sets on the handler's
+	// context, and the caller's cancellation (its deadline included)
+	// reaches the plugin as a cancel frame.
+	f, err := pc.conn.call(ctx, &wophostv1.DirectChannelInvokeRequest{
 		Family: family, Method: method, Payload: payload, Grant: ch.grant, Traceparent: traceparent,
 	})
+	var we *wop.Error
 	switch {
-	case err == nil:
-		return resp.GetResult(), nil, false
-	case IsRefused(err):
+	case errors.Is(err, errNotSent):
+		// The connection failed before the call: nothing was sent.
 		ch.closed.Store(true)
+		c.pool.drop(ch.endpoint.GetAddress(), pc)
 		return nil, nil, true
-	}
-	we := wire.FromStatus(err)
-	if st, ok := status.FromError(err); ctx.Err() == nil && ok && len(st.Details()) == 0 &&
-		(st.Code() == codes.Unavailable || st.Code() == codes.Canceled) {
-		// A failure with no envelope that the caller did not cause is the
-		// transport's: the plugin went away (or its connection closed)
-		// during the call, which the host's router reports the same way.
+	case errors.As(err, &we):
+		return nil, we, false
+	case err != nil && ctx.Err() != nil:
+		return nil, wop.HopError(ctx, wire.FromContextError(ctx.Err())), false
+	case err != nil:
+		// The plugin went away (or its connection closed) during the
+		// call, which the host's router reports the same way; the call
+		// may have had its effects, so it is not sent again.
 		ch.closed.Store(true)
 		c.pool.drop(ch.endpoint.GetAddress(), pc)
 		capability := "host." + family + "." + method
 		return nil, wop.Errorf(wop.CodeUnavailable, "%s: the plugin went away during the call", capability).WithCapability(capability).WithRetryable(true), false
 	}
-	return nil, wop.HopError(ctx, we), false
+	out, err = outcome(f)
+	var r *refusal
+	if errors.As(err, &r) {
+		ch.closed.Store(true)
+		return nil, nil, true
+	}
+	if err != nil {
+		return nil, wop.HopError(ctx, err), false
+	}
+	return out, nil, false
 }
 
-// withoutDeadline returns a context that ends when ctx does but has no
-// deadline, so that gRPC sends the call without a timeout. The grant
-// carries the run's deadline and the plugin's SDK sets it on the
-// handler's context, to the nanosecond; sent as well, gRPC's timeout would
-// make the plugin arm a second timer for every call, which measured about
-// 5 µs of the plugin's CPU per call. Cancellation still reaches the plugin.
-func withoutDeadline(ctx context.Context) context.Context {
-	if _, ok := ctx.Deadline(); !ok {
-		return ctx
-	}
-	return detached{ctx}
-}
-
-// detached is a context with the values and the end of its parent, but
-// not its deadline.
-type detached struct{ context.Context }
-
-func (detached) Deadline() (time.Time, bool) { return time.Time{}, false }
-
-// ready waits until conn is connected, or fails when it cannot connect.
-func ready(ctx context.Context, conn *grpc.ClientConn) error {
-	for {
-		s := conn.GetState()
-		switch s {
-		case connectivity.Ready:
-			return nil
-		case connectivity.TransientFailure, connectivity.Shutdown:
-			return fmt.Errorf("direct channel is %s", s)
-		case connectivity.Idle:
-			conn.Connect()
+// outcome reads an answer frame: the call's result, its error (a
+// *wop.Error), or the refusal of its grant (a *refusal).
+func outcome(f frame) ([]byte, error) {
+	switch f.kind {
+	case kindResult:
+		resp := &wophostv1.DirectChannelInvokeResponse{}
+		if err := proto.Unmarshal(f.body, resp); err != nil {
+			return nil, wop.Errorf(wop.CodeInternal, "direct channel: unreadable result: %v", err)
 		}
-		if !conn.WaitForStateChange(ctx, s) {
-			return ctx.Err()
+		return resp.GetResult(), nil
+	case kindError:
+		d := &wophostv1.ErrorDetail{}
+		if err := proto.Unmarshal(f.body, d); err != nil {
+			return nil, wop.Errorf(wop.CodeInternal, "direct channel: unreadable error: %v", err)
 		}
+		return nil, wire.FromDetail(d)
+	case kindRefused:
+		return nil, errRefused(string(f.body))
 	}
+	return nil, wop.Errorf(wop.CodeInternal, "direct channel: answer of unknown kind %d", f.kind)
 }

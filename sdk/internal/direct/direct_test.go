@@ -2,8 +2,11 @@ package direct
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -85,21 +88,26 @@ func (f *fixture) sign(g *wophostv1.Grant) []byte {
 // invoke calls the endpoint as a pack would, with signed bytes as grant.
 func (f *fixture) invoke(signed []byte, family, method, payload string) ([]byte, error) {
 	f.t.Helper()
-	pc, err := f.pool.acquire(f.at)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pc, err := f.pool.acquire(ctx, f.at)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	defer f.pool.release(pc)
-	conn := pc.conn
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := wophostv1.NewDirectChannelClient(conn).Invoke(ctx, &wophostv1.DirectChannelInvokeRequest{
+	fr, err := pc.conn.call(ctx, &wophostv1.DirectChannelInvokeRequest{
 		Family: family, Method: method, Payload: []byte(payload), Grant: signed,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return resp.GetResult(), nil
+	return outcome(fr)
+}
+
+// isRefused reports whether err is the endpoint's refusal of a grant.
+func isRefused(err error) bool {
+	var r *refusal
+	return errors.As(err, &r)
 }
 
 func TestCallRunsWithTheGrantsCallContext(t *testing.T) {
@@ -150,7 +158,7 @@ func TestGrantRules(t *testing.T) {
 			if err == nil {
 				t.Fatal("the call passed")
 			}
-			if IsRefused(err) {
+			if isRefused(err) {
 				t.Fatalf("refused as a grant, want the envelope %s: %v", tc.code, err)
 			}
 			if got := codeOf(err); got != tc.code {
@@ -192,7 +200,7 @@ func TestForgedGrantsAreRefused(t *testing.T) {
 		"empty mac": mustMarshal(t, &wophostv1.SignedGrant{Grant: sg.GetGrant()}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := f.invoke(b, "acme.other", "get", `{}`); !IsRefused(err) {
+			if _, err := f.invoke(b, "acme.other", "get", `{}`); !isRefused(err) {
 				t.Fatalf("want a refused grant, got %v", err)
 			}
 		})
@@ -230,11 +238,11 @@ func TestEndRunRevokesTheGrantAndHandsOverTheCalls(t *testing.T) {
 		t.Errorf("second call's error %s (%v)", c1.GetError(), err)
 	}
 	// The same grant, used again once its run ended, is refused.
-	if _, err := f.invoke(signed, "acme.kv", "get", `{}`); !IsRefused(err) {
+	if _, err := f.invoke(signed, "acme.kv", "get", `{}`); !isRefused(err) {
 		t.Fatalf("a grant of an ended run: want refused, got %v", err)
 	}
 	// So is a fresh grant of the ended run.
-	if _, err := f.invoke(f.sign(grant()), "acme.kv", "get", `{}`); !IsRefused(err) {
+	if _, err := f.invoke(f.sign(grant()), "acme.kv", "get", `{}`); !isRefused(err) {
 		t.Fatalf("a new grant of an ended run: want refused, got %v", err)
 	}
 }
@@ -249,16 +257,16 @@ func TestANewKeyRevokesEveryGrant(t *testing.T) {
 	if _, err := f.ep.Open(&wophostv1.DirectChannelSettings{GrantKey: f.key, SocketDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.invoke(signed, "acme.kv", "get", `{}`); !IsRefused(err) {
+	if _, err := f.invoke(signed, "acme.kv", "get", `{}`); !isRefused(err) {
 		t.Fatalf("a grant of the old key: want refused, got %v", err)
 	}
 }
 
-func TestGrantWithoutDeadlineIsRefused(t *testing.T) {
+func TestGrantWithoutDeadlineisRefused(t *testing.T) {
 	f := newFixture(t)
 	g := grant()
 	g.DeadlineUnixNano = 0
-	if _, err := f.invoke(f.sign(g), "acme.kv", "get", `{}`); !IsRefused(err) {
+	if _, err := f.invoke(f.sign(g), "acme.kv", "get", `{}`); !isRefused(err) {
 		t.Fatalf("want refused, got %v", err)
 	}
 }
@@ -423,10 +431,11 @@ func TestSocketPathTooLong(t *testing.T) {
 	}
 }
 
-// A channel call carries no gRPC timeout: the handler's context has no
-// deadline from gRPC (the plugin's SDK sets the grant's), and the end of
-// the caller's context still ends the call on both sides.
-func TestCallCarriesNoGRPCTimeoutAndEndsWithTheCaller(t *testing.T) {
+// A channel call carries no timeout: the handler's context has no
+// deadline from the channel (the plugin's SDK sets the grant's), and the
+// end of the caller's context still ends the call on both sides, by a
+// cancel frame.
+func TestCallCarriesNoTimeoutAndEndsWithTheCaller(t *testing.T) {
 	type seen struct {
 		hasDeadline bool
 		err         error
@@ -452,11 +461,142 @@ func TestCallCarriesNoGRPCTimeoutAndEndsWithTheCaller(t *testing.T) {
 	if !errors.As(err, &we) || we.Code != wop.CodeCancelled || r.calls.Load() != 0 {
 		t.Fatalf("caller got %v, %d routed; want cancelled on the channel", err, r.calls.Load())
 	}
-	s := <-got
+	var s seen
+	select {
+	case s = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the plugin's side of the call did not end with the caller's")
+	}
 	if s.hasDeadline {
-		t.Error("the handler's context has a deadline from gRPC: the call carried a timeout")
+		t.Error("the handler's context has a deadline from the channel: the call carried a timeout")
 	}
 	if !errors.Is(s.err, context.Canceled) {
 		t.Errorf("handler's context ended with %v, want cancelled", s.err)
+	}
+}
+
+// Calls on one connection are multiplexed: each caller gets its own
+// answer, whatever order they end in.
+func TestConcurrentCallsOnOneConnectionGetTheirOwnAnswers(t *testing.T) {
+	handler := func(_ context.Context, _, _ string, payload []byte, _ wop.CallContext) ([]byte, error) {
+		var n int
+		if err := json.Unmarshal(payload, &n); err != nil {
+			return nil, err
+		}
+		// Later calls end first.
+		time.Sleep(time.Duration(40-n) * time.Millisecond / 10)
+		return payload, nil
+	}
+	f := newFixtureWith(t, handler, &wophostv1.DirectChannelSettings{})
+	c := NewCaller(&routed{}, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errs := make(chan error, 40)
+	for i := range 40 {
+		go func() {
+			out, err := c.CallRaw(ctx, "acme.kv", "get", []byte(strconv.Itoa(i)))
+			if err == nil && string(out) != strconv.Itoa(i) {
+				err = fmt.Errorf("call %d got the answer %s", i, out)
+			}
+			errs <- err
+		}()
+	}
+	for range 40 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := len(f.pool.conns); n != 1 {
+		t.Errorf("%d connections, want the one shared", n)
+	}
+}
+
+// The connection's message size limit holds on each side: a request over
+// it is a validation_error that is not sent (nor sent through the host),
+// a result over it an upstream_unavailable, as on the routed path.
+func TestMessageSizeLimitOfTheConnection(t *testing.T) {
+	handler := func(_ context.Context, _, method string, payload []byte, _ wop.CallContext) ([]byte, error) {
+		if method == "big" {
+			return []byte(`"` + strings.Repeat("x", 600) + `"`), nil
+		}
+		return payload, nil
+	}
+	ep := NewEndpoint(handler, 512)
+	key := NewKey()
+	at, err := ep.Open(&wophostv1.DirectChannelSettings{GrantKey: key, SocketDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := NewPool(512)
+	t.Cleanup(func() { pool.Close(); ep.Close() })
+	g := grant()
+	g.MaxBytes = 0
+	signed, err := Sign(key, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &routed{}
+	c := NewCaller(r, pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: at, Grant: signed}}, noop.NewTracerProvider().Tracer(""))
+	ctx := context.Background()
+	if _, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`"`+strings.Repeat("y", 600)+`"`)); codeOf(err) != wop.CodeValidation || !strings.Contains(err.Error(), "512-byte message limit") {
+		t.Errorf("request over the limit: %v", err)
+	}
+	if _, err := c.CallRaw(ctx, "acme.kv", "big", []byte(`{}`)); codeOf(err) != wop.CodeUpstreamUnavailable || !strings.Contains(err.Error(), "512-byte message limit") {
+		t.Errorf("result over the limit: %v", err)
+	}
+	if out, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`)); err != nil || string(out) != `{}` {
+		t.Errorf("a call within the limit after both: %s, %v", out, err)
+	}
+	if r.calls.Load() != 0 {
+		t.Errorf("%d calls went through the host", r.calls.Load())
+	}
+}
+
+// A frame longer than the limit is not read: the peer does not speak the
+// protocol, and its connection is closed.
+func TestOversizedFrameClosesTheConnection(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	pc, err := f.pool.acquire(ctx, f.at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.pool.release(pc)
+	// The endpoint may close the connection before the write ends.
+	_ = pc.conn.write(encodeFrame(kindCall, 1, make([]byte, 2<<20)))
+	select {
+	case <-pc.conn.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the endpoint kept a connection that sent a frame over the limit")
+	}
+}
+
+// A plugin that speaks another version of the channel's framing is not
+// called on it: the handshake fails and the call goes through the host.
+func TestAnotherVersionOfTheFramingIsNotUsed(t *testing.T) {
+	cert, err := wire.SelfSignedCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/other.sock"
+	l, err := tls.Listen("unix", path, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"wophost-direct/2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _ = c.(*tls.Conn).Handshake(); _ = c.Close() }()
+		}
+	}()
+	at := &wophostv1.DirectChannelEndpoint{Address: path, Certificate: cert.Certificate[0]}
+	r := &routed{}
+	c := NewCaller(r, NewPool(1<<20), []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: at, Grant: []byte("grant")}}, noop.NewTracerProvider().Tracer(""))
+	if out, err := c.CallRaw(context.Background(), "acme.kv", "get", []byte(`{}`)); err != nil || string(out) != `"routed"` || r.calls.Load() != 1 {
+		t.Fatalf("%s, %v, %d routed", out, err, r.calls.Load())
 	}
 }

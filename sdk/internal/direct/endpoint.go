@@ -12,11 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/status"
-
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wop"
@@ -51,8 +46,9 @@ type Endpoint struct {
 	runs  map[string]*runCalls
 	ended map[string]time.Time
 
-	srv      *grpc.Server
 	listener net.Listener
+	// conns are the connections being served, closed with the endpoint.
+	conns    map[net.Conn]struct{}
 	endpoint *wophostv1.DirectChannelEndpoint
 }
 
@@ -98,7 +94,7 @@ func (e *Endpoint) Open(s *wophostv1.DirectChannelSettings) (*wophostv1.DirectCh
 		}
 	}
 	e.limits.Store(lim)
-	if e.srv != nil {
+	if e.listener != nil {
 		return e.endpoint, nil
 	}
 	cert, err := wire.SelfSignedCertificate()
@@ -116,40 +112,38 @@ func (e *Endpoint) Open(s *wophostv1.DirectChannelSettings) (*wophostv1.DirectCh
 	if err != nil {
 		return nil, fmt.Errorf("direct channel: %w", err)
 	}
-	creds := credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.Creds(creds)}, wire.ServerOptions(e.maxBytes)...)...)
-	wophostv1.RegisterDirectChannelServer(srv, &service{e: e})
-	e.srv, e.listener = srv, l
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13, NextProtos: []string{ALPN}}
+	e.listener, e.conns = l, map[net.Conn]struct{}{}
 	e.endpoint = &wophostv1.DirectChannelEndpoint{Address: path, Certificate: cert.Certificate[0]}
-	go func() { _ = srv.Serve(l) }()
+	go e.accept(l, cfg)
 	return e.endpoint, nil
 }
 
-// Close stops serving the channel and removes its socket.
+// Close stops serving the channel, ends the calls in flight on it and
+// removes its socket.
 func (e *Endpoint) Close() {
 	e.mu.Lock()
-	srv, l := e.srv, e.listener
-	e.srv, e.listener = nil, nil
+	l, conns := e.listener, e.conns
+	e.listener, e.conns = nil, nil
 	e.mu.Unlock()
-	if srv != nil {
-		srv.Stop()
-		_ = os.Remove(l.Addr().String())
+	if l == nil {
+		return
 	}
+	_ = l.Close()
+	for c := range conns {
+		_ = c.Close()
+	}
+	_ = os.Remove(l.Addr().String())
 }
 
-// errRefused is the answer to a grant the endpoint does not accept: a
-// bare status, told apart from every call outcome, which carries an
-// error envelope.
-func errRefused(why string) error {
-	return status.Error(codes.Unauthenticated, "direct channel: "+why)
-}
+// refusal is the answer to a grant the endpoint does not accept, told
+// apart from every call outcome: the call did not run and may go through
+// the host.
+type refusal struct{ why string }
 
-// IsRefused reports whether err is an endpoint's refusal of a grant, after
-// which the call was not run and may go through the host.
-func IsRefused(err error) bool {
-	st, ok := status.FromError(err)
-	return ok && st.Code() == codes.Unauthenticated && len(st.Details()) == 0
-}
+func (r *refusal) Error() string { return "direct channel: " + r.why }
+
+func errRefused(why string) error { return &refusal{why: why} }
 
 // admit returns the grant signed holds and the run's call log, or a
 // refusal: a grant not made with the current key, or of an ended run.
@@ -219,15 +213,12 @@ func (e *Endpoint) EndRun(runID string, deadline time.Time) *wophostv1.EndRunRes
 	return rc.take()
 }
 
-// service serves DirectChannel on an endpoint.
-type service struct {
-	e *Endpoint
-}
-
-// Invoke implements DirectChannelServer.
-func (s *service) Invoke(ctx context.Context, req *wophostv1.DirectChannelInvokeRequest) (*wophostv1.DirectChannelInvokeResponse, error) {
+// invoke runs one call that arrived on the channel and returns its
+// answer: a refusal of the grant, or the call's outcome, which is logged
+// for the run.
+func (e *Endpoint) invoke(ctx context.Context, req *wophostv1.DirectChannelInvokeRequest) ([]byte, error) {
 	start := time.Now()
-	a, err := s.e.admit(req.GetGrant(), start)
+	a, err := e.admit(req.GetGrant(), start)
 	if err != nil {
 		return nil, err
 	}
@@ -236,10 +227,10 @@ func (s *service) Invoke(ctx context.Context, req *wophostv1.DirectChannelInvoke
 	var out []byte
 	if we := CheckCall(g, family, method, payload, start); we != nil {
 		err = we
-	} else if release, we := s.e.slot(ctx, time.Unix(0, g.GetDeadlineUnixNano()), family, method); we != nil {
+	} else if release, we := e.slot(ctx, time.Unix(0, g.GetDeadlineUnixNano()), family, method); we != nil {
 		err = we
 	} else {
-		out, err = s.e.handle(ctx, family, method, payload, CallContext(g, req.GetTraceparent()))
+		out, err = e.handle(ctx, family, method, payload, CallContext(g, req.GetTraceparent()))
 		release()
 		if err == nil {
 			if we := CheckResult(g, family, method, out); we != nil {
@@ -248,10 +239,7 @@ func (s *service) Invoke(ctx context.Context, req *wophostv1.DirectChannelInvoke
 		}
 	}
 	a.calls.add(family, method, payload, out, err, start)
-	if err != nil {
-		return nil, wire.ToStatus(err)
-	}
-	return &wophostv1.DirectChannelInvokeResponse{Result: out}, nil
+	return out, err
 }
 
 // slot waits for one of the channel's call slots, as the host waits for

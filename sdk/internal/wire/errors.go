@@ -18,19 +18,38 @@ func ToStatus(err error) error {
 	if err == nil {
 		return nil
 	}
+	detail := ToDetail(err)
+	st := status.New(grpcCode(detail.GetCode()), detail.GetMessage())
+	withDetail, derr := st.WithDetails(detail)
+	if derr != nil {
+		return st.Err()
+	}
+	return withDetail.Err()
+}
+
+// ToDetail is the error envelope of err as it crosses the wire, the
+// context's errors given their contract codes. err must not be nil.
+func ToDetail(err error) *wophostv1.ErrorDetail {
 	we := FromContextError(err)
-	st := status.New(grpcCode(we.Code), we.Message)
-	withDetail, derr := st.WithDetails(&wophostv1.ErrorDetail{
+	return &wophostv1.ErrorDetail{
 		Code:       we.Code,
 		Message:    we.Message,
 		Capability: we.Capability,
 		Retryable:  we.Retryable,
 		Details:    we.Details,
-	})
-	if derr != nil {
-		return st.Err()
 	}
-	return withDetail.Err()
+}
+
+// FromDetail is the *wop.Error an envelope that arrived stands for,
+// classified as FromStatus says.
+func FromDetail(ed *wophostv1.ErrorDetail) *wop.Error {
+	return (&wop.Error{
+		Code:       ed.GetCode(),
+		Message:    ed.GetMessage(),
+		Capability: ed.GetCapability(),
+		Retryable:  ed.GetRetryable(),
+		Details:    ed.GetDetails(),
+	}).Classified()
 }
 
 // CodeOfStatus is the contract code of a gRPC status error, or "" for nil.
@@ -65,13 +84,7 @@ func FromStatus(err error) *wop.Error {
 	}
 	for _, d := range st.Details() {
 		if ed, ok := d.(*wophostv1.ErrorDetail); ok {
-			return (&wop.Error{
-				Code:       ed.GetCode(),
-				Message:    ed.GetMessage(),
-				Capability: ed.GetCapability(),
-				Retryable:  ed.GetRetryable(),
-				Details:    ed.GetDetails(),
-			}).Classified()
+			return FromDetail(ed)
 		}
 	}
 	switch st.Code() {

@@ -274,7 +274,8 @@ type DescribeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// direct_channel is set by a plugin that serves a direct channel: it
 	// checks the host's grants on every call, so the host may let packs
-	// call it without relaying the call (see DirectChannel).
+	// call it without relaying the call, and the host relays its own
+	// calls to the plugin there (see DirectChannelSettings).
 	Name     string               `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Version  string               `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	Families []*FamilyDescription `protobuf:"bytes,3,rep,name=families,proto3" json:"families,omitempty"`
@@ -570,8 +571,9 @@ type ConfigureRequest struct {
 	Storage *StorageSettings `protobuf:"bytes,5,opt,name=storage,proto3" json:"storage,omitempty"`
 	// direct_channel, set only for a plugin that declared direct_channel
 	// and only while the operator allows direct channels, asks the plugin
-	// to serve DirectChannel. Each Configure carries a fresh key: grants
-	// made with an earlier key are refused from then on.
+	// to serve its direct channel. Each Configure carries a fresh key:
+	// grants and relayed calls made with an earlier key are refused from
+	// then on.
 	DirectChannel *DirectChannelSettings `protobuf:"bytes,6,opt,name=direct_channel,json=directChannel,proto3" json:"direct_channel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -750,8 +752,8 @@ type ConfigureResponse struct {
 	// (GET /v1/plugins) and never advertises it: the discovery document
 	// holds only the published facets.
 	Details map[string][]byte `protobuf:"bytes,4,rep,name=details,proto3" json:"details,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// direct_channel says where the plugin serves DirectChannel, when it
-	// was asked to.
+	// direct_channel says where the plugin serves its direct channel, when
+	// it was asked to.
 	DirectChannel *DirectChannelEndpoint `protobuf:"bytes,5,opt,name=direct_channel,json=directChannel,proto3" json:"direct_channel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1322,6 +1324,14 @@ func (x *CallResponse) GetResult() []byte {
 }
 
 // DirectChannelSettings is what a plugin needs to serve a direct channel.
+// The channel is not a gRPC service: on a unix socket under TLS 1.3 (ALPN
+// "wophost-direct/1"), each side writes frames of a 4-byte big-endian body
+// length, a kind byte, an 8-byte call id and the body. Kinds: 1 a pack's
+// call (DirectChannelInvokeRequest), 2 cancel (no body), 3 result
+// (DirectChannelInvokeResponse), 4 error (ErrorDetail), 5 refused (the
+// reason as text), 6 a call the host relays (a 32-byte HMAC-SHA256 under
+// grant_key of "wophost-direct relay", a zero byte and the InvokeRequest,
+// then the InvokeRequest). docs/protocol.md §6 has the rules.
 type DirectChannelSettings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// grant_key is the HMAC-SHA256 key of the grants the plugin accepts,
@@ -1796,6 +1806,8 @@ func (x *GrantedFamily) GetFacets() []string {
 	return nil
 }
 
+// DirectChannelInvokeRequest is the body of a pack's call on a direct
+// channel (frame kind 1).
 type DirectChannelInvokeRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Family  string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
@@ -1874,6 +1886,8 @@ func (x *DirectChannelInvokeRequest) GetTraceparent() string {
 	return ""
 }
 
+// DirectChannelInvokeResponse is the body of a call's result on a direct
+// channel (frame kind 3).
 type DirectChannelInvokeResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Result        []byte                 `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
@@ -2309,9 +2323,7 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\bManifest\x12\x1b.wophost.v1.ManifestRequest\x1a\x1c.wophost.v1.ManifestResponse\x12B\n" +
 	"\aExecute\x12\x1a.wophost.v1.ExecuteRequest\x1a\x1b.wophost.v1.ExecuteResponse2I\n" +
 	"\fHostServices\x129\n" +
-	"\x04Call\x12\x17.wophost.v1.CallRequest\x1a\x18.wophost.v1.CallResponse2j\n" +
-	"\rDirectChannel\x12Y\n" +
-	"\x06Invoke\x12&.wophost.v1.DirectChannelInvokeRequest\x1a'.wophost.v1.DirectChannelInvokeResponseB;Z9github.com/wophost/wophost/sdk/proto/wophost/v1;wophostv1b\x06proto3"
+	"\x04Call\x12\x17.wophost.v1.CallRequest\x1a\x18.wophost.v1.CallResponseB;Z9github.com/wophost/wophost/sdk/proto/wophost/v1;wophostv1b\x06proto3"
 
 var (
 	file_wophost_v1_wophost_proto_rawDescOnce sync.Once
@@ -2386,18 +2398,16 @@ var file_wophost_v1_wophost_proto_depIdxs = []int32{
 	13, // 21: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
 	15, // 22: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
 	17, // 23: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
-	25, // 24: wophost.v1.DirectChannel.Invoke:input_type -> wophost.v1.DirectChannelInvokeRequest
-	3,  // 25: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
-	6,  // 26: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
-	9,  // 27: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
-	12, // 28: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
-	28, // 29: wophost.v1.Capability.EndRun:output_type -> wophost.v1.EndRunResponse
-	14, // 30: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
-	16, // 31: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
-	18, // 32: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
-	26, // 33: wophost.v1.DirectChannel.Invoke:output_type -> wophost.v1.DirectChannelInvokeResponse
-	25, // [25:34] is the sub-list for method output_type
-	16, // [16:25] is the sub-list for method input_type
+	3,  // 24: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
+	6,  // 25: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
+	9,  // 26: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
+	12, // 27: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
+	28, // 28: wophost.v1.Capability.EndRun:output_type -> wophost.v1.EndRunResponse
+	14, // 29: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
+	16, // 30: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
+	18, // 31: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
+	24, // [24:32] is the sub-list for method output_type
+	16, // [16:24] is the sub-list for method input_type
 	16, // [16:16] is the sub-list for extension type_name
 	16, // [16:16] is the sub-list for extension extendee
 	0,  // [0:16] is the sub-list for field type_name
@@ -2416,7 +2426,7 @@ func file_wophost_v1_wophost_proto_init() {
 			NumEnums:      0,
 			NumMessages:   33,
 			NumExtensions: 0,
-			NumServices:   4,
+			NumServices:   3,
 		},
 		GoTypes:           file_wophost_v1_wophost_proto_goTypes,
 		DependencyIndexes: file_wophost_v1_wophost_proto_depIdxs,

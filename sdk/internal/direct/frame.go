@@ -1,0 +1,98 @@
+package direct
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// The channel's wire is a stream of frames over one TLS connection, not
+// gRPC: a call on it is the payload written by the caller's goroutine and
+// the answer written by the handler's, with one hand-off on each side,
+// where a gRPC call passes through three goroutines on each side (see
+// BENCHMARKS.md). Each frame is
+//
+//	length uint32 (big-endian) | kind uint8 | call id uint64 | body
+//
+// where length counts the body alone. Calls are multiplexed: the caller
+// numbers them, and the answers come back in whatever order they end.
+
+// ALPN is the protocol the TLS handshake agrees on; a peer that speaks
+// another version of the framing fails the handshake instead of a call.
+const ALPN = "wophost-direct/1"
+
+// frameKind says what a frame's body holds.
+type frameKind uint8
+
+const (
+	// kindCall (pack → plugin): a DirectChannelInvokeRequest.
+	kindCall frameKind = 1
+	// kindCancel (pack → plugin): no body; the caller gave up on the call.
+	kindCancel frameKind = 2
+	// kindResult (plugin → caller): a DirectChannelInvokeResponse.
+	kindResult frameKind = 3
+	// kindError (plugin → caller): the call's ErrorDetail (the envelope).
+	kindError frameKind = 4
+	// kindRefused (plugin → caller): the grant (or the relay's MAC) was
+	// not accepted and the call did not run; the body is the reason, as
+	// text.
+	kindRefused frameKind = 5
+	// kindRelay (host → plugin): a call the host relays, a MAC of the
+	// channel's key (32 bytes) then the InvokeRequest it signs. Its
+	// answer is a kindResult, kindError or kindRefused frame; kindCancel
+	// ends it.
+	kindRelay frameKind = 6
+)
+
+// headerBytes is the length of a frame's header.
+const headerBytes = 13
+
+// frame is one frame read off a connection.
+type frame struct {
+	kind frameKind
+	id   uint64
+	body []byte
+}
+
+// encodeFrame returns the frame of kind for call id around body, ready to
+// be written in one piece.
+func encodeFrame(kind frameKind, id uint64, body []byte) []byte {
+	b := make([]byte, headerBytes, headerBytes+len(body))
+	binary.BigEndian.PutUint32(b, uint32(len(body)))
+	b[4] = byte(kind)
+	binary.BigEndian.PutUint64(b[5:], id)
+	return append(b, body...)
+}
+
+// errFrameTooLarge is a frame whose length is over the connection's bound.
+// The connection is closed: the peer does not follow the protocol, which
+// never sends such a frame.
+type errFrameTooLarge struct{ length, limit int }
+
+func (e errFrameTooLarge) Error() string {
+	return fmt.Sprintf("direct channel: frame of %d bytes over the %d-byte bound", e.length, e.limit)
+}
+
+// readFrame reads the next frame from r, refusing a body longer than
+// limit (the message size limit, which bounds every message of the
+// protocol).
+func readFrame(r *bufio.Reader, limit int) (frame, error) {
+	var h [headerBytes]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return frame{}, err
+	}
+	n := int(binary.BigEndian.Uint32(h[:4]))
+	f := frame{kind: frameKind(h[4]), id: binary.BigEndian.Uint64(h[5:])}
+	if n > limit {
+		return f, errFrameTooLarge{length: n, limit: limit}
+	}
+	f.body = make([]byte, n)
+	if _, err := io.ReadFull(r, f.body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return frame{}, err
+	}
+	return f, nil
+}

@@ -1,0 +1,149 @@
+package direct
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/wophost/wophost/sdk/internal/wire"
+	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// handshakeTimeout bounds a caller's TLS handshake, so that a connection
+// that never completes one does not hold a goroutine.
+const handshakeTimeout = 10 * time.Second
+
+// accept serves each connection l accepts until l is closed.
+func (e *Endpoint) accept(l net.Listener, cfg *tls.Config) {
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			return
+		}
+		tc := tls.Server(nc, cfg)
+		e.mu.Lock()
+		if e.conns == nil {
+			// Closed meanwhile.
+			e.mu.Unlock()
+			_ = tc.Close()
+			return
+		}
+		e.conns[tc] = struct{}{}
+		e.mu.Unlock()
+		go e.serve(tc)
+	}
+}
+
+// serve reads the calls of one connection, each run on a goroutine of its
+// own that writes the answer, until the connection ends; its calls in
+// flight are then cancelled, as the caller is gone.
+func (e *Endpoint) serve(tc *tls.Conn) {
+	defer func() {
+		e.mu.Lock()
+		delete(e.conns, tc)
+		e.mu.Unlock()
+		_ = tc.Close()
+	}()
+	hctx, hcancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	err := tc.HandshakeContext(hctx)
+	hcancel()
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		wmu     sync.Mutex
+		mu      sync.Mutex
+		running = map[uint64]context.CancelFunc{}
+	)
+	write := func(b []byte) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		// A write that fails has failed the connection, which the read
+		// below then reports.
+		_, _ = tc.Write(b)
+	}
+	r := bufio.NewReaderSize(tc, 32<<10)
+	for {
+		f, err := readFrame(r, e.maxBytes)
+		if err != nil {
+			return
+		}
+		switch f.kind {
+		case kindCall, kindRelay:
+			cctx, ccancel := context.WithCancel(ctx)
+			mu.Lock()
+			running[f.id] = ccancel
+			mu.Unlock()
+			go func() {
+				answer := e.answer(cctx, f)
+				mu.Lock()
+				delete(running, f.id)
+				mu.Unlock()
+				ccancel()
+				write(answer)
+			}()
+		case kindCancel:
+			mu.Lock()
+			ccancel := running[f.id]
+			mu.Unlock()
+			if ccancel != nil {
+				ccancel()
+			}
+		default:
+			// Not a caller of this protocol.
+			return
+		}
+	}
+}
+
+// answer runs the call frame f, a pack's or the host's, and returns the
+// frame of its answer.
+func (e *Endpoint) answer(ctx context.Context, f frame) []byte {
+	var out []byte
+	var err error
+	if f.kind == kindRelay {
+		out, err = e.relayed(ctx, f.body)
+	} else {
+		req := &wophostv1.DirectChannelInvokeRequest{}
+		if uerr := proto.Unmarshal(f.body, req); uerr != nil {
+			return errorFrame(f.id, wop.Errorf(wop.CodeValidation, "direct channel: the call cannot be read: %v", uerr), e.maxBytes)
+		}
+		out, err = e.invoke(ctx, req)
+	}
+	var r *refusal
+	switch {
+	case errors.As(err, &r):
+		return encodeFrame(kindRefused, f.id, []byte(r.why))
+	case err != nil:
+		return errorFrame(f.id, err, e.maxBytes)
+	}
+	body, err := proto.Marshal(&wophostv1.DirectChannelInvokeResponse{Result: out})
+	if err == nil && len(body) > e.maxBytes {
+		err = wop.Errorf(wop.CodeUpstreamUnavailable, "result of %d bytes is over the %d-byte message limit", len(body), e.maxBytes)
+	}
+	if err != nil {
+		return errorFrame(f.id, err, e.maxBytes)
+	}
+	return encodeFrame(kindResult, f.id, body)
+}
+
+// errorFrame is the frame carrying err's envelope for call id. An
+// envelope over the size limit is replaced by one that says so.
+func errorFrame(id uint64, err error, maxBytes int) []byte {
+	d := wire.ToDetail(err)
+	body, merr := proto.Marshal(d)
+	if merr != nil || len(body) > maxBytes {
+		body, _ = proto.Marshal(wire.ToDetail(wop.Errorf(wop.CodeUpstreamUnavailable,
+			"the call failed with %s, and its error is over the %d-byte message limit", d.GetCode(), maxBytes).WithCapability(d.GetCapability())))
+	}
+	return encodeFrame(kindError, id, body)
+}
