@@ -58,6 +58,9 @@ type capability struct {
 	ready    []registry.Family
 	gate     *dispatch.Gate
 	services *hostservices.Server
+	// channel is the process's direct channel, nil when it serves none;
+	// ready's families carry it only when packs may use it (grantable).
+	channel *registry.DirectChannel
 	// released is set once this host no longer owns the process: it was
 	// stopped, or a reload handed it to the next host, which supervises
 	// and stops it from then on.
@@ -558,13 +561,11 @@ func (h *Host) configure(ctx context.Context, c *capability) (_ hcl.Diagnostics,
 		notes[i] = w.Summary + ": " + w.Detail + " (" + config.FormatRange(*w.Subject) + ")"
 	}
 	h.reg.Warn(c.cfg.Name, notes)
-	// Packs get grants to the channel unless the block keeps their calls
-	// on the routed path (direct_calls = false); the host's own calls to
-	// the plugin take the channel either way.
-	var direct *registry.DirectChannel
-	if res.Direct != nil && c.cfg.DirectCalls {
-		direct = &registry.DirectChannel{Endpoint: res.Direct.Endpoint, Key: res.Direct.Key, EndRun: proc.EndRun}
+	var channel *registry.DirectChannel
+	if res.Direct != nil {
+		channel = &registry.DirectChannel{Endpoint: res.Direct.Endpoint, Key: res.Direct.Key, EndRun: proc.EndRun}
 	}
+	direct := grantable(channel, c.cfg)
 	families := make([]registry.Family, 0, len(c.families))
 	for _, f := range c.families {
 		families = append(families, registry.Family{
@@ -577,7 +578,7 @@ func (h *Host) configure(ctx context.Context, c *capability) (_ hcl.Diagnostics,
 	gate := dispatch.NewGate(dispatch.Limit(proc, c.cfg.MaxConcurrentCalls, c.cfg.Name), c.cfg.Name)
 	c.mu.Lock()
 	prevGate := c.gate
-	c.ready, c.gate, c.services, c.waiting = families, gate, srv, false
+	c.ready, c.gate, c.services, c.waiting, c.channel = families, gate, srv, false, channel
 	c.mu.Unlock()
 	if prevGate != nil && prevGate.Closed() {
 		// The calls held while a refused reload had the plugin stopped go
@@ -589,6 +590,26 @@ func (h *Host) configure(ctx context.Context, c *capability) (_ hcl.Diagnostics,
 	h.logger.Info("capability ready", "capability", c.cfg.Name, "plugin", c.desc.Name, "version", c.desc.Version,
 		"started_in", c.launchTook.Round(time.Millisecond), "configured_in", configureTook.Round(time.Millisecond))
 	return warnings, false
+}
+
+// grantable is the channel packs get grants to under cc: none when the
+// block keeps their calls on the routed path (direct_calls = false). The
+// host's own calls to the plugin take the channel either way.
+func grantable(channel *registry.DirectChannel, cc *config.Capability) *registry.DirectChannel {
+	if !cc.DirectCalls {
+		return nil
+	}
+	return channel
+}
+
+// withGrants returns a copy of families whose channel for packs' grants
+// is grantable(channel, cc).
+func withGrants(families []registry.Family, channel *registry.DirectChannel, cc *config.Capability) []registry.Family {
+	out := slices.Clone(families)
+	for i := range out {
+		out[i].Direct = grantable(channel, cc)
+	}
+	return out
 }
 
 // watch waits for the plugin process to exit. An exit the host did not

@@ -237,10 +237,13 @@ func (h *Host) adopt(old *capability, cc *config.Capability) *capability {
 		return nil
 	}
 	old.released = true
+	// direct_calls may have changed: it decides the grants, not the
+	// process.
+	ready := withGrants(old.ready, old.channel, cc)
 	c := &capability{
 		cfg: cc, sum: old.sum, desc: old.desc, schema: old.schema, config: val, families: old.families,
 		identity: identity, fingerprint: old.fingerprint, adopted: true,
-		proc: proc, ready: old.ready, services: old.services, crashes: slices.Clone(old.crashes),
+		proc: proc, ready: ready, services: old.services, channel: old.channel, crashes: slices.Clone(old.crashes),
 	}
 	old.mu.Unlock()
 	c.gate = dispatch.NewGate(dispatch.Limit(proc, cc.MaxConcurrentCalls, cc.Name), cc.Name)
@@ -266,13 +269,15 @@ func (h *Host) giveBack(prev *Host) {
 		old.released = false
 		replaced := old.proc != proc
 		var gate *dispatch.Gate
+		var ready []registry.Family
 		if replaced {
 			gate = dispatch.NewGate(dispatch.Limit(proc, old.cfg.MaxConcurrentCalls, old.cfg.Name), old.cfg.Name)
-			old.proc, old.gate, old.ready = proc, gate, c.ready
+			ready = withGrants(c.ready, c.channel, old.cfg)
+			old.proc, old.gate, old.ready, old.channel = proc, gate, ready, c.channel
 		}
 		old.mu.Unlock()
 		if replaced {
-			prev.reg.Ready(old.cfg.Name, c.ready, gate)
+			prev.reg.Ready(old.cfg.Name, ready, gate)
 			prev.watch(old, proc)
 		}
 	}

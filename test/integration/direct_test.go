@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/registry"
 )
@@ -134,5 +135,33 @@ func TestDirectChannelAfterPluginRestart(t *testing.T) {
 	after := runRecorded(t, h, e.state, "kvdemo.remember", "remember.json")
 	if got := strings.Join(directPaths(after), " "); got != "acme.kv.put=direct acme.kv.get=direct" {
 		t.Fatalf("after the restart: %s", got)
+	}
+}
+
+// A reload that keeps a plugin's process applies a changed direct_calls
+// all the same: the next runs' calls take the path it says, on the same
+// process.
+func TestDirectCallsChangedAtReload(t *testing.T) {
+	e := newReplayEnv(t, "")
+	h := startHost(t, e.cfg)
+	if got := strings.Join(directPaths(runRecorded(t, h, e.state, "kvdemo.remember", "remember.json")), " "); got != "acme.kv.put=direct acme.kv.get=direct" {
+		t.Fatalf("before the reload: %s", got)
+	}
+	before := h.ProcessIDs()["kv"]
+	keepOnHost(t, e.cfg, "kv")
+	cfg, ldr, diags := config.Load(e.cfg)
+	if diags.HasErrors() {
+		t.Fatal(config.FormatDiagnostics(diags))
+	}
+	next, _, err := h.Reload(context.Background(), cfg, ldr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(next.Close)
+	if after := next.ProcessIDs()["kv"]; after == 0 || after != before {
+		t.Fatalf("the kv plugin's process went from %d to %d: the reload replaced it", before, after)
+	}
+	if got := strings.Join(directPaths(runRecorded(t, next, e.state, "kvdemo.remember", "remember.json")), " "); got != "acme.kv.put=routed acme.kv.get=routed" {
+		t.Fatalf("after the reload: %s", got)
 	}
 }
