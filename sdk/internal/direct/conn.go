@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -33,6 +34,9 @@ type conn struct {
 	nc       net.Conn
 	maxBytes int
 	ids      atomic.Uint64
+	// writeTimeout bounds each write: a peer that stops reading fails the
+	// connection instead of holding its callers.
+	writeTimeout time.Duration
 
 	// wmu keeps each frame whole on the stream.
 	wmu sync.Mutex
@@ -64,10 +68,10 @@ func dial(ctx context.Context, ep *wophostv1.DirectChannelEndpoint, maxBytes int
 		return nil, fmt.Errorf("direct channel %s: %w", ep.GetAddress(), err)
 	}
 	if p := tc.ConnectionState().NegotiatedProtocol; p != ALPN {
-		_ = tc.Close()
+		_ = raw.Close()
 		return nil, fmt.Errorf("direct channel %s: the plugin speaks %q, not %q", ep.GetAddress(), p, ALPN)
 	}
-	c := &conn{nc: tc, maxBytes: maxBytes, pending: map[uint64]chan frame{}, done: make(chan struct{})}
+	c := &conn{nc: tc, maxBytes: maxBytes, writeTimeout: writeTimeout, pending: map[uint64]chan frame{}, done: make(chan struct{})}
 	go c.read()
 	return c, nil
 }
@@ -100,7 +104,9 @@ func (c *conn) fail(err error) {
 		close(c.done)
 	}
 	c.mu.Unlock()
-	_ = c.nc.Close()
+	// The socket itself: closing the TLS connection would first send a
+	// close_notify, which waits on a peer that may not read.
+	_ = c.nc.(*tls.Conn).NetConn().Close()
 }
 
 // failed reports whether the connection has failed.
@@ -116,10 +122,22 @@ func (c *conn) failed() bool {
 // close ends the connection and every call on it.
 func (c *conn) close() { c.fail(net.ErrClosed) }
 
-func (c *conn) write(b []byte) error {
+// write writes one frame whole, by deadline or within the write timeout,
+// whichever comes first. A write that fails leaves the stream cut
+// mid-frame: it fails the connection.
+func (c *conn) write(b []byte, deadline time.Time) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err := c.nc.Write(b)
+	if limit := time.Now().Add(c.writeTimeout); deadline.IsZero() || limit.Before(deadline) {
+		deadline = limit
+	}
+	err := c.nc.SetWriteDeadline(deadline)
+	if err == nil {
+		_, err = c.nc.Write(b)
+	}
+	if err != nil {
+		c.fail(err)
+	}
 	return err
 }
 
@@ -150,8 +168,8 @@ func (c *conn) send(ctx context.Context, kind frameKind, body []byte) (frame, er
 	}
 	c.pending[id] = answer
 	c.mu.Unlock()
-	if err := c.write(encodeFrame(kind, id, body)); err != nil {
-		c.fail(err)
+	deadline, _ := ctx.Deadline()
+	if err := c.write(encodeFrame(kind, id, body), deadline); err != nil {
 		return frame{}, errGone
 	}
 	select {
@@ -170,7 +188,7 @@ func (c *conn) send(ctx context.Context, kind frameKind, body []byte) (frame, er
 		c.mu.Unlock()
 		// Best effort: a connection that cannot carry the cancel has
 		// failed, and the plugin's side ends the call with it.
-		_ = c.write(encodeFrame(kindCancel, id, nil))
+		_ = c.write(encodeFrame(kindCancel, id, nil), time.Time{})
 		return frame{}, ctx.Err()
 	}
 }

@@ -3,9 +3,12 @@ package direct
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -563,7 +566,7 @@ func TestOversizedFrameClosesTheConnection(t *testing.T) {
 	}
 	defer f.pool.release(pc)
 	// The endpoint may close the connection before the write ends.
-	_ = pc.conn.write(encodeFrame(kindCall, 1, make([]byte, 2<<20)))
+	_ = pc.conn.write(encodeFrame(kindCall, 1, make([]byte, 2<<20)), time.Time{})
 	select {
 	case <-pc.conn.done:
 	case <-time.After(10 * time.Second):
@@ -598,5 +601,103 @@ func TestAnotherVersionOfTheFramingIsNotUsed(t *testing.T) {
 	c := NewCaller(r, NewPool(1<<20), []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: at, Grant: []byte("grant")}}, noop.NewTracerProvider().Tracer(""))
 	if out, err := c.CallRaw(context.Background(), "acme.kv", "get", []byte(`{}`)); err != nil || string(out) != `"routed"` || r.calls.Load() != 1 {
 		t.Fatalf("%s, %v, %d routed", out, err, r.calls.Load())
+	}
+}
+
+// A plugin that no longer reads its side of the channel does not hold the
+// caller past the write bound: the connection fails, and the call with it,
+// as unavailable.
+func TestAPeerThatStopsReadingFailsTheConnection(t *testing.T) {
+	cert, err := wire.SelfSignedCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/deaf.sock"
+	l, err := tls.Listen("unix", path, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{ALPN}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	held := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		// Completes the handshake, then reads nothing.
+		_ = c.(*tls.Conn).Handshake()
+		held <- c
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := dial(ctx, &wophostv1.DirectChannelEndpoint{Address: path, Certificate: cert.Certificate[0]}, 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	defer func() {
+		if nc := <-held; nc != nil {
+			_ = nc.Close()
+		}
+	}()
+	c.writeTimeout = 200 * time.Millisecond
+	sent := make(chan error, 1)
+	go func() {
+		// Far more than the socket's buffers hold.
+		_, err := c.send(context.Background(), kindCall, make([]byte, 8<<20))
+		sent <- err
+	}()
+	select {
+	case err := <-sent:
+		if !errors.Is(err, errGone) || !c.failed() {
+			t.Fatalf("got %v (failed %v), want the connection gone", err, c.failed())
+		}
+	case <-ctx.Done():
+		c.close()
+		t.Fatal("the write was still held after 10 s")
+	}
+}
+
+// A pack that no longer reads its answers loses its connection past the
+// write bound, rather than holding the plugin's handlers.
+func TestACallerThatStopsReadingLosesTheConnection(t *testing.T) {
+	handler := func(context.Context, string, string, []byte, wop.CallContext) ([]byte, error) {
+		return []byte(`"` + strings.Repeat("x", 512<<10) + `"`), nil
+	}
+	f := newFixtureWith(t, handler, &wophostv1.DirectChannelSettings{})
+	f.ep.writeTimeout = 200 * time.Millisecond
+	g := grant()
+	g.MaxBytes = 0
+	signed := f.sign(g)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	body := mustMarshal(t, &wophostv1.DirectChannelInvokeRequest{Family: "acme.kv", Method: "get", Payload: []byte(`{}`), Grant: signed})
+	// A connection of the test's own, whose answers it does not read.
+	raw, err := net.Dial("unix", f.at.GetAddress())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	roots := x509.NewCertPool()
+	cert, err := x509.ParseCertificate(f.at.GetCertificate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots.AddCert(cert)
+	tc := tls.Client(raw, &tls.Config{RootCAs: roots, ServerName: "localhost", NextProtos: []string{ALPN}})
+	if err := tc.HandshakeContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 32 {
+		if _, err := tc.Write(encodeFrame(kindCall, uint64(i+1), body)); err != nil {
+			break
+		}
+	}
+	time.Sleep(time.Second)
+	// Whatever the plugin wrote before it gave up is there to read; then
+	// the connection ends.
+	_ = tc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, tc); err != nil && !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "reset") {
+		t.Fatalf("the plugin kept the connection of a caller that stopped reading: %v", err)
 	}
 }

@@ -31,6 +31,8 @@ type Handler func(ctx context.Context, family, method string, payload []byte, ca
 type Endpoint struct {
 	handle   Handler
 	maxBytes int
+	// writeTimeout bounds each answer's write (see conn.writeTimeout).
+	writeTimeout time.Duration
 
 	// admitted caches the grants verified under the current key, by their
 	// signed bytes (string to *admitted), so that a run's later calls skip
@@ -48,7 +50,7 @@ type Endpoint struct {
 
 	listener net.Listener
 	// conns are the connections being served, closed with the endpoint.
-	conns    map[net.Conn]struct{}
+	conns    map[*tls.Conn]struct{}
 	endpoint *wophostv1.DirectChannelEndpoint
 }
 
@@ -68,7 +70,7 @@ type admitted struct {
 // NewEndpoint returns an endpoint whose calls run on handle, with results
 // bounded by maxBytes as every other message of the process.
 func NewEndpoint(handle Handler, maxBytes int) *Endpoint {
-	e := &Endpoint{handle: handle, maxBytes: maxBytes, runs: map[string]*runCalls{}, ended: map[string]time.Time{}}
+	e := &Endpoint{handle: handle, maxBytes: maxBytes, writeTimeout: writeTimeout, runs: map[string]*runCalls{}, ended: map[string]time.Time{}}
 	e.admitted.Store(&sync.Map{})
 	e.limits.Store(&callLimits{})
 	return e
@@ -113,7 +115,7 @@ func (e *Endpoint) Open(s *wophostv1.DirectChannelSettings) (*wophostv1.DirectCh
 		return nil, fmt.Errorf("direct channel: %w", err)
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13, NextProtos: []string{ALPN}}
-	e.listener, e.conns = l, map[net.Conn]struct{}{}
+	e.listener, e.conns = l, map[*tls.Conn]struct{}{}
 	e.endpoint = &wophostv1.DirectChannelEndpoint{Address: path, Certificate: cert.Certificate[0]}
 	go e.accept(l, cfg)
 	return e.endpoint, nil
@@ -131,7 +133,9 @@ func (e *Endpoint) Close() {
 	}
 	_ = l.Close()
 	for c := range conns {
-		_ = c.Close()
+		// The sockets: a TLS close would wait to send each caller a
+		// close_notify.
+		_ = c.NetConn().Close()
 	}
 	_ = os.Remove(l.Addr().String())
 }

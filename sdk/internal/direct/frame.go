@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"time"
 )
 
 // The channel's wire is a stream of frames over one TLS connection, not
@@ -44,6 +45,12 @@ const (
 	// ends it.
 	kindRelay frameKind = 6
 )
+
+// writeTimeout bounds one frame's write on either side. A peer whose
+// process is alive but no longer reads its side of the channel would
+// otherwise hold every writer of the connection; past it the connection
+// fails, and its calls with it.
+const writeTimeout = 30 * time.Second
 
 // headerBytes is the length of a frame's header.
 const headerBytes = 13

@@ -49,7 +49,7 @@ func (e *Endpoint) serve(tc *tls.Conn) {
 		e.mu.Lock()
 		delete(e.conns, tc)
 		e.mu.Unlock()
-		_ = tc.Close()
+		_ = tc.NetConn().Close()
 	}()
 	hctx, hcancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	err := tc.HandshakeContext(hctx)
@@ -67,9 +67,17 @@ func (e *Endpoint) serve(tc *tls.Conn) {
 	write := func(b []byte) {
 		wmu.Lock()
 		defer wmu.Unlock()
-		// A write that fails has failed the connection, which the read
-		// below then reports.
-		_, _ = tc.Write(b)
+		err := tc.SetWriteDeadline(time.Now().Add(e.writeTimeout))
+		if err == nil {
+			_, err = tc.Write(b)
+		}
+		if err != nil {
+			// The stream is cut mid-frame, or the caller no longer
+			// reads: the connection ends, and the read below with it.
+			// The socket itself, since a TLS close would first wait to
+			// send a close_notify the caller does not read.
+			_ = tc.NetConn().Close()
+		}
 	}
 	r := bufio.NewReaderSize(tc, 32<<10)
 	for {
