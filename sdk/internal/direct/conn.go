@@ -122,16 +122,14 @@ func (c *conn) failed() bool {
 // close ends the connection and every call on it.
 func (c *conn) close() { c.fail(net.ErrClosed) }
 
-// write writes one frame whole, by deadline or within the write timeout,
-// whichever comes first. A write that fails leaves the stream cut
-// mid-frame: it fails the connection.
-func (c *conn) write(b []byte, deadline time.Time) error {
+// write writes one frame whole within the write timeout. A write that
+// fails leaves the stream cut mid-frame: it fails the connection. The
+// caller's own deadline does not bound it, since other calls share the
+// connection; the caller stops waiting for its answer at its deadline.
+func (c *conn) write(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if limit := time.Now().Add(c.writeTimeout); deadline.IsZero() || limit.Before(deadline) {
-		deadline = limit
-	}
-	err := c.nc.SetWriteDeadline(deadline)
+	err := c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 	if err == nil {
 		_, err = c.nc.Write(b)
 	}
@@ -168,8 +166,7 @@ func (c *conn) send(ctx context.Context, kind frameKind, body []byte) (frame, er
 	}
 	c.pending[id] = answer
 	c.mu.Unlock()
-	deadline, _ := ctx.Deadline()
-	if err := c.write(encodeFrame(kind, id, body), deadline); err != nil {
+	if err := c.write(encodeFrame(kind, id, body)); err != nil {
 		return frame{}, errGone
 	}
 	select {
@@ -188,7 +185,7 @@ func (c *conn) send(ctx context.Context, kind frameKind, body []byte) (frame, er
 		c.mu.Unlock()
 		// Best effort: a connection that cannot carry the cancel has
 		// failed, and the plugin's side ends the call with it.
-		_ = c.write(encodeFrame(kindCancel, id, nil), time.Time{})
+		_ = c.write(encodeFrame(kindCancel, id, nil))
 		return frame{}, ctx.Err()
 	}
 }

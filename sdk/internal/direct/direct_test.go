@@ -566,7 +566,7 @@ func TestOversizedFrameClosesTheConnection(t *testing.T) {
 	}
 	defer f.pool.release(pc)
 	// The endpoint may close the connection before the write ends.
-	_ = pc.conn.write(encodeFrame(kindCall, 1, make([]byte, 2<<20)), time.Time{})
+	_ = pc.conn.write(encodeFrame(kindCall, 1, make([]byte, 2<<20)))
 	select {
 	case <-pc.conn.done:
 	case <-time.After(10 * time.Second):
