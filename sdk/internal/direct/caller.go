@@ -116,13 +116,6 @@ func (p *Pool) release(c *poolConn) {
 	}
 }
 
-// drop lets go of c, when it is still the pool's connection to address.
-func (p *Pool) drop(address string, c *poolConn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.dropLocked(address, c)
-}
-
 func (p *Pool) dropLocked(address string, c *poolConn) {
 	if p.conns[address] == c {
 		delete(p.conns, address)
@@ -213,18 +206,17 @@ func (c *Caller) direct(ctx context.Context, ch *channel, family, method string,
 	// run's deadline, which the plugin's SDK sets on the handler's
 	// context, and the caller's cancellation (its deadline included)
 	// reaches the plugin as a cancel frame.
-	f, err := pc.conn.call(ctx, &wophostv1.DirectChannelInvokeRequest{
+	// A connection that failed leaves the pool at its next acquire.
+	out, err = pc.conn.call(ctx, &wophostv1.DirectChannelInvokeRequest{
 		Family: family, Method: method, Payload: payload, Grant: ch.grant, Traceparent: traceparent,
 	})
 	var we *wop.Error
 	switch {
-	case errors.Is(err, errNotSent):
-		// The connection failed before the call: nothing was sent.
+	case notRun(err):
 		ch.closed.Store(true)
-		c.pool.drop(ch.endpoint.GetAddress(), pc)
 		return nil, nil, true
 	case errors.As(err, &we):
-		return nil, we, false
+		return nil, wop.HopError(ctx, we), false
 	case err != nil && ctx.Err() != nil:
 		return nil, wop.HopError(ctx, wire.FromContextError(ctx.Err())), false
 	case err != nil:
@@ -232,18 +224,8 @@ func (c *Caller) direct(ctx context.Context, ch *channel, family, method string,
 		// call, which the host's router reports the same way; the call
 		// may have had its effects, so it is not sent again.
 		ch.closed.Store(true)
-		c.pool.drop(ch.endpoint.GetAddress(), pc)
 		capability := "host." + family + "." + method
 		return nil, wop.Errorf(wop.CodeUnavailable, "%s: the plugin went away during the call", capability).WithCapability(capability).WithRetryable(true), false
-	}
-	out, err = outcome(f)
-	var r *refusal
-	if errors.As(err, &r) {
-		ch.closed.Store(true)
-		return nil, nil, true
-	}
-	if err != nil {
-		return nil, wop.HopError(ctx, err), false
 	}
 	return out, nil, false
 }

@@ -139,13 +139,32 @@ func (c *conn) write(b []byte) error {
 	return err
 }
 
-// call sends req and waits for its answer frame (see send).
-func (c *conn) call(ctx context.Context, req *wophostv1.DirectChannelInvokeRequest) (frame, error) {
+// call sends a pack's call and returns its outcome (see roundTrip).
+func (c *conn) call(ctx context.Context, req *wophostv1.DirectChannelInvokeRequest) ([]byte, error) {
 	body, err := proto.Marshal(req)
 	if err != nil {
-		return frame{}, fmt.Errorf("direct channel: encode call: %w", err)
+		return nil, fmt.Errorf("direct channel: encode call: %w", err)
 	}
-	return c.send(ctx, kindCall, body)
+	return c.roundTrip(ctx, kindCall, body)
+}
+
+// roundTrip sends a call frame of kind and returns the call's result, or
+// its failure: a *wop.Error (the call's own, or a request over the size
+// limit), a failure for which notRun holds, errGone, or ctx's error.
+func (c *conn) roundTrip(ctx context.Context, kind frameKind, body []byte) ([]byte, error) {
+	f, err := c.send(ctx, kind, body)
+	if err != nil {
+		return nil, err
+	}
+	return outcome(f)
+}
+
+// notRun reports whether a call's failure means the plugin did not run
+// it (the connection had failed before it, or the plugin refused its
+// grant or MAC), so that it may go through the host or on gRPC instead.
+func notRun(err error) bool {
+	var r *refusal
+	return errors.Is(err, errNotSent) || errors.As(err, &r)
 }
 
 // send sends a call frame of kind and waits for its answer frame. It

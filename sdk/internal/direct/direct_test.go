@@ -98,13 +98,9 @@ func (f *fixture) invoke(signed []byte, family, method, payload string) ([]byte,
 		f.t.Fatal(err)
 	}
 	defer f.pool.release(pc)
-	fr, err := pc.conn.call(ctx, &wophostv1.DirectChannelInvokeRequest{
+	return pc.conn.call(ctx, &wophostv1.DirectChannelInvokeRequest{
 		Family: family, Method: method, Payload: []byte(payload), Grant: signed,
 	})
-	if err != nil {
-		return nil, err
-	}
-	return outcome(fr)
 }
 
 // isRefused reports whether err is the endpoint's refusal of a grant.

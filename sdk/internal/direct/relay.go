@@ -34,18 +34,17 @@ func relayMAC(key, invoke []byte) []byte {
 // host has made its checks; the plugin runs the call as it runs Invoke.
 // It is safe for concurrent use.
 type Relay struct {
-	maxBytes int
-
-	mu   sync.Mutex
 	ep   *wophostv1.DirectChannelEndpoint
-	key  []byte
-	conn *conn
+	pool *Pool
+
+	mu  sync.Mutex
+	key []byte
 }
 
 // NewRelay returns the relay to the channel at ep, whose key is key. It
 // connects on the first call.
 func NewRelay(ep *wophostv1.DirectChannelEndpoint, key []byte, maxBytes int) *Relay {
-	return &Relay{maxBytes: maxBytes, ep: ep, key: key}
+	return &Relay{ep: ep, pool: NewPool(maxBytes), key: key}
 }
 
 // Rekey sets the key of a new configuration of the same plugin process.
@@ -57,39 +56,7 @@ func (r *Relay) Rekey(key []byte) {
 }
 
 // Close closes the relay's connection, ending the calls in flight on it.
-func (r *Relay) Close() {
-	r.mu.Lock()
-	c := r.conn
-	r.conn = nil
-	r.mu.Unlock()
-	if c != nil {
-		c.close()
-	}
-}
-
-// connection returns the relay's working connection, connecting when it
-// has none, and the key to sign with.
-func (r *Relay) connection(ctx context.Context) (*conn, []byte, error) {
-	r.mu.Lock()
-	c, key, ep := r.conn, r.key, r.ep
-	r.mu.Unlock()
-	if c != nil && !c.failed() {
-		return c, key, nil
-	}
-	nc, err := dial(ctx, ep, r.maxBytes)
-	if err != nil {
-		return nil, nil, err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.conn != nil && r.conn != c && !r.conn.failed() {
-		// Another call connected first.
-		nc.close()
-		return r.conn, r.key, nil
-	}
-	r.conn = nc
-	return nc, r.key, nil
-}
+func (r *Relay) Close() { r.pool.Close() }
 
 // Invoke sends req on the channel and returns the plugin's result or its
 // *wop.Error. sent is false when the call did not reach the plugin (the
@@ -97,21 +64,25 @@ func (r *Relay) connection(ctx context.Context) (*conn, []byte, error) {
 // gRPC connection. A channel that closes during the call fails it as
 // unavailable, retryable, as the gRPC connection would.
 func (r *Relay) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (out []byte, sent bool, err error) {
-	c, key, err := r.connection(ctx)
+	pc, err := r.pool.acquire(ctx, r.ep)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, true, wire.FromContextError(ctx.Err())
 		}
 		return nil, false, nil
 	}
+	defer r.pool.release(pc)
 	body, err := proto.Marshal(req)
 	if err != nil {
 		return nil, true, wop.Errorf(wop.CodeInternal, "relay: encode call: %v", err)
 	}
-	f, err := c.send(ctx, kindRelay, append(relayMAC(key, body), body...))
+	r.mu.Lock()
+	key := r.key
+	r.mu.Unlock()
+	out, err = pc.conn.roundTrip(ctx, kindRelay, append(relayMAC(key, body), body...))
 	var we *wop.Error
 	switch {
-	case errors.Is(err, errNotSent):
+	case notRun(err):
 		return nil, false, nil
 	case errors.As(err, &we):
 		return nil, true, we
@@ -120,12 +91,7 @@ func (r *Relay) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (out [
 	case err != nil:
 		return nil, true, wop.Errorf(wop.CodeUnavailable, "the plugin's channel closed during the call").WithRetryable(true)
 	}
-	out, err = outcome(f)
-	var refused *refusal
-	if errors.As(err, &refused) {
-		return nil, false, nil
-	}
-	return out, true, err
+	return out, true, nil
 }
 
 // relayed runs a call the host relayed, when its MAC holds under the

@@ -74,11 +74,7 @@ func TestRelayedCallNeedsTheKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.pool.release(pc)
-		fr, err := pc.conn.send(context.Background(), kindRelay, append(mac(f.key, body), body...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := outcome(fr); !isRefused(err) {
+		if _, err := pc.conn.roundTrip(context.Background(), kindRelay, append(mac(f.key, body), body...)); !isRefused(err) {
 			t.Fatalf("want refused, got %v", err)
 		}
 	})
