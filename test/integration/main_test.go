@@ -72,9 +72,16 @@ func probePack(t *testing.T) string {
 // string; %[1]s is the directory holding the test binaries.
 func writeConfig(t *testing.T, text string) string {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "host.hcl")
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(text, "BIN", bin.dir)), 0o644); err != nil {
+	return writeConfigAsIs(t, strings.ReplaceAll(text, "BIN", bin.dir))
+}
+
+// writeConfigAsIs writes text as a host config in a fresh directory,
+// replacing nothing: for a config holding random values (keys), in which
+// "BIN" may occur by chance.
+func writeConfigAsIs(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "host.hcl")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -120,9 +120,10 @@ func TestSignedPacks(t *testing.T) {
 				t.Fatal(err)
 			}
 			v.prepare(t, dir)
-			cfg := writeConfig(t, fmt.Sprintf(`
+			// The keys are random base64, which may hold "BIN".
+			cfg := writeConfigAsIs(t, fmt.Sprintf(`
 host {
-  plugin_dir        = "BIN"
+  plugin_dir        = %q
   require_signature = true
 }
 capability "echo" {
@@ -138,7 +139,7 @@ trusted_key "narrow" {
   namespaces = ["private.other.*"]
 }
 pack "private.wophost.probe" { path = %q }
-`, acmePub, narrowPub, dir))
+`, bin.dir, acmePub, narrowPub, dir))
 
 			res := runHost(t, "", "--config", cfg, "--json", "packs")
 			var packs []struct{ Name, State, Error, SignedBy string }
@@ -218,9 +219,10 @@ func TestReloadRefusesAPackWhoseSignatureBroke(t *testing.T) {
 	}
 	signPack(t, key, probe)
 	signPack(t, key, kvdemo)
-	cfg := writeConfig(t, fmt.Sprintf(`
+	// The key is random base64, which may hold "BIN".
+	cfg := writeConfigAsIs(t, fmt.Sprintf(`
 host {
-  plugin_dir        = "BIN"
+  plugin_dir        = %q
   state_dir         = %q
   require_signature = true
   http {
@@ -240,7 +242,7 @@ trusted_key "acme-2026" {
 }
 pack "private.wophost.probe" { path = %q }
 pack "community.wophost.kvdemo" { path = %q }
-`, filepath.Join(dir, "state"), pub, probe, kvdemo))
+`, bin.dir, filepath.Join(dir, "state"), pub, probe, kvdemo))
 	d := startServe(t, cfg)
 	packStates := func() map[string]string {
 		r := request(t, "GET", d.base+"/v1/packs", "", nil)
