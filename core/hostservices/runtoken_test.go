@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -221,5 +222,39 @@ func TestPluginCallbackNeedsTheRunsToken(t *testing.T) {
 	}
 	if n := f.inv.count(); n != 1 {
 		t.Errorf("%d calls reached the plugin, want the one bound call", n)
+	}
+}
+
+// A plugin's callback may narrow the run's deadline, to a budget of its
+// own, but never extend it: the call reaches its plugin with the earlier
+// of the two.
+func TestPluginCallbackNeverExtendsTheRunsDeadline(t *testing.T) {
+	f := newTokenFixture(t)
+	s := ForPlugin(f.router, f.runs, f.logger(), "sampler", allowAll)
+	deadline := time.Now().Add(time.Hour)
+	bounded := &dispatch.Run{ID: dispatch.NewID("run"), TypeID: "sibling.holder", Pack: "private.wophost.sibling", Deadline: deadline, Token: dispatch.NewRunToken()}
+	t.Cleanup(f.runs.Add(bounded))
+	for _, tc := range []struct {
+		name            string
+		run             *dispatch.Run
+		claimed, passed time.Time
+	}{
+		{"a later deadline", bounded, deadline.Add(time.Hour), deadline},
+		{"an earlier deadline", bounded, deadline.Add(-time.Minute), deadline.Add(-time.Minute)},
+		{"no deadline", bounded, time.Time{}, deadline},
+		{"a deadline in a run without one", f.holder, deadline, deadline},
+	} {
+		call := tc.run.CallContext("plugin:sampler")
+		call.Depth, call.Deadline = 2, tc.claimed
+		before := f.inv.count()
+		if err := f.call(s, "test.echo", call); err != nil {
+			t.Fatalf("%s: %+v", tc.name, err)
+		}
+		if n := f.inv.count() - before; n != 1 {
+			t.Fatalf("%s: %d calls reached the plugin, want 1", tc.name, n)
+		}
+		if got := f.inv.lastDeadline(); !got.Equal(tc.passed) {
+			t.Errorf("%s: the plugin got the deadline %v, want %v", tc.name, got, tc.passed)
+		}
 	}
 }

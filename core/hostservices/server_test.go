@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -16,16 +17,19 @@ import (
 	"github.com/wophost/wophost/sdk/wop"
 )
 
-// recorder serves a family and records the calls that reach it.
+// recorder serves a family and records the calls that reach it, and the
+// deadline of each.
 type recorder struct {
-	mu    sync.Mutex
-	calls []string
+	mu        sync.Mutex
+	calls     []string
+	deadlines []time.Time
 }
 
 func (r *recorder) Invoke(_ context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, family+"."+method+" "+string(payload))
+	r.deadlines = append(r.deadlines, call.Deadline)
 	return []byte(`{}`), nil
 }
 
@@ -33,6 +37,13 @@ func (r *recorder) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.calls)
+}
+
+// lastDeadline is the deadline of the last call that reached the plugin.
+func (r *recorder) lastDeadline() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deadlines[len(r.deadlines)-1]
 }
 
 // agentFixture is a router over mcp (with the client facet) and

@@ -228,3 +228,42 @@ func TestHTTPHostileAnswers(t *testing.T) {
 		})
 	}
 }
+
+// MaxRounds counts the retries after the first request: a server that
+// requires input on every answer gets the call once and then MaxRounds
+// times again, with the round's answers, and no more.
+func TestHTTPInputRoundsStopAtMaxRounds(t *testing.T) {
+	for _, rounds := range []int{1, 3} {
+		t.Run(fmt.Sprint(rounds), func(t *testing.T) {
+			f := &fakeHTTP{answer: func(_ int, s seen, id json.RawMessage, w http.ResponseWriter) {
+				switch s.method {
+				case "tools/list":
+					writeJSON(w, 200, result(id, `{"resultType":"complete","tools":[]}`))
+				default:
+					writeJSON(w, 200, result(id, `{"resultType":"input_required","inputRequests":{"ask":{"method":"elicitation/create","params":{"message":"again?"}}},"requestState":"s"}`))
+				}
+			}}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			c := newClient(t, Options{HTTP: &HTTPOptions{URL: srv.URL}, MaxRounds: rounds})
+			_, err := c.CallTool(ctx(t), "ask", json.RawMessage(`{}`))
+			var te *TransportError
+			if !errors.As(err, &te) || !errors.Is(err, ErrRoundsExhausted) {
+				t.Fatalf("err = %v, want a TransportError for exhausted rounds", err)
+			}
+			calls, answered := 0, 0
+			for _, r := range f.requests() {
+				if r.method != "tools/call" {
+					continue
+				}
+				calls++
+				if r.params["inputResponses"] != nil {
+					answered++
+				}
+			}
+			if calls != rounds+1 || answered != rounds {
+				t.Errorf("the server got %d tools/call requests, %d of them with answers; want %d, %d", calls, answered, rounds+1, rounds)
+			}
+		})
+	}
+}

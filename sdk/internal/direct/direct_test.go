@@ -697,3 +697,76 @@ func TestACallerThatStopsReadingLosesTheConnection(t *testing.T) {
 		t.Fatalf("the plugin kept the connection of a caller that stopped reading: %v", err)
 	}
 }
+
+// counting wraps echo and counts the calls that reached the plugin's
+// handler.
+func counting(n *atomic.Int32) Handler {
+	return func(ctx context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
+		n.Add(1)
+		return echo(ctx, family, method, payload, call)
+	}
+}
+
+// The end of one run forgets only the ended runs whose grants have
+// expired: a grant a pack kept from a run that ended before stays
+// refused.
+func TestAnEndedRunStaysRefusedWhenAnotherEnds(t *testing.T) {
+	var ran atomic.Int32
+	f := newFixtureWith(t, counting(&ran), &wophostv1.DirectChannelSettings{})
+	first := f.sign(grant())
+	g := grant()
+	g.RunId = "run_2"
+	second := f.sign(g)
+	for _, signed := range [][]byte{first, second} {
+		if _, err := f.invoke(signed, "acme.kv", "get", `{}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.ep.EndRun("run_1", time.Now().Add(time.Minute))
+	f.ep.EndRun("run_2", time.Now().Add(time.Minute))
+	for name, signed := range map[string][]byte{
+		"run 1's grant":        first,
+		"a new grant of run 1": f.sign(grant()),
+		"run 2's grant":        second,
+	} {
+		if _, err := f.invoke(signed, "acme.kv", "get", `{}`); !isRefused(err) {
+			t.Errorf("%s after both runs ended: want refused, got %v", name, err)
+		}
+	}
+	if n := ran.Load(); n != 2 {
+		t.Errorf("the handler ran %d calls, want the 2 made before the runs ended", n)
+	}
+}
+
+// The pack trusts the certificate the host offered and no other: a
+// channel on the offered address that shows another certificate is not
+// called, and the call goes through the host.
+func TestAnotherCertificateOnTheAddressIsNotTrusted(t *testing.T) {
+	var ran atomic.Int32
+	f := newFixtureWith(t, counting(&ran), &wophostv1.DirectChannelSettings{})
+	other, err := wire.SelfSignedCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := &wophostv1.DirectChannelEndpoint{Address: f.at.GetAddress(), Certificate: other.Certificate[0]}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if c, err := dial(ctx, forged, 1<<20); err == nil {
+		c.close()
+		t.Error("dialed a channel whose certificate is not the one pinned")
+	}
+	r := &routed{}
+	signed := f.sign(grant())
+	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: forged, Grant: signed}}, noop.NewTracerProvider().Tracer(""))
+	if out, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`)); err != nil || string(out) != `"routed"` || r.calls.Load() != 1 {
+		t.Fatalf("%s, %v, %d routed; want the call through the host", out, err, r.calls.Load())
+	}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("the handler ran %d calls pinned to another certificate", n)
+	}
+	// The offered certificate reaches the same handler.
+	c = NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: signed}}, noop.NewTracerProvider().Tracer(""))
+	if _, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`)); err != nil || ran.Load() != 1 || r.calls.Load() != 1 {
+		t.Fatalf("with the offered certificate: %v, %d ran, %d routed", err, ran.Load(), r.calls.Load())
+	}
+}
