@@ -553,6 +553,12 @@ func (h *Host) configure(ctx context.Context, c *capability) (_ hcl.Diagnostics,
 		h.failCapability(c, registry.StateConfigured, errors.New(config.FormatDiagnostics(diags)))
 		return diags, false
 	}
+	// The facets are published as they are reported: a core family's
+	// record OpenWOP refuses is never advertised.
+	if err := checkFacets(c.desc.Name, c.families, res.Facets); err != nil {
+		h.failCapability(c, registry.StateConfigured, err)
+		return capabilityDiag(c, "Plugin reports facets the host cannot advertise", err, c.cfg.DefRange), false
+	}
 	// Warnings are reported where they point and listed with the
 	// capability; the plugin serves anyway.
 	warnings := config.PluginWarnings(c.cfg, pluginDiagnostics(res.Warnings))

@@ -371,6 +371,12 @@ func TestAsyncAndAwait(t *testing.T) {
 	if _, ok := h.svc.facets()[aienvelope.FacetAwait]; !ok {
 		t.Fatalf("facets %v lack await", h.svc.facets())
 	}
+	// The record is one the host advertises.
+	b, _ := json.Marshal(h.svc.facets())
+	var facets map[string]json.RawMessage
+	if err := json.Unmarshal(b, &facets); err != nil || aienvelope.CheckFacets(facets) != nil {
+		t.Errorf("facets %s: %v, %v", b, err, aienvelope.CheckFacets(facets))
+	}
 	p := h.mustGenerate(t, `{"envelopeType":"answer","userMessage":"Capital of France?","idempotencyKey":"as1","async":true}`)
 	if p.Status != "pending" || p.EnvelopeID == "" || p.EnvelopeType != "answer" {
 		t.Fatalf("pending result %+v", p)

@@ -92,6 +92,18 @@ func TestFacets(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("facets\n got %s\nwant %s", b, want)
 	}
+	// The record is one the host advertises, at max_rounds' bounds too.
+	for _, rounds := range []int{5, 1, 16} {
+		p.cfg.maxRounds = rounds
+		b, _ := json.Marshal(p.facets())
+		var facets map[string]json.RawMessage
+		if err := json.Unmarshal(b, &facets); err != nil {
+			t.Fatal(err)
+		}
+		if err := mcp.CheckFacets(facets); err != nil {
+			t.Errorf("max_rounds %d: %s: %v", rounds, b, err)
+		}
+	}
 	if b, _ := json.Marshal(p.details()); string(b) != `{"servers":["a","b"]}` {
 		t.Errorf("details %s", b)
 	}

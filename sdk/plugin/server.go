@@ -17,6 +17,7 @@ import (
 
 	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/invoke"
+	"github.com/wophost/wophost/sdk/internal/records"
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/tracing"
@@ -128,6 +129,9 @@ func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest)
 		b, err := json.Marshal(facets)
 		if err != nil {
 			return nil, wire.ToStatus(fmt.Errorf("marshal facets of %s: %w", f.Name, err))
+		}
+		if err := checkFacets(f.Name, b); err != nil {
+			return nil, wire.ToStatus(err)
 		}
 		resp.Facets[f.Name] = b
 		if f.Details != nil {
@@ -254,4 +258,19 @@ func (s *server) handle(ctx context.Context, family, method string, payload []by
 		return nil, we.WithCapability(capability)
 	}
 	return b, nil
+}
+
+// checkFacets refuses the facets b (a JSON object) of family when they
+// would not make a valid record of that core family, as the host refuses
+// to advertise them (its package's CheckFacets, aienvelope.CheckFacets
+// say): Configure fails naming the facet, in the vendor's own tests first.
+func checkFacets(family string, b []byte) error {
+	var facets map[string]json.RawMessage
+	if err := json.Unmarshal(b, &facets); err != nil {
+		return fmt.Errorf("facets of %s: %w", family, err)
+	}
+	if err := records.Check(family, facets); err != nil {
+		return fmt.Errorf("family %q would publish an invalid record: %w", family, err)
+	}
+	return nil
 }

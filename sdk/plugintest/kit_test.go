@@ -216,6 +216,7 @@ func TestAIEnvelopeKitOnBadPlugin(t *testing.T) {
 		{"ai-idempotency", "Idempotency", "want the recorded one"},
 		{"ai-async-refused", "AsyncRefused", "async generate succeeded although the await facet is not advertised"},
 		{"ai-await", "Await", "await of an unknown envelopeId: got"},
+		{"ai-await-facet", "Await", "want await: true"},
 	})
 }
 

@@ -207,6 +207,12 @@ func TestFacetProblems(t *testing.T) {
 	d := &Description{Families: []FamilyDescription{{Name: "acme.a"}}}
 	assertProblems(t, facetProblems(d, map[string]map[string]json.RawMessage{"acme.b": {}}),
 		"no facets for family acme.a", "facets for family acme.b, which Describe does not list")
+	d = &Description{Families: []FamilyDescription{{Name: "aiEnvelope"}, {Name: "acme.a"}}}
+	assertProblems(t, facetProblems(d, map[string]map[string]json.RawMessage{"aiEnvelope": {"await": json.RawMessage(`{}`)}, "acme.a": {"x": json.RawMessage(`{}`)}}),
+		`Configure returned facets for family aiEnvelope that make an invalid record, which a host refuses to advertise: facet "await": must be the boolean true`)
+	if pr := facetProblems(d, map[string]map[string]json.RawMessage{"aiEnvelope": {"await": json.RawMessage(`true`)}, "acme.a": {"x": json.RawMessage(`{}`)}}); len(pr) != 0 {
+		t.Errorf("valid facets: %q", pr)
+	}
 }
 
 // assertProblems fails t unless every wanted text is part of some problem.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/sdk/internal/direct"
+	"github.com/wophost/wophost/sdk/internal/records"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/schema"
 	"github.com/wophost/wophost/sdk/wop"
@@ -29,7 +30,8 @@ const (
 //     and a core family declares none (the contract fixes them).
 //   - ConfigSchema: a well-formed schema.Block.
 //   - InvokeBeforeConfigure: refused with code unavailable.
-//   - Configure: cfg.Config accepted, facets for every family.
+//   - Configure: cfg.Config accepted, facets for every family, those of
+//     a core family a valid record (aienvelope.CheckFacets, ...).
 //   - Invoke: every cfg.Calls entry succeeds with JSON (and passes Check).
 //   - Errors: not_found for an unknown method or family, validation_error
 //     for a malformed payload.
@@ -58,7 +60,7 @@ func runProtocol(t checkT, cfg Config) *Description {
 	t.Run("PureMethods", "Every pure method a family declares is one of its methods, and a core family declares none: the contract fixes them.", c.pureMethods)
 	t.Run("ConfigSchema", "ConfigSchema answers a well-formed schema: every attribute named and typed, nested blocks of single, list or map nesting, no name used twice.", c.configSchema)
 	t.Run("InvokeBeforeConfigure", "A call before Configure is refused with code unavailable.", c.invokeBeforeConfigure)
-	t.Run("Configure", "Configure accepts the config and returns facets for every family Describe lists, and for no other.", c.configure)
+	t.Run("Configure", "Configure accepts the config and returns facets for every family Describe lists, and for no other; a core family's facets make a record OpenWOP admits.", c.configure)
 	t.Run("Invoke", "Every sample call succeeds with a JSON result, or fails with the code it expects.", c.invokeCalls)
 	t.Run("Errors", "Errors travel in the envelope: not_found for an unknown method or family, validation_error for a malformed payload.", c.errorReplies)
 	t.Run("Deadline", "The plugin keeps the call's deadline: refused with deadline_exceeded once it passed, served when it is far.", c.deadline)
@@ -492,14 +494,20 @@ func schemaProblems(b schema.Block, path string) []string {
 }
 
 // facetProblems lists the families whose facets Configure left out or
-// added.
+// added, and the core families whose facets make a record the host
+// refuses to advertise (aienvelope.CheckFacets and its siblings).
 func facetProblems(d *Description, facets map[string]map[string]json.RawMessage) []string {
 	var out []string
 	described := map[string]bool{}
 	for _, f := range d.Families {
 		described[f.Name] = true
-		if _, ok := facets[f.Name]; !ok {
+		ff, ok := facets[f.Name]
+		if !ok {
 			out = append(out, fmt.Sprintf("Configure returned no facets for family %s; send {} for a family without facets", f.Name))
+			continue
+		}
+		if err := records.Check(f.Name, ff); err != nil {
+			out = append(out, fmt.Sprintf("Configure returned facets for family %s that make an invalid record, which a host refuses to advertise: %v", f.Name, err))
 		}
 	}
 	for fam := range facets {

@@ -20,6 +20,8 @@ import (
 //   - ai-idempotency: a repeat under the same key is a new envelope.
 //   - ai-async-refused: async is accepted without the await facet.
 //   - ai-await: await of an unknown envelopeId is internal, not not_found.
+//   - ai-await-facet: under {"async": true} the await facet is {}, not
+//     the boolean true, a record the host refuses to advertise.
 const familyAIEnvelope = "aiEnvelope"
 
 // envelope is what the aiEnvelope mode keeps of a key: the request it
@@ -62,11 +64,14 @@ func (s *server) aiDescribeMethods() []string {
 
 // aiFacets are the facets the aiEnvelope mode advertises under config:
 // await when config is {"async": true}.
-func aiFacets(config []byte) []byte {
+func (s *server) aiFacets(config []byte) []byte {
 	var c struct {
 		Async bool `json:"async"`
 	}
 	_ = json.Unmarshal(config, &c)
+	if c.Async && s.breaks("ai-await-facet") {
+		return []byte(`{"await":{}}`)
+	}
 	if c.Async {
 		return []byte(`{"await":true}`)
 	}

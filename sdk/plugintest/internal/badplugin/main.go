@@ -178,7 +178,7 @@ func (s *server) ConfigSchema(context.Context, *wophostv1.ConfigSchemaRequest) (
 
 func (s *server) Configure(_ context.Context, req *wophostv1.ConfigureRequest) (*wophostv1.ConfigureResponse, error) {
 	if s.family == familyAIEnvelope {
-		f := aiFacets(req.GetConfig())
+		f := s.aiFacets(req.GetConfig())
 		s.mu.Lock()
 		s.configured, s.await = true, string(f) != `{}`
 		s.mu.Unlock()

@@ -1,0 +1,23 @@
+package agentruntime
+
+import (
+	"encoding/json"
+
+	"github.com/wophost/wophost/sdk/internal/records"
+)
+
+// CheckFacets returns an error naming the facet when facets would not
+// make a valid agentRuntime record in OpenWOP's discovery document: the
+// record is closed and has no facets. The plugin SDK's Configure and the
+// host refuse such facets.
+func CheckFacets(facets map[string]json.RawMessage) error {
+	return records.AgentRuntime(facets)
+}
+
+// CheckAgentsFacets returns an error naming the facet when facets would
+// not make a valid agents record (FamilyAgents): the record is closed
+// and its one facet, manifestRuntime, is an object. The host publishes
+// this record itself while it advertises agentRuntime.
+func CheckAgentsFacets(facets map[string]json.RawMessage) error {
+	return records.Agents(facets)
+}
