@@ -3,6 +3,7 @@ module github.com/wophost/wophost/sdk
 go 1.26.0
 
 require (
+	github.com/go-json-experiment/json v1.27.2
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0
 	go.opentelemetry.io/otel v1.45.0

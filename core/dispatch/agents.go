@@ -10,6 +10,7 @@ import (
 
 	"github.com/wophost/wophost/core/agents"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/strictjson"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -48,13 +49,22 @@ func (p *AgentPolicy) Call(ctx context.Context, _ Caller, _ wop.CallContext, met
 	fail := func(code, format string, args ...any) *wop.Error {
 		return wop.Errorf(code, format, args...).WithCapability(agentruntime.CapabilitySpawn)
 	}
+	if t := bytes.TrimSpace(payload); len(t) == 0 || string(t) == "null" {
+		return nil, fail(wop.CodeValidation, "spawn request: a JSON object is required")
+	}
+	// The manifest is decided on the members the plugin will read: a
+	// spelling it could read differently is refused. The rest is sent on
+	// as it came.
+	if _, err := strictjson.Members(payload, "spawn request", "manifestId", "manifest"); err != nil {
+		return nil, wop.AsError(err).WithCapability(agentruntime.CapabilitySpawn)
+	}
 	var req map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &req); err != nil || req == nil {
+	if err := strictjson.Decode(payload, &req, "spawn request"); err != nil || req == nil {
 		return nil, fail(wop.CodeValidation, "spawn request: a JSON object is required")
 	}
 	var id string
 	if raw, ok := req["manifestId"]; ok && !isNull(raw) {
-		if err := json.Unmarshal(raw, &id); err != nil {
+		if err := strictjson.Decode(raw, &id, "spawn request"); err != nil {
 			return nil, fail(wop.CodeValidation, "manifestId: must be a string").WithDetails(map[string]string{"pointer": "/manifestId"})
 		}
 	}

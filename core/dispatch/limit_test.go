@@ -67,7 +67,7 @@ func TestLimitBoundsCallsInFlight(t *testing.T) {
 	// A call made while both slots are taken waits in the limiter, and goes
 	// through once a slot frees.
 	queued := make(chan struct{}, 1)
-	l.(*limited).waiting = func() { queued <- struct{}{} }
+	l.(*limited).slots.Waiting = func() { queued <- struct{}{} }
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.Invoke(context.Background(), "acme.slow", "wait", nil, wop.CallContext{})

@@ -2,11 +2,12 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
+	"strconv"
 
 	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/strictjson"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -43,12 +44,22 @@ func (MCPPolicy) Call(_ context.Context, caller Caller, _ wop.CallContext, metho
 	if agent == nil {
 		return nil, refuse("%s runs agents and may call mcp only on behalf of one (Caller agent:<instance>@<digest>)", caller.Name)
 	}
+	// The allowlist is decided on the members the plugin will read: a
+	// spelling it could read differently is refused.
+	members, err := strictjson.Members(payload, method+" request", "serverId", "name")
+	if err != nil {
+		return nil, wop.AsError(err).WithCapability(capability)
+	}
 	var req struct {
 		ServerID string `json:"serverId"`
 		Name     string `json:"name"`
 	}
-	if err := json.Unmarshal(payload, &req); err != nil {
-		return nil, wop.Errorf(wop.CodeValidation, "%s request: %v", capability, err).WithCapability(capability)
+	for name, dst := range map[string]*string{"serverId": &req.ServerID, "name": &req.Name} {
+		if v := members[name]; v != nil && string(v) != "null" {
+			if err := strictjson.Decode(v, dst, method+" request member "+strconv.Quote(name)); err != nil {
+				return nil, wop.AsError(err).WithCapability(capability)
+			}
+		}
 	}
 	m := agent.Manifest
 	details := map[string]string{"agentInstanceId": agent.InstanceID, "manifestId": m.ID, "manifestDigest": agent.Digest, "serverId": req.ServerID}

@@ -1,13 +1,13 @@
 package dispatch
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
 
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/strictjson"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -118,11 +118,10 @@ func (p *PromptPolicy) Call(_ context.Context, _ Caller, call wop.CallContext, m
 	fail := func(code, format string, args ...any) *wop.Error {
 		return wop.Errorf(code, format, args...).WithCapability(promptlibrary.CapabilityGet)
 	}
+	// The pin is decided on the request as the plugin reads it.
 	var req promptlibrary.GetRequest
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, fail(wop.CodeValidation, "get request: %v", err)
+	if err := strictjson.Decode(payload, &req, "get request"); err != nil {
+		return nil, wop.AsError(err).WithCapability(promptlibrary.CapabilityGet)
 	}
 	tr := p.trace(call.RunID)
 	pin, err := p.pin(call, tr, req.PromptID)

@@ -12,20 +12,27 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/admission"
+	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/families/mcp"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
 // Operator is the Caller name of the operator's own calls (host call,
 // host prompts). Only the host gives it.
-const Operator = "operator"
+const Operator = admission.Operator
 
 // Caller is who makes a host-service call.
 type Caller struct {
-	// Name is "pack:<name>", "plugin:<name>" or Operator.
+	// Name is admission.NodeCaller, admission.PluginCaller (with the
+	// agent a plugin acts for) or Operator.
 	Name string
-	// Allowed reports whether the caller may call family (and facet).
-	Allowed func(family, facet string) bool
+	// Allowed reports whether the caller may call family (and facet);
+	// nil for the operator, who may call anything.
+	Allowed admission.Declared
 	// Agent is set when a plugin calls on behalf of an agent it runs.
 	Agent *Agent
 	// RunsAgents is set for the plugin that runs agents.
@@ -45,9 +52,11 @@ const deadlineSlack = 5 * time.Millisecond
 
 // Router sends host-service calls to the plugin serving each family.
 type Router struct {
-	reg        *registry.Registry
-	depthLimit int
-	maxBytes   int
+	reg    *registry.Registry
+	limits admission.Limits
+	// rules are the core families' rules, fixed by the contract; a
+	// vendor family's come with its record in the registry.
+	rules map[string]admission.Rules
 	// policies wrap the calls of one family with host-side checks, after
 	// the router's own (see SetPolicy).
 	policies map[string]Policy
@@ -69,8 +78,31 @@ type Observer interface {
 // NewRouter returns a router over reg. depthLimit bounds how many
 // host-service hops one call may take; maxBytes bounds a payload.
 func NewRouter(reg *registry.Registry, depthLimit, maxBytes int) *Router {
-	return &Router{reg: reg, depthLimit: depthLimit, maxBytes: maxBytes, policies: map[string]Policy{},
-		tracer: noop.NewTracerProvider().Tracer("")}
+	return &Router{reg: reg, limits: admission.Limits{DepthLimit: depthLimit, MaxBytes: int64(maxBytes)}, rules: CoreRules(),
+		policies: map[string]Policy{}, tracer: noop.NewTracerProvider().Tracer("")}
+}
+
+// CoreRules returns the rules of the core families, from their packages.
+func CoreRules() map[string]admission.Rules {
+	return map[string]admission.Rules{
+		aienvelope.Family:    aienvelope.Rules(),
+		promptlibrary.Family: promptlibrary.Rules(),
+		agentruntime.Family:  agentruntime.Rules(),
+		mcp.Family:           mcp.Rules(),
+	}
+}
+
+// Rules returns the rules the host holds a call to family to: the
+// contract's for a core family, those its plugin declared for a vendor
+// family (none while no plugin serves it).
+func (r *Router) Rules(family string) admission.Rules {
+	if rules, ok := r.rules[family]; ok {
+		return rules
+	}
+	if _, fam, ok := r.reg.Lookup(family); ok {
+		return fam.Rules
+	}
+	return admission.Rules{}
 }
 
 // SetTracer makes every routed call a span of tracer. Call it before the
@@ -123,31 +155,17 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 	if pending != nil {
 		defer func() { out, err = pending.finish(out, err) }()
 	}
-	if len(payload) > r.maxBytes {
-		return nil, wop.Errorf(wop.CodeValidation, "request of %d bytes is over the %d-byte limit", len(payload), r.maxBytes).WithCapability(capabilityName(family, method))
+	inv, fam, served := r.reg.Lookup(family)
+	rules, core := r.rules[family]
+	if !core && served {
+		rules = fam.Rules
 	}
-	if call.Depth > r.depthLimit {
-		return nil, wop.Errorf(wop.CodeCallDepthExceeded, "call depth %d is over the limit of %d", call.Depth, r.depthLimit).WithCapability(capabilityName(family, method))
+	c := admission.Call{Caller: caller.Name, Family: family, Method: method, Payload: payload, Depth: call.Depth, Deadline: call.Deadline}
+	facet, refusal := admission.Admit(c, r.limits, caller.Allowed, rules, time.Now())
+	if refusal != nil {
+		return nil, refusal
 	}
-	// Least privilege comes before advertisement: an undeclared call is
-	// capability_not_declared whether or not the host serves the family,
-	// so a caller cannot probe what the host serves without declaring it.
-	facet := wop.RequiredFacet(family, method, payload)
-	if caller.Allowed != nil && !caller.Allowed(family, facet) {
-		what := family
-		if facet != "" {
-			what += "." + facet
-		}
-		return nil, wop.Errorf(wop.CodeCapabilityNotDeclared, "%s did not declare %s", caller.Name, what).WithCapability(capabilityName(family, method))
-	}
-	// An operator-only method is refused like an undeclared call, and for
-	// the same reason before the lookup: no pack, plugin or agent can
-	// declare it.
-	if caller.Name != Operator && operatorOnly(family, method) {
-		return nil, wop.Errorf(wop.CodeCapabilityNotDeclared, "%s may not call %s.%s: only the operator manages the prompt store (host prompts)", caller.Name, family, method).WithCapability(capabilityName(family, method))
-	}
-	inv, fam, ok := r.reg.Lookup(family)
-	if !ok {
+	if !served {
 		return nil, wop.NotProvided("host." + family)
 	}
 	if facet != "" {
@@ -159,15 +177,13 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 		return nil, wop.Errorf(wop.CodeNotFound, "family %s has no method %q", family, method).WithCapability(capabilityName(family, method))
 	}
 	// A deadline the context already meets (the caller's own, carried by
-	// gRPC) needs no second timer; see deadlineSlack. A call whose deadline
-	// has passed is refused here all the same.
+	// gRPC) needs no second timer; see deadlineSlack. Admit refused a
+	// call whose deadline had passed.
 	if !call.Deadline.IsZero() {
 		if d, ok := ctx.Deadline(); !ok || call.Deadline.Add(deadlineSlack).Before(d) {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadline(ctx, call.Deadline)
 			defer cancel()
-		} else if !time.Now().Before(call.Deadline) {
-			return nil, contextError(context.DeadlineExceeded, capabilityName(family, method))
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -193,8 +209,8 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 			}
 			return nil, err
 		}
-		if len(out) > r.maxBytes {
-			return nil, wop.Errorf(wop.CodeUpstreamUnavailable, "result of %d bytes is over the %d-byte limit", len(out), r.maxBytes).WithCapability(capabilityName(family, method))
+		if we := admission.CheckResult(family, method, out, r.limits); we != nil {
+			return nil, we
 		}
 		return out, nil
 	}
@@ -207,9 +223,7 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 // capabilityName is the capability a call of family.method concerns, as
 // its refusals and failures name it. It is built only when one needs it:
 // a call that succeeds never does.
-func capabilityName(family, method string) string {
-	return "host." + family + "." + method
-}
+func capabilityName(family, method string) string { return admission.Capability(family, method) }
 
 func contextError(err error, capability string) error {
 	if err == context.DeadlineExceeded {

@@ -344,22 +344,33 @@ func TestRouterErrorPassesThrough(t *testing.T) {
 	}
 }
 
-func TestRequiredFacet(t *testing.T) {
-	tests := []struct{ family, method, payload, want string }{
-		{wop.FamilyAIEnvelope, "await", `{}`, "await"},
-		{wop.FamilyAIEnvelope, "generate", `{"envelopeType":"x"}`, ""},
-		{wop.FamilyAIEnvelope, "generate", `{"envelopeType":"x","async":false}`, ""},
-		{wop.FamilyAIEnvelope, "generate", `{"envelopeType":"x","async":true}`, "await"},
-		{wop.FamilyAIEnvelope, "generate", `{"userMessage":"\"async\": true"}`, ""},
-		{wop.FamilyAIEnvelope, "generate", `not json "async"`, ""},
-		{wop.FamilyMCP, "callTool", `{}`, "client"},
-		{wop.FamilyMCP, "anything", `{}`, "client"},
-		{wop.FamilyAgents, "await", `{}`, ""},
-		{"acme.kv", "await", `{"async":true}`, ""},
+// The core families' rules, as the router holds calls to them: the
+// facet a call needs is read from the decoded request, never its bytes.
+func TestCoreRulesFacet(t *testing.T) {
+	rules := CoreRules()
+	tests := []struct{ family, method, payload, want, refused string }{
+		{wop.FamilyAIEnvelope, "await", `{}`, "await", ""},
+		{wop.FamilyAIEnvelope, "generate", `{"envelopeType":"x"}`, "", ""},
+		{wop.FamilyAIEnvelope, "generate", `{"envelopeType":"x","async":false}`, "", ""},
+		{wop.FamilyAIEnvelope, "generate", `{"envelopeType":"x","async":true}`, "await", ""},
+		{wop.FamilyAIEnvelope, "generate", `{"envelopeType":"x","\u0061sync":true}`, "await", ""},
+		{wop.FamilyAIEnvelope, "generate", `{"userMessage":"\"async\": true"}`, "", ""},
+		{wop.FamilyAIEnvelope, "generate", `{"Async":true}`, "", `unknown member "Async"`},
+		{wop.FamilyAIEnvelope, "generate", `{"async":false,"async":true}`, "", `member "async" appears twice`},
+		{wop.FamilyAIEnvelope, "generate", `not json "async"`, "", "malformed JSON"},
+		{wop.FamilyMCP, "callTool", `{}`, "client", ""},
+		{wop.FamilyMCP, "anything", `{}`, "client", ""},
+		{wop.FamilyPromptLibrary, "get", `{}`, "", ""},
+		{wop.FamilyAgentRuntime, "spawn", `{"async":true}`, "", ""},
+		{"acme.kv", "await", `{"async":true}`, "", ""},
 	}
 	for _, tt := range tests {
-		if got := wop.RequiredFacet(tt.family, tt.method, []byte(tt.payload)); got != tt.want {
-			t.Errorf("RequiredFacet(%q, %q, %s) = %q, want %q", tt.family, tt.method, tt.payload, got, tt.want)
+		got, err := rules[tt.family].Facet(tt.method, []byte(tt.payload))
+		switch {
+		case tt.refused == "" && (err != nil || got != tt.want):
+			t.Errorf("%s.%s %s: facet %q, %v; want %q", tt.family, tt.method, tt.payload, got, err, tt.want)
+		case tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused) || wop.CodeOf(err) != wop.CodeValidation):
+			t.Errorf("%s.%s %s: facet %q, %v; want a validation_error containing %q", tt.family, tt.method, tt.payload, got, err, tt.refused)
 		}
 	}
 }

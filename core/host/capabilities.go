@@ -19,6 +19,7 @@ import (
 	"github.com/wophost/wophost/core/hostservices"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/admission"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/schema"
 	"github.com/wophost/wophost/sdk/wop"
@@ -431,6 +432,10 @@ func selectFamilies(cc *config.Capability, desc *loader.Description) ([]loader.F
 		if err := checkPure(f); err != nil {
 			return nil, fmt.Errorf("plugin %s describes family %q with %w", desc.Name, f.Name, err)
 		}
+		// The host and the plugin's channel hold every call to these.
+		if err := admission.CheckFacetRules(f.Name, f.Methods, f.FacetRules); err != nil {
+			return nil, fmt.Errorf("plugin %s describes family %q with %w", desc.Name, f.Name, err)
+		}
 		if len(cc.Families) == 0 || slices.Contains(cc.Families, f.Name) {
 			out = append(out, f)
 		}
@@ -538,7 +543,7 @@ func (h *Host) configure(ctx context.Context, c *capability) (_ hcl.Diagnostics,
 		c.handServices(proc, srv)
 	}
 	t0 := time.Now()
-	res, err := proc.Configure(ctx, c.config, stateDir, h.storageFor(c.cfg), send)
+	res, err := proc.Configure(ctx, c.config, stateDir, h.storageFor(c.cfg), send, familyRules(c.families))
 	configureTook := time.Since(t0)
 	if err != nil {
 		if waitable(err, proc) {
@@ -576,7 +581,8 @@ func (h *Host) configure(ctx context.Context, c *capability) (_ hcl.Diagnostics,
 	for _, f := range c.families {
 		families = append(families, registry.Family{
 			Name: f.Name, Status: f.Status, Since: f.Since, Until: f.Until, Witness: f.Witness,
-			Methods: f.Methods, Needs: f.Needs, Uses: f.Uses, Pure: f.PureMethods, Facets: res.Facets[f.Name], Details: res.Details[f.Name],
+			Methods: f.Methods, Needs: f.Needs, Uses: f.Uses, Pure: f.PureMethods, Rules: admission.Rules{Facets: f.FacetRules},
+			Facets: res.Facets[f.Name], Details: res.Details[f.Name],
 			Direct: direct,
 		})
 	}

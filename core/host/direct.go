@@ -11,6 +11,7 @@ import (
 
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/admission"
 	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wop"
@@ -134,7 +135,7 @@ func (h *Host) collectDirect(run *dispatch.Run, started time.Time, channels []*r
 	wg.Wait()
 	observer, _ := h.router.Observer().(dispatch.ReportedCallObserver)
 	// The same caller name the router logs for the node's relayed calls.
-	caller := "pack " + run.Pack + " node " + run.TypeID
+	caller := admission.NodeCaller(run.Pack, run.TypeID)
 	for _, resp := range answers {
 		if resp == nil {
 			if log != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/sdk/admission"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -52,7 +53,7 @@ var _ wophostv1.HostServicesServer = (*Server)(nil)
 
 // ForPack returns the HostServices served to the named pack.
 func ForPack(router *dispatch.Router, runs *dispatch.Runs, logger hclog.Logger, pack string) *Server {
-	s := &Server{runs: runs, logger: logger, pack: pack, callerName: "pack:" + pack}
+	s := &Server{runs: runs, logger: logger, pack: pack, callerName: wop.PackCaller(pack)}
 	s.target.Store(&target{router: router})
 	return s
 }
@@ -60,7 +61,7 @@ func ForPack(router *dispatch.Router, runs *dispatch.Runs, logger hclog.Logger, 
 // ForPlugin returns the HostServices served to a capability plugin that may
 // call the families allowed reports.
 func ForPlugin(router *dispatch.Router, runs *dispatch.Runs, logger hclog.Logger, plugin string, allowed func(family, facet string) bool) *Server {
-	s := &Server{runs: runs, logger: logger, plugin: plugin, pluginAllowed: allowed, callerName: "plugin:" + plugin}
+	s := &Server{runs: runs, logger: logger, plugin: plugin, pluginAllowed: allowed, callerName: wop.PluginCaller(plugin)}
 	s.target.Store(&target{router: router})
 	return s
 }
@@ -105,10 +106,10 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 		if run.Pack != s.pack {
 			return nil, hostwire.ToStatus(wop.Errorf(wop.CodeCapabilityNotDeclared, "run %s does not belong to pack %s", run.ID, s.pack))
 		}
-		caller = dispatch.Caller{Name: "pack " + s.pack + " node " + run.TypeID, Allowed: run.Allowed}
+		caller = dispatch.Caller{Name: admission.NodeCaller(s.pack, run.TypeID), Allowed: run.Allowed}
 		call = run.CallContext(s.callerName)
 	} else {
-		caller = dispatch.Caller{Name: "plugin " + s.plugin, Allowed: s.pluginAllowed}
+		caller = dispatch.Caller{Name: admission.PluginCaller(s.plugin), Allowed: s.pluginAllowed}
 		call = run.CallContext(s.callerName)
 		if err := s.checkAgent(tgt, claimed.Caller, req.GetFamily(), req.GetMethod(), &caller); err != nil {
 			s.logger.Debug("host-service call refused", "run_id", run.ID, "node_id", run.NodeID,
@@ -189,7 +190,7 @@ func (s *Server) checkAgent(tgt *target, claimed, family, method string, caller 
 	if !ok {
 		return refuse("agent %s runs a manifest (%s) the host did not install or let through spawn", agent.InstanceID, agent.Digest)
 	}
-	caller.Name = "plugin " + s.plugin + " agent " + agent.InstanceID + " (" + m.ID + ")"
+	caller.Name = admission.PluginCaller(s.plugin) + " agent " + agent.InstanceID + " (" + m.ID + ")"
 	caller.Agent = &dispatch.Agent{AgentCaller: agent, Manifest: m}
 	return nil
 }

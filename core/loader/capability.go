@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wophost/wophost/sdk/admission"
 	"github.com/wophost/wophost/sdk/hostwire"
 	"github.com/wophost/wophost/sdk/plugin"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -125,7 +126,9 @@ type DirectChannel struct {
 
 // Configure sends the decoded config, the plugin's state directory and
 // storage settings, and serves hostServices to the plugin on the broker.
-func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stateDir string, storage plugin.Storage, hostServices wophostv1.HostServicesServer) (*ConfigureResult, error) {
+// rules are those of the families it serves, which its direct channel
+// holds the calls it takes to.
+func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stateDir string, storage plugin.Storage, hostServices wophostv1.HostServicesServer, rules map[string]admission.Rules) (*ConfigureResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	defer cancel()
 	var brokerID uint32
@@ -147,6 +150,7 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 		key = hostwire.NewGrantKey()
 		req.DirectChannel = &wophostv1.DirectChannelSettings{
 			GrantKey: key, SocketDir: dir, MaxConcurrentCalls: int32(c.opts.MaxConcurrentCalls), Capability: c.name,
+			Rules: hostwire.RulesToProto(rules),
 		}
 	}
 	resp, err := c.conn.Client.Configure(ctx, req)

@@ -46,7 +46,7 @@ func TestInvokeTakesTheChannelWhenThePluginServesOne(t *testing.T) {
 		if _, err := c.ConfigSchema(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Configure(ctx, json.RawMessage(`{}`), t.TempDir(), plugin.Storage{}, nil); err != nil {
+		if _, err := c.Configure(ctx, json.RawMessage(`{}`), t.TempDir(), plugin.Storage{}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		c.conn.Client = noInvoke{c.conn.Client}

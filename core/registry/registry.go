@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wophost/wophost/sdk/admission"
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -35,6 +36,10 @@ type Family struct {
 	// (pure_methods); empty for a core family, whose pure methods the
 	// contract fixes (IsPure).
 	Pure []string
+	// Rules are the facet rules a vendor family declares in Describe
+	// (facet_rules); empty for a core family, whose rules the contract
+	// fixes (dispatch.CoreRules).
+	Rules admission.Rules
 	// Facets maps each facet to its JSON settings ({} when it has none).
 	Facets map[string]json.RawMessage
 	// Details is a JSON object the plugin lists about the family under

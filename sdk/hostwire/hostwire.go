@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/wophost/wophost/sdk/admission"
 	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -105,6 +106,17 @@ func CallContextToProto(c wop.CallContext) *wophostv1.CallContext {
 // gives the zero value.
 func CallContextFromProto(p *wophostv1.CallContext) wop.CallContext {
 	return wire.CallContextFromProto(p)
+}
+
+// RulesToProto converts the rules of the families a plugin serves for
+// its DirectChannelSettings.
+func RulesToProto(rules map[string]admission.Rules) []*wophostv1.FamilyRules {
+	return direct.RulesToProto(rules)
+}
+
+// FacetRulesToProto converts a family's facet rules for Describe.
+func FacetRulesToProto(rules []wop.FacetRule) []*wophostv1.FacetRule {
+	return wire.FacetRulesToProto(rules)
 }
 
 // NewGrantKey returns a fresh key for the grants of one plugin process's

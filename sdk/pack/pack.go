@@ -14,8 +14,8 @@ import (
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
-	"github.com/wophost/wophost/sdk/internal/strictjson"
 	"github.com/wophost/wophost/sdk/internal/wire"
+	"github.com/wophost/wophost/sdk/strictjson"
 	"github.com/wophost/wophost/sdk/wop"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/wophost/wophost/sdk/internal/strictjson"
 	"github.com/wophost/wophost/sdk/schema"
+	"github.com/wophost/wophost/sdk/strictjson"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -90,6 +90,16 @@ type Family struct {
 	// Pure: the contract fixes the pure methods of the core families, and
 	// Serve refuses Pure on one, as it refuses a name not in Methods.
 	Pure []string
+	// FacetRules say which methods need which of the family's facets
+	// beside the family itself (a put that needs a "write" facet, say):
+	// the host refuses a call from a node that did not declare the facet,
+	// on the routed path and on the direct channel alike, before the
+	// handler runs. A rule with When set applies only when the request's
+	// top-level boolean member of that name is true; the host reads it
+	// strictly (docs/protocol.md §6.3). Only a vendor family declares
+	// FacetRules: the contract fixes those of the core families, and
+	// Serve refuses them on one, as it refuses a method not in Methods.
+	FacetRules []wop.FacetRule
 	// Facets, if set, returns the facets the family serves under the
 	// current configuration. It is called after Configure; each value is
 	// marshalled to JSON ({} for a facet without settings).

@@ -2,7 +2,9 @@ package plugin
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -10,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 
+	"github.com/wophost/wophost/sdk/admission"
 	"github.com/wophost/wophost/sdk/internal/procutil"
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -84,6 +87,10 @@ func (p *Plugin) Validate() error {
 		}
 		if err := f.checkPure(); err != nil {
 			return err
+		}
+		methods := slices.Sorted(maps.Keys(f.Methods))
+		if err := admission.CheckFacetRules(f.Name, methods, f.FacetRules); err != nil {
+			return fmt.Errorf("family %q: %w", f.Name, err)
 		}
 	}
 	if vs := p.ConfigSchema.CheckDeclarations(); len(vs) > 0 {

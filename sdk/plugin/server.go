@@ -67,6 +67,7 @@ func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophost
 		resp.Families = append(resp.Families, &wophostv1.FamilyDescription{
 			Name: f.Name, Status: f.Status, Since: f.Since, Until: f.Until, Witness: f.Witness,
 			Methods: methods, Needs: f.Needs, Uses: f.Uses, PureMethods: pure,
+			FacetRules: wire.FacetRulesToProto(f.FacetRules),
 		})
 	}
 	return resp, nil

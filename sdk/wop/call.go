@@ -66,3 +66,10 @@ func ValidVendorFamily(name string) (bool, string) {
 	}
 	return true, ""
 }
+
+// PackCaller is the CallContext.Caller of the calls a pack's nodes make.
+func PackCaller(pack string) string { return "pack:" + pack }
+
+// PluginCaller is the CallContext.Caller of the calls a capability
+// plugin makes back to the host.
+func PluginCaller(plugin string) string { return "plugin:" + plugin }

@@ -65,7 +65,7 @@ func startAIDirect(tb testing.TB, pluginPath string) *loader.Capability {
 	if _, err := c.ConfigSchema(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	res, err := c.Configure(ctx, json.RawMessage(`{"default_provider":"local","provider":{"local":{"type":"local"}}}`), tb.TempDir(), plugin.Storage{}, nil)
+	res, err := c.Configure(ctx, json.RawMessage(`{"default_provider":"local","provider":{"local":{"type":"local"}}}`), tb.TempDir(), plugin.Storage{}, nil, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

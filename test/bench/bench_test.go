@@ -274,7 +274,7 @@ func startTestcap(ctx context.Context, stateDir string) (*loader.Capability, err
 		c.Kill()
 		return nil, err
 	}
-	res, err := c.Configure(ctx, json.RawMessage(`{}`), stateDir, plugin.Storage{}, nil)
+	res, err := c.Configure(ctx, json.RawMessage(`{}`), stateDir, plugin.Storage{}, nil, nil)
 	if err == nil && len(res.Diagnostics) > 0 {
 		err = fmt.Errorf("testcap refused its config: %+v", res.Diagnostics)
 	}

@@ -1,24 +1,26 @@
 package aienvelope
 
-import (
-	"testing"
+import "testing"
 
-	"github.com/wophost/wophost/sdk/wop"
-)
-
-// wop.RequiredFacet names this family's methods by their wire names; it
-// must agree with the constants here.
-func TestRequiredFacetOfThisFamily(t *testing.T) {
+// Rules names this family's methods and facet by the constants here, and
+// reads "async" from the decoded request.
+func TestRulesOfThisFamily(t *testing.T) {
 	for _, tc := range []struct {
 		method, payload, want string
 	}{
 		{MethodAwait, `{}`, FacetAwait},
 		{MethodGenerate, `{"async":true}`, FacetAwait},
+		{MethodGenerate, `{"\u0061sync":true}`, FacetAwait},
 		{MethodGenerate, `{"async":false}`, ""},
 		{MethodGenerate, `{}`, ""},
 	} {
-		if got := wop.RequiredFacet(Family, tc.method, []byte(tc.payload)); got != tc.want {
-			t.Errorf("RequiredFacet(%s, %s) = %q, want %q", tc.method, tc.payload, got, tc.want)
+		if got, err := Rules().Facet(tc.method, []byte(tc.payload)); err != nil || got != tc.want {
+			t.Errorf("Rules().Facet(%s, %s) = %q, %v; want %q", tc.method, tc.payload, got, err, tc.want)
+		}
+	}
+	for _, refused := range []string{`{"Async":true}`, `{"ASYNC":true}`, `{"async":false,"async":true}`} {
+		if got, err := Rules().Facet(MethodGenerate, []byte(refused)); err == nil {
+			t.Errorf("Rules().Facet(generate, %s) = %q, want a refusal", refused, got)
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 const Family = wop.FamilyAIEnvelope
 
 // FacetAwait is the facet that enables Await and async generation.
-const FacetAwait = wop.FacetAIEnvelopeAwait
+const FacetAwait = "await"
 
 // Method names on the wire.
 const (

@@ -11,7 +11,7 @@ import (
 const Family = wop.FamilyMCP
 
 // FacetClient is the facet that every method of Client requires.
-const FacetClient = wop.FacetMCPClient
+const FacetClient = "client"
 
 // CapabilityClient is the capability named by capability_not_provided
 // errors: the whole surface stands or falls with the client facet.

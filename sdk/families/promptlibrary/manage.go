@@ -18,16 +18,6 @@ const (
 	MethodReindex  = "reindex"
 )
 
-// IsManagementMethod reports whether method is an operator-only method of
-// the family.
-func IsManagementMethod(method string) bool {
-	switch method {
-	case MethodPublish, MethodList, MethodVersions, MethodResolve, MethodVerify, MethodReindex:
-		return true
-	}
-	return false
-}
-
 // Error codes of the management methods. They arrive as wop.Error.Code.
 const (
 	// CodePromptVersionConflict: different bytes were published under a

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/wophost/wophost/sdk/admission"
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wop"
@@ -57,6 +58,9 @@ func newFixtureWith(t *testing.T, handle Handler, settings *wophostv1.DirectChan
 	t.Helper()
 	f := &fixture{t: t, ep: NewEndpoint(handle, 1<<20), key: NewKey(), pool: NewPool(1 << 20)}
 	settings.GrantKey, settings.SocketDir = f.key, t.TempDir()
+	if settings.Rules == nil {
+		settings.Rules = RulesToProto(testRules())
+	}
 	at, err := f.ep.Open(settings)
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +68,16 @@ func newFixtureWith(t *testing.T, handle Handler, settings *wophostv1.DirectChan
 	f.at = at
 	t.Cleanup(func() { f.pool.Close(); f.ep.Close() })
 	return f
+}
+
+// testRules are the rules the host sends for the fixture's families:
+// aiEnvelope's as the contract fixes them (this package cannot import
+// sdk/families), and no rule for acme.kv.
+func testRules() map[string]admission.Rules {
+	return map[string]admission.Rules{
+		wop.FamilyAIEnvelope: {Facets: []wop.FacetRule{{Method: "await", Facet: "await"}, {Method: "generate", Facet: "await", When: "async"}}},
+		"acme.kv":            {},
+	}
 }
 
 // grant is a grant for run_1 on acme.kv and aiEnvelope (without await).
@@ -167,7 +181,7 @@ func TestGrantRules(t *testing.T) {
 	}
 	t.Run("declared facet passes", func(t *testing.T) {
 		g := grant()
-		g.Families[1].Facets = []string{wop.FacetAIEnvelopeAwait}
+		g.Families[1].Facets = []string{"await"}
 		if _, err := f.invoke(f.sign(g), wop.FamilyAIEnvelope, "generate", `{"async":true}`); err != nil {
 			t.Fatal(err)
 		}

@@ -5,13 +5,16 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/wophost/wophost/sdk/admission"
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wop"
@@ -38,8 +41,8 @@ type Endpoint struct {
 	// signed bytes (string to *admitted), so that a run's later calls skip
 	// the HMAC, the decoding and mu. A new key replaces the map.
 	admitted atomic.Pointer[sync.Map]
-	// limits is max_concurrent_calls of the current configuration.
-	limits atomic.Pointer[callLimits]
+	// settings are the rules and slots of the current configuration.
+	settings atomic.Pointer[channelSettings]
 
 	mu  sync.Mutex
 	key []byte
@@ -54,17 +57,63 @@ type Endpoint struct {
 	endpoint *wophostv1.DirectChannelEndpoint
 }
 
-// callLimits bounds the calls in flight (max_concurrent_calls): slots is
-// nil for no bound; capability names the block in the refusal.
-type callLimits struct {
-	slots      chan struct{}
-	capability string
+// channelSettings are what the host set for the calls on the channel:
+// the rules of each family the plugin serves, and the slots that bound
+// the calls in flight (max_concurrent_calls).
+type channelSettings struct {
+	rules map[string]admission.Rules
+	slots *admission.Slots
 }
 
-// admitted is one verified grant.
+// admitted is one verified grant, with what the admission of its calls
+// needs of it.
 type admitted struct {
-	grant *wophostv1.Grant
-	calls *runCalls
+	grant    *wophostv1.Grant
+	calls    *runCalls
+	caller   string
+	declared admission.Declared
+	limits   admission.Limits
+	deadline time.Time
+}
+
+// newAdmitted returns g's admission, its declarations read once.
+func newAdmitted(g *wophostv1.Grant, calls *runCalls) *admitted {
+	return &admitted{
+		grant: g, calls: calls,
+		caller:   admission.NodeCaller(g.GetPack(), g.GetTypeId()),
+		declared: func(family, facet string) bool { return Allows(g, family, facet) },
+		limits:   admission.Limits{DepthLimit: int(g.GetDepthLimit()), MaxBytes: g.GetMaxBytes()},
+		deadline: time.Unix(0, g.GetDeadlineUnixNano()),
+	}
+}
+
+// RulesFromProto converts the rules the host sends in
+// DirectChannelSettings.
+func RulesFromProto(in []*wophostv1.FamilyRules) map[string]admission.Rules {
+	out := make(map[string]admission.Rules, len(in))
+	for _, fr := range in {
+		r := admission.Rules{OperatorOnly: fr.GetOperatorOnly()}
+		for _, f := range fr.GetFacetRules() {
+			r.Facets = append(r.Facets, wop.FacetRule{Method: f.GetMethod(), Facet: f.GetFacet(), When: f.GetWhenMember()})
+		}
+		out[fr.GetFamily()] = r
+	}
+	return out
+}
+
+// RulesToProto converts rules for DirectChannelSettings, in the order of
+// the family names.
+func RulesToProto(rules map[string]admission.Rules) []*wophostv1.FamilyRules {
+	out := make([]*wophostv1.FamilyRules, 0, len(rules))
+	for _, fam := range slices.Sorted(maps.Keys(rules)) {
+		r := rules[fam]
+		fr := &wophostv1.FamilyRules{Family: fam, OperatorOnly: r.OperatorOnly}
+		for _, f := range r.Facets {
+			fr.FacetRules = append(fr.FacetRules, &wophostv1.FacetRule{Method: f.Method, Facet: f.Facet, WhenMember: f.When})
+		}
+		out = append(out, fr)
+	}
+	return out
 }
 
 // NewEndpoint returns an endpoint whose calls run on handle, with results
@@ -72,7 +121,7 @@ type admitted struct {
 func NewEndpoint(handle Handler, maxBytes int) *Endpoint {
 	e := &Endpoint{handle: handle, maxBytes: maxBytes, writeTimeout: writeTimeout, runs: map[string]*runCalls{}, ended: map[string]time.Time{}}
 	e.admitted.Store(&sync.Map{})
-	e.limits.Store(&callLimits{})
+	e.settings.Store(&channelSettings{slots: admission.NewSlots(0, "")})
 	return e
 }
 
@@ -87,15 +136,12 @@ func (e *Endpoint) Open(s *wophostv1.DirectChannelSettings) (*wophostv1.DirectCh
 	defer e.mu.Unlock()
 	e.key = append([]byte(nil), s.GetGrantKey()...)
 	e.admitted.Store(&sync.Map{})
-	lim := &callLimits{capability: s.GetCapability()}
-	if n := int(s.GetMaxConcurrentCalls()); n > 0 {
-		lim.slots = make(chan struct{}, n)
-		if old := e.limits.Load(); cap(old.slots) == n {
-			// The calls in flight keep their slots.
-			lim.slots = old.slots
-		}
+	set := &channelSettings{rules: RulesFromProto(s.GetRules()), slots: admission.NewSlots(int(s.GetMaxConcurrentCalls()), s.GetCapability())}
+	if old := e.settings.Load(); old.slots.Len() == set.slots.Len() {
+		// The calls in flight keep their slots.
+		set.slots = old.slots
 	}
-	e.limits.Store(lim)
+	e.settings.Store(set)
 	if e.listener != nil {
 		return e.endpoint, nil
 	}
@@ -176,7 +222,7 @@ func (e *Endpoint) admit(signed []byte, now time.Time) (*admitted, error) {
 		rc = &runCalls{limits: g}
 		e.runs[g.GetRunId()] = rc
 	}
-	a := &admitted{grant: g, calls: rc}
+	a := newAdmitted(g, rc)
 	e.admitted.Load().Store(string(signed), a)
 	return a, nil
 }
@@ -226,18 +272,19 @@ func (e *Endpoint) invoke(ctx context.Context, req *wophostv1.DirectChannelInvok
 	if err != nil {
 		return nil, err
 	}
-	g := a.grant
 	family, method, payload := req.GetFamily(), req.GetMethod(), req.GetPayload()
+	set := e.settings.Load()
+	call := admission.Call{Caller: a.caller, Family: family, Method: method, Payload: payload, Depth: int(a.grant.GetDepth()), Deadline: a.deadline}
 	var out []byte
-	if we := CheckCall(g, family, method, payload, start); we != nil {
+	if _, we := admission.Admit(call, a.limits, a.declared, set.rules[family], start); we != nil {
 		err = we
-	} else if release, we := e.slot(ctx, time.Unix(0, g.GetDeadlineUnixNano()), family, method); we != nil {
+	} else if release, we := e.slot(ctx, set.slots, a.deadline, family, method); we != nil {
 		err = we
 	} else {
-		out, err = e.handle(ctx, family, method, payload, CallContext(g, req.GetTraceparent()))
+		out, err = e.handle(ctx, family, method, payload, CallContext(a.grant, req.GetTraceparent()))
 		release()
 		if err == nil {
-			if we := CheckResult(g, family, method, out); we != nil {
+			if we := admission.CheckResult(family, method, out, a.limits); we != nil {
 				out, err = nil, we
 			}
 		}
@@ -246,32 +293,15 @@ func (e *Endpoint) invoke(ctx context.Context, req *wophostv1.DirectChannelInvok
 	return out, err
 }
 
-// slot waits for one of the channel's call slots, as the host waits for
-// one of a capability's max_concurrent_calls, until the call's deadline.
-func (e *Endpoint) slot(ctx context.Context, deadline time.Time, family, method string) (func(), *wop.Error) {
-	lim := e.limits.Load()
-	slots, capability := lim.slots, lim.capability
-	if slots == nil {
+// slot waits for one of the channel's call slots until the call's
+// deadline, as the host waits for one of a capability's.
+func (e *Endpoint) slot(ctx context.Context, slots *admission.Slots, deadline time.Time, family, method string) (func(), *wop.Error) {
+	if slots.Len() == 0 {
 		return func() {}, nil
-	}
-	select {
-	case slots <- struct{}{}:
-		return func() { <-slots }, nil
-	default:
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	select {
-	case slots <- struct{}{}:
-		return func() { <-slots }, nil
-	case <-ctx.Done():
-		code, what := wop.CodeCancelled, "was cancelled"
-		if ctx.Err() == context.DeadlineExceeded {
-			code, what = wop.CodeDeadlineExceeded, "passed its deadline"
-		}
-		return nil, wop.Errorf(code, "the call %s while waiting for one of the %d call slots of capability %q (max_concurrent_calls)",
-			what, cap(slots), capability).WithCapability("host." + family + "." + method)
-	}
+	return slots.Acquire(ctx, family, method)
 }
 
 // runCalls is the log of one run's calls on the channel, bounded by its

@@ -91,7 +91,7 @@ func Allows(g *wophostv1.Grant, family, facet string) bool {
 func CallContext(g *wophostv1.Grant, traceparent string) wop.CallContext {
 	c := wop.CallContext{
 		RunID: g.GetRunId(), NodeID: g.GetNodeId(), TypeID: g.GetTypeId(), Pack: g.GetPack(),
-		Caller: "pack:" + g.GetPack(), Depth: int(g.GetDepth()), Traceparent: traceparent,
+		Caller: wop.PackCaller(g.GetPack()), Depth: int(g.GetDepth()), Traceparent: traceparent,
 		IdempotencyKey: g.GetIdempotencyKey(), Token: wop.NewRunToken(g.GetRunToken()),
 	}
 	if d := g.GetDeadlineUnixNano(); d != 0 {

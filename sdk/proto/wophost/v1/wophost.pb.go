@@ -376,7 +376,13 @@ type FamilyDescription struct {
 	// vendor family declares them: the contract fixes those of the core
 	// families, and the host fails a capability that declares pure methods
 	// on a core family or names one the family does not list in methods.
-	PureMethods   []string `protobuf:"bytes,9,rep,name=pure_methods,json=pureMethods,proto3" json:"pure_methods,omitempty"`
+	PureMethods []string `protobuf:"bytes,9,rep,name=pure_methods,json=pureMethods,proto3" json:"pure_methods,omitempty"`
+	// facet_rules say which methods need which of the family's facets
+	// (docs/protocol.md §6.3). Only a vendor family declares them: the
+	// contract fixes those of the core families, and the host fails a
+	// capability that declares rules on a core family or names a method
+	// the family does not list in methods.
+	FacetRules    []*FacetRule `protobuf:"bytes,10,rep,name=facet_rules,json=facetRules,proto3" json:"facet_rules,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -474,6 +480,141 @@ func (x *FamilyDescription) GetPureMethods() []string {
 	return nil
 }
 
+func (x *FamilyDescription) GetFacetRules() []*FacetRule {
+	if x != nil {
+		return x.FacetRules
+	}
+	return nil
+}
+
+// FacetRule says that a call of method needs facet of the family beside
+// the family itself: always, or, when when_member is set, only when the
+// request's top-level boolean member of that name is true.
+type FacetRule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// method is a method of the family, or "*" for every method.
+	Method        string `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
+	Facet         string `protobuf:"bytes,2,opt,name=facet,proto3" json:"facet,omitempty"`
+	WhenMember    string `protobuf:"bytes,3,opt,name=when_member,json=whenMember,proto3" json:"when_member,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FacetRule) Reset() {
+	*x = FacetRule{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FacetRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FacetRule) ProtoMessage() {}
+
+func (x *FacetRule) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FacetRule.ProtoReflect.Descriptor instead.
+func (*FacetRule) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *FacetRule) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *FacetRule) GetFacet() string {
+	if x != nil {
+		return x.Facet
+	}
+	return ""
+}
+
+func (x *FacetRule) GetWhenMember() string {
+	if x != nil {
+		return x.WhenMember
+	}
+	return ""
+}
+
+// FamilyRules are what a family asks of a call beyond the family itself,
+// as the host holds every call to it: the facet rules (the contract's for
+// a core family, the plugin's own for a vendor family) and the methods
+// only the operator may call.
+type FamilyRules struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Family        string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
+	FacetRules    []*FacetRule           `protobuf:"bytes,2,rep,name=facet_rules,json=facetRules,proto3" json:"facet_rules,omitempty"`
+	OperatorOnly  []string               `protobuf:"bytes,3,rep,name=operator_only,json=operatorOnly,proto3" json:"operator_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FamilyRules) Reset() {
+	*x = FamilyRules{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FamilyRules) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FamilyRules) ProtoMessage() {}
+
+func (x *FamilyRules) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FamilyRules.ProtoReflect.Descriptor instead.
+func (*FamilyRules) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *FamilyRules) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *FamilyRules) GetFacetRules() []*FacetRule {
+	if x != nil {
+		return x.FacetRules
+	}
+	return nil
+}
+
+func (x *FamilyRules) GetOperatorOnly() []string {
+	if x != nil {
+		return x.OperatorOnly
+	}
+	return nil
+}
+
 type ConfigSchemaRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -482,7 +623,7 @@ type ConfigSchemaRequest struct {
 
 func (x *ConfigSchemaRequest) Reset() {
 	*x = ConfigSchemaRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[5]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -494,7 +635,7 @@ func (x *ConfigSchemaRequest) String() string {
 func (*ConfigSchemaRequest) ProtoMessage() {}
 
 func (x *ConfigSchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[5]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -507,7 +648,7 @@ func (x *ConfigSchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigSchemaRequest.ProtoReflect.Descriptor instead.
 func (*ConfigSchemaRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{5}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{7}
 }
 
 type ConfigSchemaResponse struct {
@@ -520,7 +661,7 @@ type ConfigSchemaResponse struct {
 
 func (x *ConfigSchemaResponse) Reset() {
 	*x = ConfigSchemaResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[6]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -532,7 +673,7 @@ func (x *ConfigSchemaResponse) String() string {
 func (*ConfigSchemaResponse) ProtoMessage() {}
 
 func (x *ConfigSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[6]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -545,7 +686,7 @@ func (x *ConfigSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigSchemaResponse.ProtoReflect.Descriptor instead.
 func (*ConfigSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{6}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ConfigSchemaResponse) GetSchema() []byte {
@@ -581,7 +722,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[7]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -593,7 +734,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[7]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -606,7 +747,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{7}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ConfigureRequest) GetConfig() []byte {
@@ -673,7 +814,7 @@ type StorageSettings struct {
 
 func (x *StorageSettings) Reset() {
 	*x = StorageSettings{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[8]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -685,7 +826,7 @@ func (x *StorageSettings) String() string {
 func (*StorageSettings) ProtoMessage() {}
 
 func (x *StorageSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[8]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -698,7 +839,7 @@ func (x *StorageSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StorageSettings.ProtoReflect.Descriptor instead.
 func (*StorageSettings) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{8}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StorageSettings) GetBackend() string {
@@ -761,7 +902,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[9]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -773,7 +914,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[9]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -786,7 +927,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{9}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ConfigureResponse) GetFacets() map[string][]byte {
@@ -838,7 +979,7 @@ type ConfigDiagnostic struct {
 
 func (x *ConfigDiagnostic) Reset() {
 	*x = ConfigDiagnostic{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[10]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -850,7 +991,7 @@ func (x *ConfigDiagnostic) String() string {
 func (*ConfigDiagnostic) ProtoMessage() {}
 
 func (x *ConfigDiagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[10]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -863,7 +1004,7 @@ func (x *ConfigDiagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigDiagnostic.ProtoReflect.Descriptor instead.
 func (*ConfigDiagnostic) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{10}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ConfigDiagnostic) GetSummary() string {
@@ -899,7 +1040,7 @@ type InvokeRequest struct {
 
 func (x *InvokeRequest) Reset() {
 	*x = InvokeRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[11]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1052,7 @@ func (x *InvokeRequest) String() string {
 func (*InvokeRequest) ProtoMessage() {}
 
 func (x *InvokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[11]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1065,7 @@ func (x *InvokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeRequest.ProtoReflect.Descriptor instead.
 func (*InvokeRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{11}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *InvokeRequest) GetFamily() string {
@@ -964,7 +1105,7 @@ type InvokeResponse struct {
 
 func (x *InvokeResponse) Reset() {
 	*x = InvokeResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[12]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -976,7 +1117,7 @@ func (x *InvokeResponse) String() string {
 func (*InvokeResponse) ProtoMessage() {}
 
 func (x *InvokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[12]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -989,7 +1130,7 @@ func (x *InvokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeResponse.ProtoReflect.Descriptor instead.
 func (*InvokeResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{12}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *InvokeResponse) GetResult() []byte {
@@ -1007,7 +1148,7 @@ type ManifestRequest struct {
 
 func (x *ManifestRequest) Reset() {
 	*x = ManifestRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[13]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1160,7 @@ func (x *ManifestRequest) String() string {
 func (*ManifestRequest) ProtoMessage() {}
 
 func (x *ManifestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[13]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1173,7 @@ func (x *ManifestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestRequest.ProtoReflect.Descriptor instead.
 func (*ManifestRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{13}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{15}
 }
 
 type ManifestResponse struct {
@@ -1045,7 +1186,7 @@ type ManifestResponse struct {
 
 func (x *ManifestResponse) Reset() {
 	*x = ManifestResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[14]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1198,7 @@ func (x *ManifestResponse) String() string {
 func (*ManifestResponse) ProtoMessage() {}
 
 func (x *ManifestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[14]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1211,7 @@ func (x *ManifestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestResponse.ProtoReflect.Descriptor instead.
 func (*ManifestResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{14}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ManifestResponse) GetPackJson() []byte {
@@ -1097,7 +1238,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[15]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1250,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[15]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1263,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{15}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExecuteRequest) GetTypeId() string {
@@ -1176,7 +1317,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[16]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1188,7 +1329,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[16]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1201,7 +1342,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{16}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExecuteResponse) GetOutput() []byte {
@@ -1223,7 +1364,7 @@ type CallRequest struct {
 
 func (x *CallRequest) Reset() {
 	*x = CallRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[17]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1376,7 @@ func (x *CallRequest) String() string {
 func (*CallRequest) ProtoMessage() {}
 
 func (x *CallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[17]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1389,7 @@ func (x *CallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRequest.ProtoReflect.Descriptor instead.
 func (*CallRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{17}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CallRequest) GetFamily() string {
@@ -1288,7 +1429,7 @@ type CallResponse struct {
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1441,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1454,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{18}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CallResponse) GetResult() []byte {
@@ -1345,14 +1486,18 @@ type DirectChannelSettings struct {
 	// a call beyond it waits for a slot until its deadline. 0: no bound.
 	MaxConcurrentCalls int32 `protobuf:"varint,3,opt,name=max_concurrent_calls,json=maxConcurrentCalls,proto3" json:"max_concurrent_calls,omitempty"`
 	// capability is the capability block's name, for messages.
-	Capability    string `protobuf:"bytes,4,opt,name=capability,proto3" json:"capability,omitempty"`
+	Capability string `protobuf:"bytes,4,opt,name=capability,proto3" json:"capability,omitempty"`
+	// rules are the rules of each family the plugin serves, which it
+	// applies to every call on the channel as the host applies them to a
+	// relayed call (docs/protocol.md §6.3).
+	Rules         []*FamilyRules `protobuf:"bytes,5,rep,name=rules,proto3" json:"rules,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DirectChannelSettings) Reset() {
 	*x = DirectChannelSettings{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +1509,7 @@ func (x *DirectChannelSettings) String() string {
 func (*DirectChannelSettings) ProtoMessage() {}
 
 func (x *DirectChannelSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +1522,7 @@ func (x *DirectChannelSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelSettings.ProtoReflect.Descriptor instead.
 func (*DirectChannelSettings) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{19}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DirectChannelSettings) GetGrantKey() []byte {
@@ -1408,6 +1553,13 @@ func (x *DirectChannelSettings) GetCapability() string {
 	return ""
 }
 
+func (x *DirectChannelSettings) GetRules() []*FamilyRules {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
 // DirectChannelEndpoint is where a plugin serves its direct channel.
 type DirectChannelEndpoint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1422,7 +1574,7 @@ type DirectChannelEndpoint struct {
 
 func (x *DirectChannelEndpoint) Reset() {
 	*x = DirectChannelEndpoint{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1434,7 +1586,7 @@ func (x *DirectChannelEndpoint) String() string {
 func (*DirectChannelEndpoint) ProtoMessage() {}
 
 func (x *DirectChannelEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1447,7 +1599,7 @@ func (x *DirectChannelEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelEndpoint.ProtoReflect.Descriptor instead.
 func (*DirectChannelEndpoint) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{20}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DirectChannelEndpoint) GetAddress() string {
@@ -1479,7 +1631,7 @@ type DirectChannelOffer struct {
 
 func (x *DirectChannelOffer) Reset() {
 	*x = DirectChannelOffer{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1491,7 +1643,7 @@ func (x *DirectChannelOffer) String() string {
 func (*DirectChannelOffer) ProtoMessage() {}
 
 func (x *DirectChannelOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1656,7 @@ func (x *DirectChannelOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelOffer.ProtoReflect.Descriptor instead.
 func (*DirectChannelOffer) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{21}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DirectChannelOffer) GetFamilies() []string {
@@ -1539,7 +1691,7 @@ type SignedGrant struct {
 
 func (x *SignedGrant) Reset() {
 	*x = SignedGrant{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +1703,7 @@ func (x *SignedGrant) String() string {
 func (*SignedGrant) ProtoMessage() {}
 
 func (x *SignedGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1564,7 +1716,7 @@ func (x *SignedGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignedGrant.ProtoReflect.Descriptor instead.
 func (*SignedGrant) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{22}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SignedGrant) GetGrant() []byte {
@@ -1611,7 +1763,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1775,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1788,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{23}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Grant) GetRunId() string {
@@ -1757,7 +1909,7 @@ type GrantedFamily struct {
 
 func (x *GrantedFamily) Reset() {
 	*x = GrantedFamily{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1921,7 @@ func (x *GrantedFamily) String() string {
 func (*GrantedFamily) ProtoMessage() {}
 
 func (x *GrantedFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1934,7 @@ func (x *GrantedFamily) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantedFamily.ProtoReflect.Descriptor instead.
 func (*GrantedFamily) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{24}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GrantedFamily) GetName() string {
@@ -1823,7 +1975,7 @@ type DirectChannelInvokeRequest struct {
 
 func (x *DirectChannelInvokeRequest) Reset() {
 	*x = DirectChannelInvokeRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +1987,7 @@ func (x *DirectChannelInvokeRequest) String() string {
 func (*DirectChannelInvokeRequest) ProtoMessage() {}
 
 func (x *DirectChannelInvokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +2000,7 @@ func (x *DirectChannelInvokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelInvokeRequest.ProtoReflect.Descriptor instead.
 func (*DirectChannelInvokeRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{25}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DirectChannelInvokeRequest) GetFamily() string {
@@ -1897,7 +2049,7 @@ type DirectChannelInvokeResponse struct {
 
 func (x *DirectChannelInvokeResponse) Reset() {
 	*x = DirectChannelInvokeResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1909,7 +2061,7 @@ func (x *DirectChannelInvokeResponse) String() string {
 func (*DirectChannelInvokeResponse) ProtoMessage() {}
 
 func (x *DirectChannelInvokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1922,7 +2074,7 @@ func (x *DirectChannelInvokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelInvokeResponse.ProtoReflect.Descriptor instead.
 func (*DirectChannelInvokeResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{26}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DirectChannelInvokeResponse) GetResult() []byte {
@@ -1944,7 +2096,7 @@ type EndRunRequest struct {
 
 func (x *EndRunRequest) Reset() {
 	*x = EndRunRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2108,7 @@ func (x *EndRunRequest) String() string {
 func (*EndRunRequest) ProtoMessage() {}
 
 func (x *EndRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2121,7 @@ func (x *EndRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRunRequest.ProtoReflect.Descriptor instead.
 func (*EndRunRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{27}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EndRunRequest) GetRunId() string {
@@ -1999,7 +2151,7 @@ type EndRunResponse struct {
 
 func (x *EndRunResponse) Reset() {
 	*x = EndRunResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2011,7 +2163,7 @@ func (x *EndRunResponse) String() string {
 func (*EndRunResponse) ProtoMessage() {}
 
 func (x *EndRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2024,7 +2176,7 @@ func (x *EndRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRunResponse.ProtoReflect.Descriptor instead.
 func (*EndRunResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{28}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *EndRunResponse) GetCalls() []*DirectCall {
@@ -2065,7 +2217,7 @@ type DirectCall struct {
 
 func (x *DirectCall) Reset() {
 	*x = DirectCall{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2077,7 +2229,7 @@ func (x *DirectCall) String() string {
 func (*DirectCall) ProtoMessage() {}
 
 func (x *DirectCall) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2090,7 +2242,7 @@ func (x *DirectCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectCall.ProtoReflect.Descriptor instead.
 func (*DirectCall) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{29}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DirectCall) GetFamily() string {
@@ -2174,7 +2326,7 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x129\n" +
 	"\bfamilies\x18\x03 \x03(\v2\x1d.wophost.v1.FamilyDescriptionR\bfamilies\x12#\n" +
 	"\rsingle_writer\x18\x04 \x01(\bR\fsingleWriter\x12%\n" +
-	"\x0edirect_channel\x18\x05 \x01(\bR\rdirectChannel\"\xec\x01\n" +
+	"\x0edirect_channel\x18\x05 \x01(\bR\rdirectChannel\"\xa4\x02\n" +
 	"\x11FamilyDescription\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x14\n" +
@@ -2184,7 +2336,20 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\amethods\x18\x06 \x03(\tR\amethods\x12\x14\n" +
 	"\x05needs\x18\a \x03(\tR\x05needs\x12\x12\n" +
 	"\x04uses\x18\b \x03(\tR\x04uses\x12!\n" +
-	"\fpure_methods\x18\t \x03(\tR\vpureMethods\"\x15\n" +
+	"\fpure_methods\x18\t \x03(\tR\vpureMethods\x126\n" +
+	"\vfacet_rules\x18\n" +
+	" \x03(\v2\x15.wophost.v1.FacetRuleR\n" +
+	"facetRules\"Z\n" +
+	"\tFacetRule\x12\x16\n" +
+	"\x06method\x18\x01 \x01(\tR\x06method\x12\x14\n" +
+	"\x05facet\x18\x02 \x01(\tR\x05facet\x12\x1f\n" +
+	"\vwhen_member\x18\x03 \x01(\tR\n" +
+	"whenMember\"\x82\x01\n" +
+	"\vFamilyRules\x12\x16\n" +
+	"\x06family\x18\x01 \x01(\tR\x06family\x126\n" +
+	"\vfacet_rules\x18\x02 \x03(\v2\x15.wophost.v1.FacetRuleR\n" +
+	"facetRules\x12#\n" +
+	"\roperator_only\x18\x03 \x03(\tR\foperatorOnly\"\x15\n" +
 	"\x13ConfigSchemaRequest\".\n" +
 	"\x14ConfigSchemaResponse\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\fR\x06schema\"\xa2\x02\n" +
@@ -2247,7 +2412,7 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12+\n" +
 	"\x04call\x18\x04 \x01(\v2\x17.wophost.v1.CallContextR\x04call\"&\n" +
 	"\fCallResponse\x12\x16\n" +
-	"\x06result\x18\x01 \x01(\fR\x06result\"\xa5\x01\n" +
+	"\x06result\x18\x01 \x01(\fR\x06result\"\xd4\x01\n" +
 	"\x15DirectChannelSettings\x12\x1b\n" +
 	"\tgrant_key\x18\x01 \x01(\fR\bgrantKey\x12\x1d\n" +
 	"\n" +
@@ -2255,7 +2420,8 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\x14max_concurrent_calls\x18\x03 \x01(\x05R\x12maxConcurrentCalls\x12\x1e\n" +
 	"\n" +
 	"capability\x18\x04 \x01(\tR\n" +
-	"capability\"S\n" +
+	"capability\x12-\n" +
+	"\x05rules\x18\x05 \x03(\v2\x17.wophost.v1.FamilyRulesR\x05rules\"S\n" +
 	"\x15DirectChannelEndpoint\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12 \n" +
 	"\vcertificate\x18\x02 \x01(\fR\vcertificate\"\x85\x01\n" +
@@ -2337,80 +2503,85 @@ func file_wophost_v1_wophost_proto_rawDescGZIP() []byte {
 	return file_wophost_v1_wophost_proto_rawDescData
 }
 
-var file_wophost_v1_wophost_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_wophost_v1_wophost_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_wophost_v1_wophost_proto_goTypes = []any{
 	(*CallContext)(nil),                 // 0: wophost.v1.CallContext
 	(*ErrorDetail)(nil),                 // 1: wophost.v1.ErrorDetail
 	(*DescribeRequest)(nil),             // 2: wophost.v1.DescribeRequest
 	(*DescribeResponse)(nil),            // 3: wophost.v1.DescribeResponse
 	(*FamilyDescription)(nil),           // 4: wophost.v1.FamilyDescription
-	(*ConfigSchemaRequest)(nil),         // 5: wophost.v1.ConfigSchemaRequest
-	(*ConfigSchemaResponse)(nil),        // 6: wophost.v1.ConfigSchemaResponse
-	(*ConfigureRequest)(nil),            // 7: wophost.v1.ConfigureRequest
-	(*StorageSettings)(nil),             // 8: wophost.v1.StorageSettings
-	(*ConfigureResponse)(nil),           // 9: wophost.v1.ConfigureResponse
-	(*ConfigDiagnostic)(nil),            // 10: wophost.v1.ConfigDiagnostic
-	(*InvokeRequest)(nil),               // 11: wophost.v1.InvokeRequest
-	(*InvokeResponse)(nil),              // 12: wophost.v1.InvokeResponse
-	(*ManifestRequest)(nil),             // 13: wophost.v1.ManifestRequest
-	(*ManifestResponse)(nil),            // 14: wophost.v1.ManifestResponse
-	(*ExecuteRequest)(nil),              // 15: wophost.v1.ExecuteRequest
-	(*ExecuteResponse)(nil),             // 16: wophost.v1.ExecuteResponse
-	(*CallRequest)(nil),                 // 17: wophost.v1.CallRequest
-	(*CallResponse)(nil),                // 18: wophost.v1.CallResponse
-	(*DirectChannelSettings)(nil),       // 19: wophost.v1.DirectChannelSettings
-	(*DirectChannelEndpoint)(nil),       // 20: wophost.v1.DirectChannelEndpoint
-	(*DirectChannelOffer)(nil),          // 21: wophost.v1.DirectChannelOffer
-	(*SignedGrant)(nil),                 // 22: wophost.v1.SignedGrant
-	(*Grant)(nil),                       // 23: wophost.v1.Grant
-	(*GrantedFamily)(nil),               // 24: wophost.v1.GrantedFamily
-	(*DirectChannelInvokeRequest)(nil),  // 25: wophost.v1.DirectChannelInvokeRequest
-	(*DirectChannelInvokeResponse)(nil), // 26: wophost.v1.DirectChannelInvokeResponse
-	(*EndRunRequest)(nil),               // 27: wophost.v1.EndRunRequest
-	(*EndRunResponse)(nil),              // 28: wophost.v1.EndRunResponse
-	(*DirectCall)(nil),                  // 29: wophost.v1.DirectCall
-	nil,                                 // 30: wophost.v1.ConfigureResponse.FacetsEntry
-	nil,                                 // 31: wophost.v1.ConfigureResponse.DetailsEntry
-	nil,                                 // 32: wophost.v1.ExecuteRequest.AdvertisedEntry
+	(*FacetRule)(nil),                   // 5: wophost.v1.FacetRule
+	(*FamilyRules)(nil),                 // 6: wophost.v1.FamilyRules
+	(*ConfigSchemaRequest)(nil),         // 7: wophost.v1.ConfigSchemaRequest
+	(*ConfigSchemaResponse)(nil),        // 8: wophost.v1.ConfigSchemaResponse
+	(*ConfigureRequest)(nil),            // 9: wophost.v1.ConfigureRequest
+	(*StorageSettings)(nil),             // 10: wophost.v1.StorageSettings
+	(*ConfigureResponse)(nil),           // 11: wophost.v1.ConfigureResponse
+	(*ConfigDiagnostic)(nil),            // 12: wophost.v1.ConfigDiagnostic
+	(*InvokeRequest)(nil),               // 13: wophost.v1.InvokeRequest
+	(*InvokeResponse)(nil),              // 14: wophost.v1.InvokeResponse
+	(*ManifestRequest)(nil),             // 15: wophost.v1.ManifestRequest
+	(*ManifestResponse)(nil),            // 16: wophost.v1.ManifestResponse
+	(*ExecuteRequest)(nil),              // 17: wophost.v1.ExecuteRequest
+	(*ExecuteResponse)(nil),             // 18: wophost.v1.ExecuteResponse
+	(*CallRequest)(nil),                 // 19: wophost.v1.CallRequest
+	(*CallResponse)(nil),                // 20: wophost.v1.CallResponse
+	(*DirectChannelSettings)(nil),       // 21: wophost.v1.DirectChannelSettings
+	(*DirectChannelEndpoint)(nil),       // 22: wophost.v1.DirectChannelEndpoint
+	(*DirectChannelOffer)(nil),          // 23: wophost.v1.DirectChannelOffer
+	(*SignedGrant)(nil),                 // 24: wophost.v1.SignedGrant
+	(*Grant)(nil),                       // 25: wophost.v1.Grant
+	(*GrantedFamily)(nil),               // 26: wophost.v1.GrantedFamily
+	(*DirectChannelInvokeRequest)(nil),  // 27: wophost.v1.DirectChannelInvokeRequest
+	(*DirectChannelInvokeResponse)(nil), // 28: wophost.v1.DirectChannelInvokeResponse
+	(*EndRunRequest)(nil),               // 29: wophost.v1.EndRunRequest
+	(*EndRunResponse)(nil),              // 30: wophost.v1.EndRunResponse
+	(*DirectCall)(nil),                  // 31: wophost.v1.DirectCall
+	nil,                                 // 32: wophost.v1.ConfigureResponse.FacetsEntry
+	nil,                                 // 33: wophost.v1.ConfigureResponse.DetailsEntry
+	nil,                                 // 34: wophost.v1.ExecuteRequest.AdvertisedEntry
 }
 var file_wophost_v1_wophost_proto_depIdxs = []int32{
 	4,  // 0: wophost.v1.DescribeResponse.families:type_name -> wophost.v1.FamilyDescription
-	8,  // 1: wophost.v1.ConfigureRequest.storage:type_name -> wophost.v1.StorageSettings
-	19, // 2: wophost.v1.ConfigureRequest.direct_channel:type_name -> wophost.v1.DirectChannelSettings
-	30, // 3: wophost.v1.ConfigureResponse.facets:type_name -> wophost.v1.ConfigureResponse.FacetsEntry
-	10, // 4: wophost.v1.ConfigureResponse.diagnostics:type_name -> wophost.v1.ConfigDiagnostic
-	10, // 5: wophost.v1.ConfigureResponse.warnings:type_name -> wophost.v1.ConfigDiagnostic
-	31, // 6: wophost.v1.ConfigureResponse.details:type_name -> wophost.v1.ConfigureResponse.DetailsEntry
-	20, // 7: wophost.v1.ConfigureResponse.direct_channel:type_name -> wophost.v1.DirectChannelEndpoint
-	0,  // 8: wophost.v1.InvokeRequest.call:type_name -> wophost.v1.CallContext
-	0,  // 9: wophost.v1.ExecuteRequest.call:type_name -> wophost.v1.CallContext
-	32, // 10: wophost.v1.ExecuteRequest.advertised:type_name -> wophost.v1.ExecuteRequest.AdvertisedEntry
-	21, // 11: wophost.v1.ExecuteRequest.direct_channels:type_name -> wophost.v1.DirectChannelOffer
-	0,  // 12: wophost.v1.CallRequest.call:type_name -> wophost.v1.CallContext
-	20, // 13: wophost.v1.DirectChannelOffer.endpoint:type_name -> wophost.v1.DirectChannelEndpoint
-	24, // 14: wophost.v1.Grant.families:type_name -> wophost.v1.GrantedFamily
-	29, // 15: wophost.v1.EndRunResponse.calls:type_name -> wophost.v1.DirectCall
-	2,  // 16: wophost.v1.Capability.Describe:input_type -> wophost.v1.DescribeRequest
-	5,  // 17: wophost.v1.Capability.ConfigSchema:input_type -> wophost.v1.ConfigSchemaRequest
-	7,  // 18: wophost.v1.Capability.Configure:input_type -> wophost.v1.ConfigureRequest
-	11, // 19: wophost.v1.Capability.Invoke:input_type -> wophost.v1.InvokeRequest
-	27, // 20: wophost.v1.Capability.EndRun:input_type -> wophost.v1.EndRunRequest
-	13, // 21: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
-	15, // 22: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
-	17, // 23: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
-	3,  // 24: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
-	6,  // 25: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
-	9,  // 26: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
-	12, // 27: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
-	28, // 28: wophost.v1.Capability.EndRun:output_type -> wophost.v1.EndRunResponse
-	14, // 29: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
-	16, // 30: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
-	18, // 31: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
-	24, // [24:32] is the sub-list for method output_type
-	16, // [16:24] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	5,  // 1: wophost.v1.FamilyDescription.facet_rules:type_name -> wophost.v1.FacetRule
+	5,  // 2: wophost.v1.FamilyRules.facet_rules:type_name -> wophost.v1.FacetRule
+	10, // 3: wophost.v1.ConfigureRequest.storage:type_name -> wophost.v1.StorageSettings
+	21, // 4: wophost.v1.ConfigureRequest.direct_channel:type_name -> wophost.v1.DirectChannelSettings
+	32, // 5: wophost.v1.ConfigureResponse.facets:type_name -> wophost.v1.ConfigureResponse.FacetsEntry
+	12, // 6: wophost.v1.ConfigureResponse.diagnostics:type_name -> wophost.v1.ConfigDiagnostic
+	12, // 7: wophost.v1.ConfigureResponse.warnings:type_name -> wophost.v1.ConfigDiagnostic
+	33, // 8: wophost.v1.ConfigureResponse.details:type_name -> wophost.v1.ConfigureResponse.DetailsEntry
+	22, // 9: wophost.v1.ConfigureResponse.direct_channel:type_name -> wophost.v1.DirectChannelEndpoint
+	0,  // 10: wophost.v1.InvokeRequest.call:type_name -> wophost.v1.CallContext
+	0,  // 11: wophost.v1.ExecuteRequest.call:type_name -> wophost.v1.CallContext
+	34, // 12: wophost.v1.ExecuteRequest.advertised:type_name -> wophost.v1.ExecuteRequest.AdvertisedEntry
+	23, // 13: wophost.v1.ExecuteRequest.direct_channels:type_name -> wophost.v1.DirectChannelOffer
+	0,  // 14: wophost.v1.CallRequest.call:type_name -> wophost.v1.CallContext
+	6,  // 15: wophost.v1.DirectChannelSettings.rules:type_name -> wophost.v1.FamilyRules
+	22, // 16: wophost.v1.DirectChannelOffer.endpoint:type_name -> wophost.v1.DirectChannelEndpoint
+	26, // 17: wophost.v1.Grant.families:type_name -> wophost.v1.GrantedFamily
+	31, // 18: wophost.v1.EndRunResponse.calls:type_name -> wophost.v1.DirectCall
+	2,  // 19: wophost.v1.Capability.Describe:input_type -> wophost.v1.DescribeRequest
+	7,  // 20: wophost.v1.Capability.ConfigSchema:input_type -> wophost.v1.ConfigSchemaRequest
+	9,  // 21: wophost.v1.Capability.Configure:input_type -> wophost.v1.ConfigureRequest
+	13, // 22: wophost.v1.Capability.Invoke:input_type -> wophost.v1.InvokeRequest
+	29, // 23: wophost.v1.Capability.EndRun:input_type -> wophost.v1.EndRunRequest
+	15, // 24: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
+	17, // 25: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
+	19, // 26: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
+	3,  // 27: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
+	8,  // 28: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
+	11, // 29: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
+	14, // 30: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
+	30, // 31: wophost.v1.Capability.EndRun:output_type -> wophost.v1.EndRunResponse
+	16, // 32: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
+	18, // 33: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
+	20, // 34: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
+	27, // [27:35] is the sub-list for method output_type
+	19, // [19:27] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_wophost_v1_wophost_proto_init() }
@@ -2424,7 +2595,7 @@ func file_wophost_v1_wophost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wophost_v1_wophost_proto_rawDesc), len(file_wophost_v1_wophost_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
