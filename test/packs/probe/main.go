@@ -19,7 +19,10 @@ type callInput struct {
 	Family  string          `json:"family"`
 	Method  string          `json:"method"`
 	Payload json.RawMessage `json:"payload,omitempty"`
-	PIDFile string          `json:"pidfile,omitempty"`
+	// PayloadText, when set, is sent as the payload byte for byte: a
+	// payload the node's own input would not carry (a duplicate member).
+	PayloadText string `json:"payloadText,omitempty"`
+	PIDFile     string `json:"pidfile,omitempty"`
 }
 
 type sleepInput struct {
@@ -57,6 +60,9 @@ func main() {
 					}
 				}
 				payload := in.Payload
+				if in.PayloadText != "" {
+					payload = json.RawMessage(in.PayloadText)
+				}
 				if payload == nil {
 					payload = json.RawMessage(`{}`)
 				}
