@@ -6,6 +6,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/wophost/wophost/sdk/admission"
+	"github.com/wophost/wophost/sdk/families/aienvelope"
+	"github.com/wophost/wophost/sdk/families/promptlibrary"
 )
 
 // badCalls are the sample calls the bad plugin's protocol checks make.
@@ -175,5 +180,96 @@ func TestCheckInProcess(t *testing.T) {
 	f := r.Failures()
 	if len(f) != 1 || f[0].Name != "Protocol/Invoke/test.echo.echo" || f[0].Detail != `echo = {"text":"hi"}` || seen != f[0].Name {
 		t.Fatalf("failures %+v (Check saw %q)", f, seen)
+	}
+}
+
+// refusalPrefix is the name every refusal row's rule starts with.
+const refusalPrefix = "Protocol/DirectChannel/Refusal/"
+
+// A plugin's direct channel is held to the admission table, a rule per
+// row: the bad plugin passes every row in its aiEnvelope and
+// promptLibrary modes, and with direct-rules (the channel opened without
+// the rules the host sends) exactly the rows of facet rules and
+// operator-only methods fail, the others still pass.
+func TestCheckRefusalsOnBadPlugin(t *testing.T) {
+	if os.Getenv(kitChildEnv) != "" {
+		t.Skip("child run")
+	}
+	bin, err := badPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	modes := []struct {
+		family string
+		call   Call
+		rules  admission.Rules
+		// rows is the number of rows, ruled the rows of the family's
+		// rules (facets, operator-only methods).
+		rows, ruled int
+	}{
+		{"aiEnvelope", Call{Family: "aiEnvelope", Method: "generate", Payload: json.RawMessage(`{"envelopeType":"plugintest.generate","userMessage":"Say hello.","idempotencyKey":"refusals"}`)}, aienvelope.Rules(), 10, 6},
+		{"promptLibrary", Call{Family: "promptLibrary", Method: "get", Payload: json.RawMessage(`{"promptId":"team/greet@1"}`)}, promptlibrary.Rules(), 10, 6},
+	}
+	for _, m := range modes {
+		want := admission.Refusals(admission.NodeCaller(grantPack, grantTypeID), m.family, m.call.Method, m.call.Payload, m.rules, time.Now())
+		for _, brk := range []string{"none", "direct-rules"} {
+			t.Run(m.family+"/"+brk, func(t *testing.T) {
+				r := Check(t.Context(), Suite{
+					Config:        Config{Binary: bin, Env: []string{"BADPLUGIN_FAMILY=" + m.family, "BADPLUGIN_BREAK=" + brk}, Config: json.RawMessage(`{}`), Calls: []Call{m.call}},
+					PromptLibrary: &PromptLibraryConfig{Prompts: []StoredPrompt{{Name: "team/greet", Version: "1", Raw: "---\nname: team/greet\nversion: 1\n---\nHello.  \n"}}},
+				})
+				rules := rulesByName(r)
+				var rows []Rule
+				for _, x := range r.Rules {
+					if strings.HasPrefix(x.Name, refusalPrefix) {
+						rows = append(rows, x)
+					}
+				}
+				if len(rows) != m.rows || len(want) != m.rows {
+					t.Fatalf("%d refusal rules, the table %d rows; want %d: %+v", len(rows), len(want), m.rows, rows)
+				}
+				passed, failed := 0, 0
+				for i, row := range want {
+					got := rows[i]
+					if got.Name != refusalPrefix+row.Rule || got.Text == "" {
+						t.Errorf("rule %d is %q (text %q); want %q with a text", i, got.Name, got.Text, refusalPrefix+row.Rule)
+					}
+					ruled := strings.HasPrefix(row.Rule, "undeclared facet ") || strings.HasPrefix(row.Rule, "operator-only method ")
+					wantResult := Pass
+					if brk == "direct-rules" && ruled {
+						wantResult = Fail
+					}
+					if got.Result != wantResult {
+						t.Errorf("%s: %s (%s); want %s", got.Name, got.Result, got.Detail, wantResult)
+					}
+					if got.Result == Fail && !strings.Contains(got.Detail, "as the host refuses it") {
+						t.Errorf("%s fails saying %q; want it to name the host's refusal", got.Name, got.Detail)
+					}
+					switch got.Result {
+					case Pass:
+						passed++
+					case Fail:
+						failed++
+					}
+				}
+				t.Logf("%d refusal rows: %d passed, %d failed", len(rows), passed, failed)
+				wantFailed := 0
+				if brk == "direct-rules" {
+					wantFailed = m.ruled
+				}
+				if failed != wantFailed || passed != m.rows-wantFailed {
+					t.Errorf("%d rows passed, %d failed; want %d and %d", passed, failed, m.rows-wantFailed, wantFailed)
+				}
+				// The channel's other checks do not depend on the rules.
+				for _, x := range r.Failures() {
+					if strings.HasPrefix(x.Name, "Protocol/DirectChannel") && !strings.HasPrefix(x.Name, refusalPrefix) {
+						t.Errorf("%s failed: %s", x.Name, x.Detail)
+					}
+				}
+				if wantFailed == 0 && rules["Protocol/DirectChannel"].Result != Pass {
+					t.Errorf("Protocol/DirectChannel is %s: %s", rules["Protocol/DirectChannel"].Result, rules["Protocol/DirectChannel"].Detail)
+				}
+			})
+		}
 	}
 }

@@ -25,13 +25,25 @@ const directRunID = "plugintest-direct-run"
 // a grant it was not given, and the same grant once its run ended, are
 // refused without running anything; EndRun hands over the run's call; and
 // the host's relayed calls are served under the key and refused under
-// another.
+// another. Its part Refusal holds the channel to the admission table
+// (refusals), each row a rule of its own.
 func (c *protocolChecks) directChannel(t checkT) {
 	c.needConfigured(t)
-	if c.desc == nil || !c.desc.DirectChannel {
-		t.Skip("skipped: the plugin serves no direct channel (direct_channel unset in Describe)")
-	}
+	const noChannel = "skipped: the plugin serves no direct channel (direct_channel unset in Describe)"
+	serves := c.desc != nil && c.desc.DirectChannel
 	key, ep := c.directKey, c.directEndpoint
+	t.Run("Refusal", refusalText, func(t checkT) {
+		switch {
+		case !serves:
+			t.Skip(noChannel)
+		case ep.GetAddress() == "" || len(ep.GetCertificate()) == 0:
+			t.Skip("skipped: Configure answered no direct channel")
+		}
+		c.refusals(t, key, ep)
+	})
+	if !serves {
+		t.Skip(noChannel)
+	}
 	if ep.GetAddress() == "" || len(ep.GetCertificate()) == 0 {
 		t.Fatalf("Configure answered no direct channel (address %q, %d certificate bytes) although Describe says the plugin serves one", ep.GetAddress(), len(ep.GetCertificate()))
 	}

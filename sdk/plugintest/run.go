@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wophost/wophost/sdk/admission"
 	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/records"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -82,7 +83,10 @@ type protocolChecks struct {
 	// plugin that serves a direct channel, and where it serves it.
 	directKey      []byte
 	directEndpoint *wophostv1.DirectChannelEndpoint
-	facets         map[string]map[string]json.RawMessage
+	// rules are the rules of each family Describe lists, as the host
+	// sends them in the direct channel's settings.
+	rules  map[string]admission.Rules
+	facets map[string]map[string]json.RawMessage
 }
 
 func (c *protocolChecks) describe(t checkT) {
@@ -144,8 +148,8 @@ func (c *protocolChecks) configure(t checkT) {
 	// asks it: a second Configure could not take a store the first holds.
 	var settings *wophostv1.DirectChannelSettings
 	if c.desc != nil && c.desc.DirectChannel {
-		c.directKey = direct.NewKey()
-		settings = &wophostv1.DirectChannelSettings{GrantKey: c.directKey, SocketDir: c.p.socketDir}
+		c.directKey, c.rules = direct.NewKey(), familyRules(c.desc.Families)
+		settings = &wophostv1.DirectChannelSettings{GrantKey: c.directKey, SocketDir: c.p.socketDir, Rules: direct.RulesToProto(c.rules)}
 	}
 	res, ep := c.p.configureDirectOrNot(t, c.cfg.Config, settings)
 	facets := res.Facets

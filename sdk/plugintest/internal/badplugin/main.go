@@ -20,6 +20,13 @@
 //   - after-deadline: the call after a deadline refusal fails.
 //   - keeps-serving: the process exits on the second call after a
 //     deadline refusal.
+//   - direct-rules: the direct channel is opened without the rules the
+//     host sends for it, so that it refuses no call for a facet or an
+//     operator-only method (in every family mode).
+//
+// In every mode it serves a direct channel (direct_channel in Describe),
+// opened at Configure with the host's settings, whose calls run as
+// Invoke's do; they do not count as calls after a deadline refusal.
 //
 // BADPLUGIN_FAMILY=aiEnvelope makes it serve the aiEnvelope family
 // instead, correctly by default, with the rules to break listed at
@@ -37,6 +44,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
@@ -45,6 +54,7 @@ import (
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wop"
@@ -57,6 +67,7 @@ func main() {
 	s := &server{broken: os.Getenv("BADPLUGIN_BREAK"), family: os.Getenv("BADPLUGIN_FAMILY"), maxBytes: maxBytes,
 		keys: map[string]envelope{}, byID: map[string]aienvelope.GenerateResult{},
 		agents: map[string]*agent{}, spawned: map[string]string{}, messages: map[string]string{}}
+	s.direct = direct.NewEndpoint(s.directCall, maxBytes)
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{
@@ -83,6 +94,8 @@ type server struct {
 	// Configure named them (the agentRuntime mode).
 	broker *goplugin.GRPCBroker
 	host   *wire.HostCaller
+	// direct is the direct channel, opened at Configure.
+	direct *direct.Endpoint
 
 	mu sync.Mutex
 	// await is whether the aiEnvelope mode advertised the await facet;
@@ -105,7 +118,15 @@ type server struct {
 
 func (s *server) breaks(rule string) bool { return s.broken == rule }
 
-func (s *server) Describe(context.Context, *wophostv1.DescribeRequest) (*wophostv1.DescribeResponse, error) {
+func (s *server) Describe(ctx context.Context, req *wophostv1.DescribeRequest) (*wophostv1.DescribeResponse, error) {
+	resp, err := s.describe(ctx, req)
+	if resp != nil {
+		resp.DirectChannel = true
+	}
+	return resp, err
+}
+
+func (s *server) describe(context.Context, *wophostv1.DescribeRequest) (*wophostv1.DescribeResponse, error) {
 	version := "0.0.1"
 	if s.breaks("describe") {
 		version = ""
@@ -176,7 +197,37 @@ func (s *server) ConfigSchema(context.Context, *wophostv1.ConfigSchemaRequest) (
 	return &wophostv1.ConfigSchemaResponse{Schema: []byte(schema)}, nil
 }
 
-func (s *server) Configure(_ context.Context, req *wophostv1.ConfigureRequest) (*wophostv1.ConfigureResponse, error) {
+// Configure configures the family mode and opens the direct channel the
+// host asks for, without its rules under direct-rules.
+func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest) (*wophostv1.ConfigureResponse, error) {
+	resp, err := s.configure(ctx, req)
+	if err != nil || req.GetDirectChannel() == nil {
+		return resp, err
+	}
+	settings := req.GetDirectChannel()
+	if s.breaks("direct-rules") {
+		settings = proto.CloneOf(settings)
+		settings.Rules = nil
+	}
+	ep, err := s.direct.Open(settings)
+	if err != nil {
+		return nil, wire.ToStatus(wop.Errorf(wop.CodeInternal, "%v", err))
+	}
+	resp.DirectChannel = ep
+	return resp, nil
+}
+
+// EndRun ends a run on the direct channel and hands over its calls.
+func (s *server) EndRun(_ context.Context, req *wophostv1.EndRunRequest) (*wophostv1.EndRunResponse, error) {
+	return s.direct.EndRun(req.GetRunId(), time.Unix(0, req.GetDeadlineUnixNano())), nil
+}
+
+// directCall runs a call of the direct channel as Invoke runs it.
+func (s *server) directCall(ctx context.Context, family, method string, payload []byte, call wop.CallContext) ([]byte, error) {
+	return s.serve(ctx, &wophostv1.InvokeRequest{Family: family, Method: method, Payload: payload, Call: wire.CallContextToProto(call)}, true)
+}
+
+func (s *server) configure(_ context.Context, req *wophostv1.ConfigureRequest) (*wophostv1.ConfigureResponse, error) {
 	if s.family == familyAIEnvelope {
 		f := s.aiFacets(req.GetConfig())
 		s.mu.Lock()
@@ -208,6 +259,16 @@ func (s *server) Configure(_ context.Context, req *wophostv1.ConfigureRequest) (
 }
 
 func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (*wophostv1.InvokeResponse, error) {
+	out, err := s.serve(ctx, req, false)
+	if err != nil {
+		return nil, wire.ToStatus(err)
+	}
+	return &wophostv1.InvokeResponse{Result: out}, nil
+}
+
+// serve runs a call, of Invoke or of the direct channel (channel), and
+// returns its result or its *wop.Error.
+func (s *server) serve(ctx context.Context, req *wophostv1.InvokeRequest, channel bool) ([]byte, error) {
 	if s.family == familyAgentRuntime {
 		s.mu.Lock()
 		configured := s.host != nil
@@ -222,19 +283,12 @@ func (s *server) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (*wop
 		default:
 			out, err = s.arInvoke(ctx, req.GetMethod(), req.GetPayload(), wire.CallContextFromProto(req.GetCall()))
 		}
-		if err != nil {
-			return nil, wire.ToStatus(err)
-		}
-		return &wophostv1.InvokeResponse{Result: out}, nil
+		return out, err
 	}
-	out, err := s.invoke(req)
-	if err != nil {
-		return nil, wire.ToStatus(err)
-	}
-	return &wophostv1.InvokeResponse{Result: out}, nil
+	return s.invoke(req, channel)
 }
 
-func (s *server) invoke(req *wophostv1.InvokeRequest) ([]byte, error) {
+func (s *server) invoke(req *wophostv1.InvokeRequest, channel bool) ([]byte, error) {
 	if s.family == familyAIEnvelope {
 		s.mu.Lock()
 		configured := s.configured
@@ -261,7 +315,9 @@ func (s *server) invoke(req *wophostv1.InvokeRequest) ([]byte, error) {
 	}
 	s.mu.Lock()
 	configured, after := s.configured, s.afterRefusal
-	if after >= 0 {
+	if channel {
+		after = -1
+	} else if after >= 0 {
 		s.afterRefusal++
 	}
 	s.mu.Unlock()
