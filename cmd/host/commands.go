@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -262,7 +264,19 @@ func (g *globals) printPlugins(h *host.Host) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, state, orDash(r.PluginName), orDash(r.PluginVersion),
 			orDash(strings.Join(r.Advertised, ",")), orDash(oneLine(problem)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// The facet rules vendor families declared, which a node's calls
+	// are held to, one a line.
+	for _, r := range recs {
+		for _, fam := range slices.Sorted(maps.Keys(r.FacetRules)) {
+			for _, rule := range r.FacetRules[fam] {
+				fmt.Fprintf(g.stdout, "%s: %s\n", r.Name, describeFacetRule(fam, rule))
+			}
+		}
+	}
+	return nil
 }
 
 func packsCommand(g *globals) *cobra.Command {
@@ -342,4 +356,18 @@ func countRefused(h *host.Host) int {
 		}
 	}
 	return n
+}
+
+// describeFacetRule says what a facet rule asks of a call, as `host
+// plugins` lists it.
+func describeFacetRule(family string, r wop.FacetRule) string {
+	method := family + "." + r.Method
+	if r.Method == wop.EveryMethod {
+		method = "every method of " + family
+	}
+	s := method + " needs the facet " + family + "." + r.Facet
+	if r.When != "" {
+		s += ` when the request sets "` + r.When + `": true`
+	}
+	return s
 }

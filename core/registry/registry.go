@@ -81,7 +81,11 @@ type Record struct {
 	// lists about it under its configuration (the mcp family's servers,
 	// say): our own listing, kept out of the discovery document.
 	Details map[string]json.RawMessage `json:"details,omitempty"`
-	Changed time.Time                  `json:"changed"`
+	// FacetRules maps each vendor family the capability serves to the
+	// facet rules its plugin declared, which the host holds every call
+	// to (a core family's are the contract's and are not listed).
+	FacetRules map[string][]wop.FacetRule `json:"facetRules,omitempty"`
+	Changed    time.Time                  `json:"changed"`
 }
 
 type entry struct {
@@ -177,7 +181,7 @@ func (r *Registry) Fail(name string, phase State, err error) {
 			e.rec.LastError = err.Error()
 		}
 		e.invoker, e.families = nil, nil
-		e.rec.Details = nil
+		e.rec.Details, e.rec.FacetRules = nil, nil
 	})
 }
 
@@ -191,7 +195,7 @@ func (r *Registry) Wait(name string, err error) {
 			e.rec.LastError = err.Error()
 		}
 		e.invoker, e.families = nil, nil
-		e.rec.Details = nil
+		e.rec.Details, e.rec.FacetRules = nil, nil
 	})
 }
 
@@ -221,7 +225,7 @@ func (r *Registry) Ready(name string, families []Family, inv Invoker) {
 	r.update(name, func(e *entry) {
 		e.rec.State, e.rec.FailedPhase = StateReady, ""
 		e.families, e.invoker = families, inv
-		e.rec.Details = detailsOf(families)
+		e.rec.Details, e.rec.FacetRules = detailsOf(families), facetRulesOf(families)
 	})
 }
 
@@ -240,6 +244,22 @@ func detailsOf(families []Family) map[string]json.RawMessage {
 	return out
 }
 
+// facetRulesOf collects the facet rules of families, nil when none has
+// any.
+func facetRulesOf(families []Family) map[string][]wop.FacetRule {
+	var out map[string][]wop.FacetRule
+	for _, f := range families {
+		if len(f.Rules.Facets) == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string][]wop.FacetRule{}
+		}
+		out[f.Name] = f.Rules.Facets
+	}
+	return out
+}
+
 // Adopt marks a declared capability ready with a plugin another registry
 // described and counted: a reload that keeps a running plugin carries its
 // name, version and restart count over to the next host's registry.
@@ -250,7 +270,7 @@ func (r *Registry) Adopt(name string, from Record, families []Family, inv Invoke
 		e.rec.Restarts = from.Restarts
 		e.rec.State, e.rec.FailedPhase, e.rec.LastError = StateReady, "", ""
 		e.families, e.invoker = families, inv
-		e.rec.Details = detailsOf(families)
+		e.rec.Details, e.rec.FacetRules = detailsOf(families), facetRulesOf(families)
 	})
 }
 

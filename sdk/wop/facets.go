@@ -9,12 +9,12 @@ package wop
 // the routed path and on a direct channel alike (sdk/admission).
 type FacetRule struct {
 	// Method is a method of the family, or "*" for every method.
-	Method string
+	Method string `json:"method"`
 	// Facet is the facet the call needs.
-	Facet string
+	Facet string `json:"facet"`
 	// When, if set, is the top-level boolean member of the request that
 	// asks for the facet ("async").
-	When string
+	When string `json:"when,omitempty"`
 }
 
 // EveryMethod is the FacetRule.Method that stands for every method of

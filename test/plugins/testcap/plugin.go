@@ -60,6 +60,14 @@ func newPlugin() *plugin.Plugin {
 			"echo": func(_ context.Context, req *plugin.Request) (any, error) {
 				return req.Payload, nil
 			},
+			// shout is echo held to a facet rule of test.echo's: a
+			// request that sets "loud" needs the echo facet.
+			"shout": plugin.Typed(func(_ context.Context, _ *plugin.Request, in *struct {
+				Loud bool   `json:"loud"`
+				Text string `json:"text"`
+			}) (any, error) {
+				return map[string]any{"text": in.Text, "loud": in.Loud}, nil
+			}),
 			"greet": func(context.Context, *plugin.Request) (any, error) {
 				return map[string]string{"greeting": greeting, "family": family}, nil
 			},
@@ -143,10 +151,11 @@ func newPlugin() *plugin.Plugin {
 		Families: []*plugin.Family{
 			{
 				Name: "test.echo", Status: "experimental", Since: "2.0", Until: "2027-06-30", Witness: "claims-check",
-				Methods: methods("test.echo"),
-				Codes:   []string{"test.boom"},
-				Facets:  func() map[string]any { return map[string]any{"sleep": map[string]int{"maxMs": 60000}, "echo": nil} },
-				Uses:    []string{"test.echo"},
+				Methods:    methods("test.echo"),
+				Codes:      []string{"test.boom"},
+				Facets:     func() map[string]any { return map[string]any{"sleep": map[string]int{"maxMs": 60000}, "echo": nil} },
+				Uses:       []string{"test.echo"},
+				FacetRules: []wop.FacetRule{{Method: "shout", Facet: "echo", When: "loud"}},
 			},
 			{
 				Name: "test.other", Status: "experimental", Since: "2.0", Until: "2027-06-30", Witness: "claims-check",
