@@ -5,6 +5,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -12,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/strictjson"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -394,25 +397,26 @@ func ErrAgentsNotServed() error {
 		WithCapability("host.agents.manifestRuntime")
 }
 
-// decodeBody reads one JSON object of at most limit bytes into v,
-// refusing unknown fields and trailing data.
+// decodeBody reads one JSON object of at most limit bytes into v, by the
+// host's one strict reading (sdk/strictjson): unknown members, a member
+// spelled in another case or named twice, invalid UTF-8 and trailing
+// data are refused.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	if limit > 0 {
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return wop.Errorf(httpstatus.CodePayloadTooLarge, "request body is larger than %d bytes", tooBig.Limit)
 		}
 		return wop.Errorf(wop.CodeValidation, "request body: %v", err)
 	}
-	if dec.More() {
-		return wop.Errorf(wop.CodeValidation, "request body: more than one JSON value")
+	if len(bytes.TrimSpace(body)) == 0 {
+		return wop.Errorf(wop.CodeValidation, "request body: empty; send a JSON object")
 	}
-	return nil
+	return strictjson.Decode(body, v, "request body")
 }
 
 // notReady is /readyz's 503: runner_unavailable, its reason as the

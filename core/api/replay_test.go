@@ -77,6 +77,9 @@ func TestReplayRefusals(t *testing.T) {
 		{"expired run", "/v1/runs/" + replayRunID + ":replay", "", expired, http.StatusGone, host.CodeRunExpired},
 		{"negative timeout", "/v1/runs/" + replayRunID + ":replay", `{"timeoutMs":-1}`, nil, http.StatusBadRequest, "validation_error"},
 		{"unknown field", "/v1/runs/" + replayRunID + ":replay", `{"liev":[]}`, nil, http.StatusBadRequest, "validation_error"},
+		{"member in another case", "/v1/runs/" + replayRunID + ":replay", `{"TimeoutMs":1000}`, nil, http.StatusBadRequest, "validation_error"},
+		{"member twice", "/v1/runs/" + replayRunID + ":replay", `{"timeoutMs":-1,"timeoutMs":1000}`, nil, http.StatusBadRequest, "validation_error"},
+		{"invalid UTF-8", "/v1/runs/" + replayRunID + ":replay", "{\"live\":[\"\xff\"]}", nil, http.StatusBadRequest, "validation_error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f.recordErr = tc.recordErr
