@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,29 +23,7 @@ func TestAsyncSpellingsAreRefusedOnEveryPath(t *testing.T) {
 	}
 	answers := map[bool][]string{}
 	for _, directCalls := range []bool{true, false} {
-		cfg := writeConfig(t, fmt.Sprintf(`
-host {
-  plugin_dir = "BIN"
-}
-capability "echo" {
-  plugin   = "testcap"
-  families = ["test.echo"]
-}
-capability "ai" {
-  plugin       = %q
-  direct_calls = %t
-  config {
-%s
-    async {
-      enabled = true
-    }
-  }
-}
-pack "private.wophost.probe" { path = %q }
-`, binary(t, "./plugins/aienvelope"), directCalls, localAI, probePack(t)))
-		if err := os.WriteFile(filepath.Join(filepath.Dir(cfg), "rules.json"), []byte(aiRules), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		cfg := aiConfigWith(t, fmt.Sprintf("direct_calls = %t", directCalls), localAI+"\n    async {\n      enabled = true\n    }")
 		h := startHost(t, cfg)
 		for i, s := range spellings {
 			payload := fmt.Sprintf(`{"envelopeType":"x","userMessage":"hi","idempotencyKey":"s-%d",%s}`, i, s)

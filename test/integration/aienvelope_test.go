@@ -35,6 +35,13 @@ const aiRules = `{"rules":[
 // the probe pack.
 func aiConfig(t *testing.T, body string) string {
 	t.Helper()
+	return aiConfigWith(t, "", body)
+}
+
+// aiConfigWith is aiConfig with attrs added to the aiEnvelope
+// capability block.
+func aiConfigWith(t *testing.T, attrs, body string) string {
+	t.Helper()
 	path := writeConfig(t, fmt.Sprintf(`
 host {
   plugin_dir = "BIN"
@@ -45,12 +52,13 @@ capability "echo" {
 }
 capability "ai" {
   plugin = %q
+  %s
   config {
 %s
   }
 }
 pack "private.wophost.probe" { path = %q }
-`, binary(t, "./plugins/aienvelope"), body, probePack(t)))
+`, binary(t, "./plugins/aienvelope"), attrs, body, probePack(t)))
 	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "rules.json"), []byte(aiRules), 0o644); err != nil {
 		t.Fatal(err)
 	}
