@@ -96,7 +96,7 @@ type Family struct {
 	// on the routed path and on the direct channel alike, before the
 	// handler runs. A rule with When set applies only when the request's
 	// top-level boolean member of that name is true; the host reads it
-	// strictly (docs/protocol.md §6.3). Only a vendor family declares
+	// strictly (docs/protocol.md, Facet rules). Only a vendor family declares
 	// FacetRules: the contract fixes those of the core families, and
 	// Serve refuses them on one, as it refuses a method not in Methods.
 	FacetRules []wop.FacetRule

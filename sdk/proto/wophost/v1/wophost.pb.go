@@ -378,7 +378,7 @@ type FamilyDescription struct {
 	// on a core family or names one the family does not list in methods.
 	PureMethods []string `protobuf:"bytes,9,rep,name=pure_methods,json=pureMethods,proto3" json:"pure_methods,omitempty"`
 	// facet_rules say which methods need which of the family's facets
-	// (docs/protocol.md §6.3). Only a vendor family declares them: the
+	// (docs/protocol.md, Facet rules). Only a vendor family declares them: the
 	// contract fixes those of the core families, and the host fails a
 	// capability that declares rules on a core family or names a method
 	// the family does not list in methods.
@@ -1489,7 +1489,7 @@ type DirectChannelSettings struct {
 	Capability string `protobuf:"bytes,4,opt,name=capability,proto3" json:"capability,omitempty"`
 	// rules are the rules of each family the plugin serves, which it
 	// applies to every call on the channel as the host applies them to a
-	// relayed call (docs/protocol.md §6.3).
+	// relayed call (docs/protocol.md, Facet rules).
 	Rules         []*FamilyRules `protobuf:"bytes,5,rep,name=rules,proto3" json:"rules,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
