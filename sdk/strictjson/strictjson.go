@@ -23,16 +23,20 @@ import (
 	"github.com/wophost/wophost/sdk/wop"
 )
 
-// options are the reading's rules beyond JSON v2's defaults, which
+// strict are the reading's rules beyond JSON v2's defaults, which
 // already refuse duplicate names and invalid UTF-8 and match names
-// exactly.
-func options() json.Options {
-	return json.JoinOptions(
-		json.RejectUnknownMembers(true),
-		json.MatchCaseInsensitiveNames(false),
-		jsontext.AllowDuplicateNames(false),
-		jsontext.AllowInvalidUTF8(false),
-	)
+// exactly. It is never changed: options are immutable values.
+var strict = json.JoinOptions(
+	json.RejectUnknownMembers(true),
+	json.MatchCaseInsensitiveNames(false),
+	jsontext.AllowDuplicateNames(false),
+	jsontext.AllowInvalidUTF8(false),
+)
+
+// newDecoder reads data in place: a bytes.Buffer is parsed without a
+// copy, and reading it changes nothing of data.
+func newDecoder(data []byte) *jsontext.Decoder {
+	return jsontext.NewDecoder(bytes.NewBuffer(data), strict)
 }
 
 // Decode unmarshals data into v. Empty data is JSON null: an absent
@@ -42,9 +46,8 @@ func Decode(data []byte, v any, what string) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
-	opts := options()
-	dec := jsontext.NewDecoder(bytes.NewReader(data), opts)
-	if err := json.UnmarshalDecode(dec, v, opts); err != nil {
+	dec := newDecoder(data)
+	if err := json.UnmarshalDecode(dec, v, strict); err != nil {
 		return wop.Errorf(wop.CodeValidation, "invalid %s: %s", what, describe(err))
 	}
 	if _, err := dec.ReadToken(); err != io.EOF {
@@ -57,7 +60,7 @@ func Decode(data []byte, v any, what string) error {
 // whatever its members: no duplicate name in any object, valid UTF-8,
 // nothing after the value.
 func Check(data []byte, what string) error {
-	dec := jsontext.NewDecoder(bytes.NewReader(data), options())
+	dec := newDecoder(data)
 	if _, err := dec.ReadValue(); err != nil {
 		return wop.Errorf(wop.CodeValidation, "invalid %s: %s", what, describe(err))
 	}
@@ -68,20 +71,20 @@ func Check(data []byte, what string) error {
 }
 
 // Flag reads the top-level boolean member name of the JSON object data
-// (Members): true only when it is present and true; a value that is not
-// a boolean or null is refused.
+// as Members does: true only when it is present and true; a value that
+// is not a boolean or null is refused.
 func Flag(data []byte, name, what string) (bool, error) {
-	m, err := Members(data, what, name)
-	if err != nil {
+	var v jsontext.Value
+	if err := scan(data, what, []string{name}, func(_ int, val jsontext.Value) { v = val }); err != nil {
 		return false, err
 	}
-	switch v := m[name]; {
-	case v == nil || string(v) == "false" || string(v) == "null":
+	switch v.Kind() {
+	case 0, 'f', 'n':
 		return false, nil
-	case string(v) == "true":
+	case 't':
 		return true, nil
 	default:
-		return false, wop.Errorf(wop.CodeValidation, "invalid %s: member %q: expected a boolean, got JSON %s", what, name, kindName(jsontext.Value(v).Kind()))
+		return false, wop.Errorf(wop.CodeValidation, "invalid %s: member %q: expected a boolean, got JSON %s", what, name, kindName(v.Kind()))
 	}
 }
 
@@ -97,45 +100,70 @@ func Flag(data []byte, name, what string) (bool, error) {
 // decision cannot be made on it.
 func Members(data []byte, what string, names ...string) (map[string][]byte, error) {
 	out := map[string][]byte{}
-	if t := bytes.TrimSpace(data); len(t) == 0 || string(t) == "null" {
-		return out, nil
+	err := scan(data, what, names, func(i int, val jsontext.Value) {
+		v := jsontext.Value(bytes.Clone(val))
+		_ = v.Compact() // valid: the decoder read it
+		out[names[i]] = v
+	})
+	if err != nil {
+		return nil, err
 	}
-	dec := jsontext.NewDecoder(bytes.NewReader(data), options())
+	return out, nil
+}
+
+// scan reads data as Members describes and calls found with the index
+// in names and the value of each named member present. A value is valid
+// only during the call.
+func scan(data []byte, what string, names []string, found func(int, jsontext.Value)) error {
+	if t := bytes.TrimSpace(data); len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	fail := func(err error) error {
+		return wop.Errorf(wop.CodeValidation, "invalid %s: %s", what, describe(err))
+	}
+	dec := newDecoder(data)
 	tok, err := dec.ReadToken()
 	if err != nil {
-		return nil, wop.Errorf(wop.CodeValidation, "invalid %s: %s", what, describe(err))
+		return fail(err)
 	}
 	if tok.Kind() != '{' {
-		return nil, wop.Errorf(wop.CodeValidation, "invalid %s: a JSON object is expected, got JSON %s", what, kindName(tok.Kind()))
+		return wop.Errorf(wop.CodeValidation, "invalid %s: a JSON object is expected, got JSON %s", what, kindName(tok.Kind()))
 	}
+	var buf [64]byte
 	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
+		quoted, err := dec.ReadValue()
 		if err != nil {
-			return nil, wop.Errorf(wop.CodeValidation, "invalid %s: %s", what, describe(err))
+			return fail(err)
 		}
-		member := tok.String()
+		// Unquoted without an allocation for any name that fits buf.
+		member, err := jsontext.AppendUnquote(buf[:0], quoted)
+		if err != nil {
+			return fail(err)
+		}
+		i := -1
+		for k, name := range names {
+			switch {
+			case string(member) == name:
+				i = k
+			case strings.EqualFold(string(member), name):
+				return wop.Errorf(wop.CodeValidation, "invalid %s: unknown member %q; the member is spelled %q", what, member, name)
+			}
+		}
 		val, err := dec.ReadValue()
 		if err != nil {
-			return nil, wop.Errorf(wop.CodeValidation, "invalid %s: %s", what, describe(err))
+			return fail(err)
 		}
-		for _, name := range names {
-			switch {
-			case member == name:
-				v := jsontext.Value(bytes.Clone(val))
-				_ = v.Compact() // valid: the decoder read it
-				out[name] = v
-			case strings.EqualFold(member, name):
-				return nil, wop.Errorf(wop.CodeValidation, "invalid %s: unknown member %q; the member is spelled %q", what, member, name)
-			}
+		if i >= 0 {
+			found(i, val)
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return nil, wop.Errorf(wop.CodeValidation, "invalid %s: %s", what, describe(err))
+		return fail(err)
 	}
 	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, wop.Errorf(wop.CodeValidation, "invalid %s: data after the JSON value", what)
+		return wop.Errorf(wop.CodeValidation, "invalid %s: data after the JSON value", what)
 	}
-	return out, nil
+	return nil
 }
 
 // describe explains a reading error with the member it concerns.
