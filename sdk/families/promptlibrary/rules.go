@@ -1,10 +1,6 @@
 package promptlibrary
 
-import (
-	"slices"
-
-	"github.com/wophost/wophost/sdk/admission"
-)
+import "github.com/wophost/wophost/sdk/admission"
 
 // Rules are what the contract asks of a call of this family beyond the
 // family itself: the methods that manage the store are the operator's
@@ -12,10 +8,4 @@ import (
 // through get and never change them. The family has no facet.
 func Rules() admission.Rules {
 	return admission.Rules{OperatorOnly: []string{MethodPublish, MethodList, MethodVersions, MethodResolve, MethodVerify, MethodReindex}}
-}
-
-// IsManagementMethod reports whether method is an operator-only method of
-// the family.
-func IsManagementMethod(method string) bool {
-	return slices.Contains(Rules().OperatorOnly, method)
 }
