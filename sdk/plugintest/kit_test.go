@@ -84,6 +84,10 @@ func TestKitOnBadPlugin(t *testing.T) {
 		// Whether the kit has seen the exit by then or only the failed
 		// call depends on timing; both messages end the same way.
 		{"keeps-serving", "KeepsServing", "the plugin process exited during the checks|a plugin must keep serving after a failed call"},
+		// test.bad has neither facet rules nor operator-only methods: a
+		// channel that drops the rules still refuses every row of its
+		// table (TestCheckRefusalsOnBadPlugin has the families that do).
+		{"direct-rules", "", ""},
 	}
 	runKitOnBadPlugin(t, bin, "TestKitChild", nil, tests)
 }

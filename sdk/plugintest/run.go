@@ -38,6 +38,12 @@ const (
 //     for a malformed payload.
 //   - Deadline: an expired deadline gives deadline_exceeded, a generous one
 //     succeeds.
+//   - DirectChannel (a plugin whose Describe sets direct_channel): the
+//     first sample call served on the channel under a grant, a forged
+//     grant and an ended run's refused, EndRun, relayed calls; and
+//     Refusal: each row of the admission table (admission.Refusals)
+//     refused on the channel with the host's code and message, a rule
+//     per row.
 //   - KeepsServing: a call still succeeds after the errors.
 //
 // The checks after Configure are skipped if Configure fails. Check runs

@@ -169,7 +169,7 @@ func TestConformanceThroughALauncher(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := runHost(t, "", "conformance", "--config", file)
-	if res.code != 0 || !regexp.MustCompile(`(?m)^21 rules: 21 passed, 0 failed, 0 skipped$`).MatchString(res.stdout) {
+	if res.code != 0 || !regexp.MustCompile(`(?m)^26 rules: 26 passed, 0 failed, 0 skipped$`).MatchString(res.stdout) {
 		t.Fatalf("exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
 }
