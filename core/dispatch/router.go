@@ -13,10 +13,7 @@ import (
 
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/admission"
-	"github.com/wophost/wophost/sdk/families/agentruntime"
-	"github.com/wophost/wophost/sdk/families/aienvelope"
-	"github.com/wophost/wophost/sdk/families/mcp"
-	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/hostwire"
 	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -83,14 +80,7 @@ func NewRouter(reg *registry.Registry, depthLimit, maxBytes int) *Router {
 }
 
 // CoreRules returns the rules of the core families, from their packages.
-func CoreRules() map[string]admission.Rules {
-	return map[string]admission.Rules{
-		aienvelope.Family:    aienvelope.Rules(),
-		promptlibrary.Family: promptlibrary.Rules(),
-		agentruntime.Family:  agentruntime.Rules(),
-		mcp.Family:           mcp.Rules(),
-	}
-}
+func CoreRules() map[string]admission.Rules { return hostwire.CoreRules() }
 
 // Rules returns the rules the host holds a call to family to: the
 // contract's for a core family, those its plugin declared for a vendor

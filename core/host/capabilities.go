@@ -20,6 +20,7 @@ import (
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/admission"
+	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/schema"
 	"github.com/wophost/wophost/sdk/wop"
@@ -543,7 +544,7 @@ func (h *Host) configure(ctx context.Context, c *capability) (_ hcl.Diagnostics,
 		c.handServices(proc, srv)
 	}
 	t0 := time.Now()
-	res, err := proc.Configure(ctx, c.config, stateDir, h.storageFor(c.cfg), send, familyRules(c.families))
+	res, err := proc.Configure(ctx, c.config, stateDir, h.storageFor(c.cfg), send, hostwire.FamilyRules(c.families))
 	configureTook := time.Since(t0)
 	if err != nil {
 		if waitable(err, proc) {

@@ -10,10 +10,6 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/wophost/wophost/sdk/admission"
-	"github.com/wophost/wophost/sdk/families/agentruntime"
-	"github.com/wophost/wophost/sdk/families/aienvelope"
-	"github.com/wophost/wophost/sdk/families/mcp"
-	"github.com/wophost/wophost/sdk/families/promptlibrary"
 	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -28,34 +24,6 @@ const (
 
 // refusalText is the text of the rule Protocol/DirectChannel/Refusal.
 const refusalText = "On the direct channel, every call of the admission table (admission.Refusals) is refused with the code and message the host gives it: an undeclared family, a depth, size or deadline over its bound, a facet rule's facet undeclared (a member-decided one in every spelling of its member), an operator-only method; a row per rule, for the first sample call's family and each other family with facet rules or operator-only methods."
-
-// coreRules are the contract's rules of the core families, which the
-// host holds every call to them to.
-func coreRules() map[string]admission.Rules {
-	return map[string]admission.Rules{
-		aienvelope.Family:    aienvelope.Rules(),
-		promptlibrary.Family: promptlibrary.Rules(),
-		agentruntime.Family:  agentruntime.Rules(),
-		mcp.Family:           mcp.Rules(),
-	}
-}
-
-// familyRules returns the rules the host sends a plugin that describes
-// families for its direct channel, as the host makes them: the
-// contract's for a core family, the plugin's own facet rules for a vendor
-// family.
-func familyRules(families []FamilyDescription) map[string]admission.Rules {
-	core := coreRules()
-	out := make(map[string]admission.Rules, len(families))
-	for _, f := range families {
-		if rules, ok := core[f.Name]; ok {
-			out[f.Name] = rules
-			continue
-		}
-		out[f.Name] = admission.Rules{Facets: f.FacetRules}
-	}
-	return out
-}
 
 // refusalCalls are the sample calls the refusal table is made from: the
 // first sample call, and for each other family the plugin describes

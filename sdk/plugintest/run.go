@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/sdk/admission"
+	"github.com/wophost/wophost/sdk/hostwire"
 	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/records"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -154,7 +155,7 @@ func (c *protocolChecks) configure(t checkT) {
 	// asks it: a second Configure could not take a store the first holds.
 	var settings *wophostv1.DirectChannelSettings
 	if c.desc != nil && c.desc.DirectChannel {
-		c.directKey, c.rules = direct.NewKey(), familyRules(c.desc.Families)
+		c.directKey, c.rules = direct.NewKey(), hostwire.FamilyRules(c.desc.Families)
 		settings = &wophostv1.DirectChannelSettings{GrantKey: c.directKey, SocketDir: c.p.socketDir, Rules: direct.RulesToProto(c.rules)}
 	}
 	res, ep := c.p.configureDirectOrNot(t, c.cfg.Config, settings)
