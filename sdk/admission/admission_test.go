@@ -58,7 +58,7 @@ func TestDeclaredFacetAdmitsEverySpellingOfTheMember(t *testing.T) {
 		if !strings.HasPrefix(r.Rule, "undeclared facet") {
 			continue
 		}
-		r.Declared = append(r.Declared, "aiEnvelope.await")
+		r.Declared = append(r.Declared, Declaration{"aiEnvelope", "await"})
 		_, refusal := Admit(r.Call, r.Limits, r.Allows, aiRules, now)
 		if (refusal == nil) != (r.Code == wop.CodeCapabilityNotDeclared) {
 			t.Errorf("%s with await declared: %v", r.Rule, refusal)

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -17,26 +18,20 @@ type Refusal struct {
 	Call Call
 	// Limits are the bounds the call is held to.
 	Limits Limits
-	// Declared lists what the caller declared: a family, or
-	// "family.facet" for one of its facets.
-	Declared []string
+	// Declared lists what the caller declared.
+	Declared []Declaration
 	// Code is the refusal's code.
 	Code string
 }
 
+// Declaration is one thing a caller declared: a family (Facet "") or
+// one of its facets.
+type Declaration struct{ Family, Facet string }
+
 // Allows reports whether r's caller declared family (facet "") or the
 // facet of it: r.Declared as a Declared.
 func (r Refusal) Allows(family, facet string) bool {
-	want := family
-	if facet != "" {
-		want += "." + facet
-	}
-	for _, d := range r.Declared {
-		if d == want {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(r.Declared, Declaration{family, facet})
 }
 
 // RefusalDepthLimit is the depth limit of the table's calls.
@@ -57,9 +52,9 @@ func Refusals(caller, family, method string, payload []byte, rules Rules, now ti
 	}
 	base := Call{Caller: caller, Family: family, Method: method, Payload: payload, Depth: 1, Deadline: now.Add(time.Minute)}
 	lim := Limits{DepthLimit: RefusalDepthLimit, MaxBytes: 1 << 20}
-	declared := []string{family}
+	declared := []Declaration{{Family: family}}
 	for _, fr := range rules.Facets {
-		declared = append(declared, family+"."+fr.Facet)
+		declared = append(declared, Declaration{family, fr.Facet})
 	}
 	row := func(rule, code string, edit func(*Refusal)) Refusal {
 		r := Refusal{Rule: rule, Call: base, Limits: lim, Declared: declared, Code: code}
@@ -80,7 +75,7 @@ func Refusals(caller, family, method string, payload []byte, rules Rules, now ti
 			m = method
 		}
 		// The family without the facet.
-		at := func(r *Refusal) { r.Call.Method, r.Declared = m, []string{family} }
+		at := func(r *Refusal) { r.Call.Method, r.Declared = m, []Declaration{{Family: family}} }
 		if fr.When == "" {
 			out = append(out, row("undeclared facet "+fr.Facet+" ("+m+")", wop.CodeCapabilityNotDeclared, at))
 			continue

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace/noop"
@@ -90,7 +89,7 @@ func (c *protocolChecks) refusal(t checkT, pool *direct.Pool, key []byte, ep *wo
 		RunId: run, NodeId: "plugintest-node", TypeId: grantTypeID, Pack: grantPack,
 		DeadlineUnixNano: row.Call.Deadline.UnixNano(), Depth: uint32(row.Call.Depth), DepthLimit: uint32(row.Limits.DepthLimit),
 		MaxBytes: row.Limits.MaxBytes, RunToken: c.p.tokens.bind(run, wop.RunToken{}).Reveal(), Log: true,
-		Families: grantedFamilies(row.Call.Family, row.Declared),
+		Families: direct.GrantedFamilies(row.Declared),
 	}
 	signed, err := direct.Sign(key, g)
 	if err != nil {
@@ -101,7 +100,7 @@ func (c *protocolChecks) refusal(t checkT, pool *direct.Pool, key []byte, ep *wo
 	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
 	defer cancel()
 	out, err := caller.CallRaw(ctx, row.Call.Family, row.Call.Method, row.Call.Payload)
-	what := fmt.Sprintf("%s.%s with payload %s, depth %d of %d, a %d-byte limit, declaring %q", row.Call.Family, row.Call.Method, row.Call.Payload, row.Call.Depth, row.Limits.DepthLimit, row.Limits.MaxBytes, row.Declared)
+	what := fmt.Sprintf("%s.%s with payload %s, depth %d of %d, a %d-byte limit, declaring %v", row.Call.Family, row.Call.Method, row.Call.Payload, row.Call.Depth, row.Limits.DepthLimit, row.Limits.MaxBytes, row.Declared)
 	switch {
 	case r.n.Load() > 0:
 		t.Fatalf("%s: the plugin refused the grant, or could not be reached at %s, so the call went through the host; want it answered on the channel with code %s", what, ep.GetAddress(), want.Code)
@@ -112,30 +111,4 @@ func (c *protocolChecks) refusal(t checkT, pool *direct.Pool, key []byte, ep *wo
 	if got.Code != want.Code || got.Message != want.Message {
 		t.Errorf("%s on the direct channel: got code %q, %q; want code %s, %q, as the host refuses it (%s)", what, got.Code, got.Message, want.Code, want.Message, row.Rule)
 	}
-}
-
-// grantedFamilies are the families of a grant that declares declared,
-// each a family or "family.facet"; family is the one the call is made
-// to, whose name may hold dots of its own.
-func grantedFamilies(family string, declared []string) []*wophostv1.GrantedFamily {
-	var out []*wophostv1.GrantedFamily
-	get := func(name string) *wophostv1.GrantedFamily {
-		for _, f := range out {
-			if f.Name == name {
-				return f
-			}
-		}
-		f := &wophostv1.GrantedFamily{Name: name}
-		out = append(out, f)
-		return f
-	}
-	for _, d := range declared {
-		if facet, ok := strings.CutPrefix(d, family+"."); ok {
-			f := get(family)
-			f.Facets = append(f.Facets, facet)
-			continue
-		}
-		get(d).Whole = true
-	}
-	return out
 }

@@ -15,32 +15,12 @@ import (
 // grantFor is the grant a host signs for the caller of row: its
 // declarations, depth, limits and deadline.
 func grantFor(row admission.Refusal, runID string) *wophostv1.Grant {
-	g := &wophostv1.Grant{
+	return &wophostv1.Grant{
 		RunId: runID, NodeId: "node_1", TypeId: "demo.node", Pack: "demo",
 		DeadlineUnixNano: row.Call.Deadline.UnixNano(), Depth: uint32(row.Call.Depth),
 		DepthLimit: uint32(row.Limits.DepthLimit), MaxBytes: row.Limits.MaxBytes,
+		Families: GrantedFamilies(row.Declared),
 	}
-	byName := map[string]*wophostv1.GrantedFamily{}
-	for _, d := range row.Declared {
-		fam, facet := d, ""
-		for _, f := range []string{wop.FamilyAIEnvelope, "acme.kv"} {
-			if len(d) > len(f) && d[:len(f)+1] == f+"." {
-				fam, facet = f, d[len(f)+1:]
-			}
-		}
-		gf := byName[fam]
-		if gf == nil {
-			gf = &wophostv1.GrantedFamily{Name: fam}
-			byName[fam] = gf
-			g.Families = append(g.Families, gf)
-		}
-		if facet == "" {
-			gf.Whole = true
-		} else {
-			gf.Facets = append(gf.Facets, facet)
-		}
-	}
-	return g
 }
 
 // The channel answers every row of the admission's refusal table with

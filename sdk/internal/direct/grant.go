@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/wophost/wophost/sdk/admission"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -98,4 +99,25 @@ func CallContext(g *wophostv1.Grant, traceparent string) wop.CallContext {
 		c.Deadline = time.Unix(0, d)
 	}
 	return c
+}
+
+// GrantedFamilies are the families of a grant to a caller that declared
+// declared, in the order of their first declaration.
+func GrantedFamilies(declared []admission.Declaration) []*wophostv1.GrantedFamily {
+	var out []*wophostv1.GrantedFamily
+	byName := map[string]*wophostv1.GrantedFamily{}
+	for _, d := range declared {
+		gf := byName[d.Family]
+		if gf == nil {
+			gf = &wophostv1.GrantedFamily{Name: d.Family}
+			byName[d.Family] = gf
+			out = append(out, gf)
+		}
+		if d.Facet == "" {
+			gf.Whole = true
+		} else {
+			gf.Facets = append(gf.Facets, d.Facet)
+		}
+	}
+	return out
 }
