@@ -69,6 +69,10 @@ function deadlineOf(call) {
 // The longest delay a Node timer keeps; a longer one fires at once.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+// How early before a call's deadline gRPC may end it for the deadline
+// (see callSignal).
+const DEADLINE_EARLY_MS = 50;
+
 // callSignal returns the signal of the Invoke call serves, which aborts
 // when the host cancels the call or its deadline passes, with the
 // WopError the host answers then as the reason, and a function that
@@ -77,8 +81,13 @@ function callSignal(call, deadline, capability) {
   const abort = new AbortController();
   const fail = (code, message) => abort.abort(new WopError(code, message, { capability }));
   const expired = () => fail('deadline_exceeded', `the deadline of ${capability} passed`);
-  // gRPC ends a call whose deadline passed as it ends a cancelled one.
-  const cancelled = () => (Date.now() >= deadline ? expired() : fail('cancelled', `the call to ${capability} was cancelled`));
+  // gRPC ends a call whose deadline passed as it ends a cancelled one,
+  // and may end it a little before the deadline by the host's clock:
+  // grpc-js counts the timeout in whole milliseconds from the call's
+  // arrival, and libuv's timers from the event loop's cached time, which
+  // lags on a busy machine. An end within DEADLINE_EARLY_MS of the
+  // deadline is the deadline's.
+  const cancelled = () => (Date.now() >= deadline - DEADLINE_EARLY_MS ? expired() : fail('cancelled', `the call to ${capability} was cancelled`));
   call.on('cancelled', cancelled);
   const wait = deadline - Date.now();
   // A deadline beyond a timer's reach (about 24 days) is left to gRPC.
