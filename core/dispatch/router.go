@@ -156,7 +156,7 @@ func (r *Router) Call(ctx context.Context, caller Caller, family, method string,
 		return nil, refusal
 	}
 	if !served {
-		return nil, wop.NotProvided("host." + family)
+		return nil, r.reg.NotServed(family, "host."+family)
 	}
 	if facet != "" {
 		if _, ok := fam.Facets[facet]; !ok {

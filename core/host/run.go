@@ -107,6 +107,10 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 			if r.Facet != "" {
 				name += "." + r.Facet
 			}
+			if we := h.reg.NotServed(r.Family, name); we.Code != wop.CodeCapabilityNotProvided {
+				// Withdrawn for a while: the node is not refused for good.
+				return nil, we
+			}
 			return nil, wop.NotProvided(name).WithDetails(map[string]string{"typeId": typeID})
 		}
 	}

@@ -333,6 +333,83 @@ func (r *Registry) Lookup(family string) (Invoker, Family, bool) {
 	return s.invoker, s.family, true
 }
 
+// Withdrawn says why family is not advertised when its absence is only
+// for a while: the capability that describes it is starting, crashed
+// and about to restart, restarting or waiting for what it needs, or it
+// is ready but a family it needs is withdrawn for one of those reasons.
+// It returns that capability's name and state; ok is false for a family
+// no capability describes or whose capability failed or stopped, which
+// stays away until a reload.
+func (r *Registry) Withdrawn(family string) (capability string, state State, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if _, served := r.advertised[family]; served {
+		return "", "", false
+	}
+	return r.withdrawn(family, map[string]bool{})
+}
+
+// NotServed is the refusal of a call that needs capability (a family, or
+// "family.facet", as "host.…" names it) when family is not advertised:
+// unavailable and retryable while it is withdrawn only for a while
+// (Withdrawn), so that a client tries again and an idempotency key keeps
+// nothing; capability_not_provided otherwise.
+func (r *Registry) NotServed(family, capability string) *wop.Error {
+	c, state, ok := r.Withdrawn(family)
+	if !ok {
+		return wop.NotProvided(capability)
+	}
+	return wop.Errorf(wop.CodeUnavailable, "%s is withdrawn while capability %q is %s; try again shortly", capability, c, state).
+		WithCapability(capability).WithRetryable(true).
+		WithDetails(map[string]string{"withdrawnBy": c, "state": string(state)})
+}
+
+func (r *Registry) withdrawn(family string, seen map[string]bool) (string, State, bool) {
+	if seen[family] {
+		return "", "", false
+	}
+	seen[family] = true
+	for _, n := range r.order {
+		e := r.entries[n]
+		if !slices.Contains(e.rec.Families, family) {
+			continue
+		}
+		switch e.rec.State {
+		case StateFailed, StateStopped:
+			continue
+		case StateReady:
+			// Served, but withdrawn with a family it needs.
+			for _, f := range e.families {
+				if f.Name != family {
+					continue
+				}
+				for _, need := range append(slices.Clone(f.Needs), implied[family]...) {
+					fam, _ := SplitCapability(need, r.described)
+					if _, served := r.advertised[fam]; served {
+						continue
+					}
+					if c, s, ok := r.withdrawn(fam, seen); ok {
+						return c, s, true
+					}
+				}
+			}
+		default:
+			return n, e.rec.State, true
+		}
+	}
+	return "", "", false
+}
+
+// described reports whether a declared capability describes family.
+func (r *Registry) described(family string) bool {
+	for _, e := range r.entries {
+		if slices.Contains(e.rec.Families, family) {
+			return true
+		}
+	}
+	return false
+}
+
 // IsPure reports whether method of family is pure: it changes nothing
 // anywhere and answers the same request the same way, so a replay runs it
 // live; every other method is answered from the run's log. For a core

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,36 +192,68 @@ func TestRestartBackoffDoublesToItsCap(t *testing.T) {
 }
 
 // While a crashed plugin waits out its backoff, its families answer
-// capability_not_provided, and they serve again once it is back. The
-// backoff is held open by the test, so the window lasts as long as needed.
-func TestRestartingFamilyIsNotProvided(t *testing.T) {
-	cfg, _ := ownTestcap(t)
+// unavailable, retryable, not capability_not_provided: a node run that
+// needs one is refused for now, and its idempotency key keeps nothing,
+// so the same keyed request runs once the plugin is back. The backoff is
+// held open by the test, so the window lasts as long as needed.
+func TestRestartingFamilyIsUnavailableAndKeysKeepNothing(t *testing.T) {
+	pluginPath := filepath.Join(t.TempDir(), "testcap")
+	copyExecutable(t, bin.testcap, pluginPath, 0o755)
+	cfg := writeConfig(t, `
+host { plugin_dir = "BIN" }
+capability "echo" {
+  plugin   = "`+pluginPath+`"
+  families = ["test.echo"]
+}
+pack "private.wophost.probe" { path = "`+probePack(t)+`" }
+`)
 	policy, entered, release := heldRestarts()
 	h := startHostWith(t, cfg, host.Options{Restart: policy})
-	crashOther(t, h)
-
+	if _, err := h.Call(context.Background(), "test.echo", "exit", json.RawMessage(`{}`), host.RunOptions{}); wop.CodeOf(err) != wop.CodeUnavailable {
+		t.Fatalf("the crashing call: %v, want unavailable", err)
+	}
 	select {
 	case <-entered:
 	case <-time.After(30 * time.Second):
 		t.Fatal("no restart backoff began within 30 s of the crash")
 	}
-	if r := capRecord(h, "other"); r.State != registry.StateRestarting {
+	if r := capRecord(h, "echo"); r.State != registry.StateRestarting {
 		t.Fatalf("during the backoff: %+v, want restarting", r)
 	}
-	for _, method := range []string{"echo", "fail"} {
-		_, err := h.Call(context.Background(), "test.other", method, json.RawMessage(`{}`), host.RunOptions{})
-		if c := wop.CodeOf(err); c != wop.CodeCapabilityNotProvided {
-			t.Errorf("test.other.%s while restarting: %v (code %q), want capability_not_provided", method, err, c)
+	retryable := func(what string, err error) {
+		t.Helper()
+		we := wop.AsError(err)
+		if we == nil || we.Code != wop.CodeUnavailable || !we.Retryable || we.Capability != "host.test.echo" {
+			t.Errorf("%s while its plugin restarts: %v, want unavailable, retryable, naming host.test.echo", what, err)
 		}
 	}
-	if _, err := h.Call(context.Background(), "test.echo", "echo", json.RawMessage(`{}`), host.RunOptions{}); err != nil {
-		t.Errorf("test.echo while another capability restarts: %v", err)
+	_, err := h.Call(context.Background(), "test.echo", "echo", json.RawMessage(`{}`), host.RunOptions{})
+	retryable("test.echo.echo", err)
+	const keys = 8
+	run := func(i int) (*host.RunResult, error) {
+		return h.Run(context.Background(), "probe.echo", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)),
+			host.RunOptions{IdempotencyKey: fmt.Sprintf("plugin-restart-test-key-%02d", i), Record: true, Timeout: time.Minute})
+	}
+	for i := range keys {
+		_, err := run(i)
+		retryable(fmt.Sprintf("keyed run %d", i), err)
 	}
 
 	close(release)
-	waitForState(t, h, "other", registry.StateReady, 1)
-	if _, err := h.Call(context.Background(), "test.other", "echo", json.RawMessage(`{}`), host.RunOptions{}); err != nil {
-		t.Errorf("test.other once restarted: %v", err)
+	waitForState(t, h, "echo", registry.StateReady, 1)
+	ran := 0
+	for i := range keys {
+		res, err := run(i)
+		if err != nil {
+			t.Errorf("keyed run %d once the plugin is back: %v, want it run", i, err)
+			continue
+		}
+		if !res.Replayed {
+			ran++
+		}
+	}
+	if ran != keys {
+		t.Errorf("%d of %d keys ran once the plugin was back; the others answered a kept outcome", ran, keys)
 	}
 }
 
