@@ -99,6 +99,9 @@ type Host struct {
 	// Runs bounds what one run records besides its input (its invocation
 	// log); defaults apply without a runs block.
 	Runs Runs
+	// Health is how the host finds a hung plugin process; defaults apply
+	// without a health block.
+	Health Health
 	// RequireSignature is every pack's require_signature unless its pack
 	// block sets its own: a pack must then be signed by a trusted key.
 	RequireSignature bool
@@ -212,6 +215,8 @@ type rawHost struct {
 	Storage []*rawStorage `hcl:"storage,block"`
 	// Runs is the runs block (runs.go).
 	Runs []*rawRuns `hcl:"runs,block"`
+	// Health is the health block (health.go).
+	Health []*rawHealth `hcl:"health,block"`
 }
 
 type rawCapability struct {
@@ -515,6 +520,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		Retention:       DefaultRetention(),
 		Storage:         DefaultStorage(),
 		Runs:            DefaultRuns(),
+		Health:          DefaultHealth(),
 		DirectChannels:  true,
 	}
 	if len(hosts) == 0 {
@@ -570,6 +576,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	h.Retention = d.retention(r.Retention)
 	h.Storage = d.storage(r.Storage)
 	h.Runs = d.runs(r.Runs)
+	h.Health = d.health(r.Health)
 	return h, pluginDirOK
 }
 

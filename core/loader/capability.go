@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/wophost/wophost/sdk/admission"
 	"github.com/wophost/wophost/sdk/hostwire"
 	"github.com/wophost/wophost/sdk/plugin"
@@ -250,3 +252,20 @@ func (c *Capability) PID() int { return c.proc.pid() }
 
 // Kill stops the plugin process and its process group.
 func (c *Capability) Kill() { c.proc.kill() }
+
+// Abort kills the plugin process and its process group at once, without
+// asking it to exit first: for a process that no longer answers.
+func (c *Capability) Abort() { c.proc.stop(false) }
+
+// CheckHealth asks the plugin the protocol's health check within ctx: nil
+// when it answers SERVING.
+func (c *Capability) CheckHealth(ctx context.Context) error {
+	resp, err := c.conn.Health.Check(ctx, &healthpb.HealthCheckRequest{Service: hostwire.HealthService})
+	if err != nil {
+		return fmt.Errorf("health check: %w", err)
+	}
+	if s := resp.GetStatus(); s != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("health check: the plugin answers %s", s)
+	}
+	return nil
+}

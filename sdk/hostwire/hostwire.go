@@ -32,6 +32,10 @@ const EnvTLSFD = wire.EnvTLSFD
 // cookie only guards against running a plugin by hand; it is not security.
 var Handshake = wire.Handshake
 
+// HealthService is the service name a plugin's health check answers
+// for (grpc.health.v1).
+const HealthService = wire.HealthService
+
 // CapabilityConn is the host's connection to one capability plugin, what
 // dispensing KindCapability returns.
 type CapabilityConn = wire.CapabilityConn

@@ -7,6 +7,7 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 )
@@ -32,12 +33,20 @@ func (p *CapabilityPlugin) GRPCServer(broker *goplugin.GRPCBroker, s *grpc.Serve
 
 // GRPCClient returns a *CapabilityConn.
 func (p *CapabilityPlugin) GRPCClient(ctx context.Context, broker *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &CapabilityConn{Client: wophostv1.NewCapabilityClient(c), Broker: broker, Exited: ctx}, nil
+	return &CapabilityConn{Client: wophostv1.NewCapabilityClient(c), Health: healthpb.NewHealthClient(c), Broker: broker, Exited: ctx}, nil
 }
+
+// HealthService is the service name a plugin's health check answers
+// for: go-plugin's.
+const HealthService = "plugin"
 
 // CapabilityConn is the host's connection to one capability plugin.
 type CapabilityConn struct {
 	Client wophostv1.CapabilityClient
+	// Health is the plugin's grpc.health.v1 service, which answers
+	// SERVING for the service name HealthService while the plugin is
+	// alive.
+	Health healthpb.HealthClient
 	Broker *goplugin.GRPCBroker
 	// Exited is cancelled when the plugin process exits.
 	Exited context.Context

@@ -1,0 +1,75 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/core/registry"
+)
+
+// A plugin stopped by SIGSTOP stops answering its health checks: after
+// the health block's failures in a row the host kills it, withdraws its
+// family with the reason as the last error, restarts it by the restart
+// policy, and the family serves again from the new process. The other
+// capability keeps serving throughout.
+func TestHungPluginIsKilledAndRestarted(t *testing.T) {
+	cfg := writeConfig(t, `
+host {
+  plugin_dir = "BIN"
+  health {
+    interval = "1s"
+    timeout  = "1s"
+    failures = 2
+  }
+}
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+capability "other" {
+  plugin   = "testcap"
+  families = ["test.other"]
+}
+`)
+	h := startHost(t, cfg)
+	pidOf := func() int {
+		t.Helper()
+		out, err := h.Call(context.Background(), "test.other", "pid", json.RawMessage(`{}`), host.RunOptions{Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatalf("test.other.pid: %v", err)
+		}
+		var p struct{ PID int }
+		if err := json.Unmarshal(out, &p); err != nil || p.PID == 0 {
+			t.Fatalf("test.other.pid answered %s: %v", out, err)
+		}
+		return p.PID
+	}
+	hung := pidOf()
+	if err := syscall.Kill(hung, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Let the process go whatever happens, so that no test leaves it behind.
+	t.Cleanup(func() { _ = syscall.Kill(hung, syscall.SIGCONT) })
+
+	stoppedAt := time.Now()
+	r := waitForState(t, h, "other", registry.StateReady, 1)
+	if !strings.Contains(r.LastError, "stopped answering: 2 health checks in a row failed") {
+		t.Errorf("last error %q does not say the plugin stopped answering its health checks", r.LastError)
+	}
+	t.Logf("restarted %s after the plugin was stopped", time.Since(stoppedAt).Round(100*time.Millisecond))
+	if err := syscall.Kill(hung, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the hung process %d is still there: %v", hung, err)
+	}
+	if again := pidOf(); again == hung {
+		t.Errorf("test.other is served by the hung process %d still", hung)
+	}
+	if _, err := h.Call(context.Background(), "test.echo", "echo", json.RawMessage(`{}`), host.RunOptions{Timeout: 10 * time.Second}); err != nil {
+		t.Errorf("test.echo beside the hung plugin: %v", err)
+	}
+}
