@@ -156,6 +156,7 @@ pack "community.demo" {
 		Retention:       DefaultRetention(),
 		Storage:         DefaultStorage(),
 		Runs:            DefaultRuns(),
+		Health:          DefaultHealth(),
 		DirectChannels:  true,
 	}
 	if cfg.Host != wantHost {
@@ -239,6 +240,7 @@ func TestLoadDefaults(t *testing.T) {
 		},
 		Storage:        Storage{Backend: "embedded", MaxConnections: 8, StatementTimeout: 5 * time.Second},
 		Runs:           Runs{LogMaxCalls: 10000, LogMaxBytes: 16 << 20},
+		Health:         Health{Interval: 10 * time.Second, Timeout: 5 * time.Second, Failures: 3},
 		DirectChannels: true,
 	}
 	if cfg.Host != want {

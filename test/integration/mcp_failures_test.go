@@ -509,7 +509,7 @@ pack "private.wophost.probe" { path = %q }
 		}
 	})
 
-	t.Run("unavailable and capability_not_provided across a restart", func(t *testing.T) {
+	t.Run("unavailable, retryable, across a restart", func(t *testing.T) {
 		inFlight := startSilent(t, context.Background())
 		if err := syscall.Kill(pluginPID(t, binary(t, "./plugins/mcp")), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -525,8 +525,8 @@ pack "private.wophost.probe" { path = %q }
 		}
 		waitUntil(t, "the family to be withdrawn", func() bool { return capRecord(h, "mcp").State != registry.StateReady })
 		err = run(context.Background(), `{"method":"callTool","request":{"serverId":"scripted","name":"passthrough"}}`, time.Minute)
-		if wop.CodeOf(err) != wop.CodeCapabilityNotProvided {
-			t.Errorf("a call while the plugin restarts: %v, want capability_not_provided", err)
+		if wop.CodeOf(err) != wop.CodeUnavailable || !wop.IsRetryable(err) {
+			t.Errorf("a call while the plugin restarts: %v, want unavailable, retryable", err)
 		}
 		waitForState(t, h, "mcp", registry.StateReady, 1)
 		if _, err := mcpCall(t, h, "callTool", `{"serverId":"scripted","name":"passthrough"}`); err != nil {
