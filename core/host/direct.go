@@ -20,6 +20,19 @@ import (
 // endRunTimeout bounds ending a run on one direct channel.
 const endRunTimeout = 5 * time.Second
 
+// endRunGrace is how long past its deadline ending a run may still hold
+// the run's answer (endRunWait).
+const endRunGrace = 250 * time.Millisecond
+
+// endRunWait is how long ending a run whose deadline is deadline may take
+// at now when its answer waits for it: until the deadline, and
+// endRunGrace past a deadline that has passed, never over endRunTimeout.
+// A run answers at its deadline whatever a plugin does: a stuck plugin's
+// channel is given up on, its calls there cutting the run's log.
+func endRunWait(deadline, now time.Time) time.Duration {
+	return min(endRunTimeout, max(deadline.Sub(now), endRunGrace))
+}
+
 // directOffers returns the direct channels a run may use, one per plugin
 // process that serves a family the node declared, with the run's grant
 // for it, and the channels to end when the run is over. A run gets none
@@ -117,7 +130,12 @@ func (h *Host) collectDirect(run *dispatch.Run, started time.Time, channels []*r
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), endRunTimeout)
+			wait := endRunTimeout
+			if log != nil {
+				// The run's answer waits for this.
+				wait = endRunWait(run.Deadline, time.Now())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
 			resp, err := ch.EndRun(ctx, run.ID, run.Deadline)
 			if err != nil {

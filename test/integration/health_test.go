@@ -73,3 +73,34 @@ capability "other" {
 		t.Errorf("test.echo beside the hung plugin: %v", err)
 	}
 }
+
+// A run on a hung plugin's direct channel answers at its deadline: ending
+// the run on the stuck channel holds the answer a short grace past the
+// deadline at the most, not the 5 s an EndRun may take, and the run's log
+// is cut where the channel's calls would be.
+func TestRunOnAHungChannelAnswersAtItsDeadline(t *testing.T) {
+	h := startHost(t, probeConfig(t, ""))
+	out, err := h.Call(context.Background(), "test.echo", "pid", json.RawMessage(`{}`), host.RunOptions{Timeout: 10 * time.Second})
+	var p struct{ PID int }
+	if err != nil || json.Unmarshal(out, &p) != nil || p.PID == 0 {
+		t.Fatalf("test.echo.pid: %s, %v", out, err)
+	}
+	if err := syscall.Kill(p.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(p.PID, syscall.SIGCONT) })
+
+	const timeout = time.Second
+	start := time.Now()
+	res, err := h.Run(context.Background(), "probe.call", json.RawMessage(`{"family":"test.echo","method":"echo","payload":{"a":1}}`),
+		host.RunOptions{Timeout: timeout, Record: true})
+	took := time.Since(start)
+	if err == nil {
+		t.Fatalf("the run on a stopped plugin succeeded: %s", res.Output)
+	}
+	t.Logf("answered %s after it began: %v", took.Round(10*time.Millisecond), err)
+	// An EndRun to the stopped plugin would have held it 5 s more.
+	if took > timeout+3*time.Second {
+		t.Errorf("the run answered %s after it began, with a deadline of %s", took, timeout)
+	}
+}
