@@ -7,6 +7,7 @@ import (
 
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/admission"
+	"github.com/wophost/wophost/sdk/hostwire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -23,9 +24,9 @@ func TestRouterAnswersTheRefusalTable(t *testing.T) {
 		family, method string
 		rules          admission.Rules
 	}{
-		{wop.FamilyAIEnvelope, "generate", CoreRules()[wop.FamilyAIEnvelope]},
-		{wop.FamilyMCP, "callTool", CoreRules()[wop.FamilyMCP]},
-		{wop.FamilyPromptLibrary, "get", CoreRules()[wop.FamilyPromptLibrary]},
+		{wop.FamilyAIEnvelope, "generate", hostwire.CoreRules()[wop.FamilyAIEnvelope]},
+		{wop.FamilyMCP, "callTool", hostwire.CoreRules()[wop.FamilyMCP]},
+		{wop.FamilyPromptLibrary, "get", hostwire.CoreRules()[wop.FamilyPromptLibrary]},
 		{"acme.kv", "put", vendor},
 	}
 	rows := 0

@@ -75,24 +75,8 @@ type Observer interface {
 // NewRouter returns a router over reg. depthLimit bounds how many
 // host-service hops one call may take; maxBytes bounds a payload.
 func NewRouter(reg *registry.Registry, depthLimit, maxBytes int) *Router {
-	return &Router{reg: reg, limits: admission.Limits{DepthLimit: depthLimit, MaxBytes: int64(maxBytes)}, rules: CoreRules(),
+	return &Router{reg: reg, limits: admission.Limits{DepthLimit: depthLimit, MaxBytes: int64(maxBytes)}, rules: hostwire.CoreRules(),
 		policies: map[string]Policy{}, tracer: noop.NewTracerProvider().Tracer("")}
-}
-
-// CoreRules returns the rules of the core families, from their packages.
-func CoreRules() map[string]admission.Rules { return hostwire.CoreRules() }
-
-// Rules returns the rules the host holds a call to family to: the
-// contract's for a core family, those its plugin declared for a vendor
-// family (none while no plugin serves it).
-func (r *Router) Rules(family string) admission.Rules {
-	if rules, ok := r.rules[family]; ok {
-		return rules
-	}
-	if _, fam, ok := r.reg.Lookup(family); ok {
-		return fam.Rules
-	}
-	return admission.Rules{}
 }
 
 // SetTracer makes every routed call a span of tracer. Call it before the

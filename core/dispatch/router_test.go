@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/hostwire"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -347,7 +348,7 @@ func TestRouterErrorPassesThrough(t *testing.T) {
 // The core families' rules, as the router holds calls to them: the
 // facet a call needs is read from the decoded request, never its bytes.
 func TestCoreRulesFacet(t *testing.T) {
-	rules := CoreRules()
+	rules := hostwire.CoreRules()
 	tests := []struct{ family, method, payload, want, refused string }{
 		{wop.FamilyAIEnvelope, "await", `{}`, "await", ""},
 		{wop.FamilyAIEnvelope, "generate", `{"envelopeType":"x"}`, "", ""},

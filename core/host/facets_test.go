@@ -14,6 +14,7 @@ import (
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
+	"github.com/wophost/wophost/sdk/hostwire"
 	"github.com/wophost/wophost/sdk/wop"
 	"github.com/wophost/wophost/test/testbin"
 )
@@ -50,11 +51,11 @@ func TestCheckFacets(t *testing.T) {
 		t.Fatalf("mcp without facets: %v", err)
 	}
 	for _, f := range wop.CoreFamilies() {
-		if err := checkFamilyFacets(f, parse(`{"plugintest":true}`)); err == nil {
+		if err := hostwire.CheckFacets(f, parse(`{"plugintest":true}`)); err == nil {
 			t.Errorf("%s takes an unknown facet", f)
 		}
 	}
-	if err := checkFamilyFacets(wop.FamilyAgents, parse(`{"`+agentruntime.FacetManifestRuntime+`":`+manifestRuntimeFacet+`}`)); err != nil {
+	if err := hostwire.CheckFacets(wop.FamilyAgents, parse(`{"`+agentruntime.FacetManifestRuntime+`":`+manifestRuntimeFacet+`}`)); err != nil {
 		t.Errorf("the host's agents record: %v", err)
 	}
 }

@@ -38,7 +38,7 @@ type Family struct {
 	Pure []string
 	// Rules are the facet rules a vendor family declares in Describe
 	// (facet_rules); empty for a core family, whose rules the contract
-	// fixes (dispatch.CoreRules).
+	// fixes (hostwire.CoreRules).
 	Rules admission.Rules
 	// Facets maps each facet to its JSON settings ({} when it has none).
 	Facets map[string]json.RawMessage

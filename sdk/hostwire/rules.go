@@ -1,11 +1,14 @@
 package hostwire
 
 import (
+	"encoding/json"
+
 	"github.com/wophost/wophost/sdk/admission"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/internal/records"
 )
 
 // CoreRules returns the rules the contract fixes for the core families,
@@ -33,4 +36,11 @@ func FamilyRules(families []FamilyDescription) map[string]admission.Rules {
 		out[f.Name] = admission.Rules{Facets: f.FacetRules}
 	}
 	return out
+}
+
+// CheckFacets returns an error naming the facet when facets would not
+// make a record of family OpenWOP admits (the family package's
+// CheckFacets); nil for a vendor family, whose record is open.
+func CheckFacets(family string, facets map[string]json.RawMessage) error {
+	return records.Check(family, facets)
 }

@@ -92,11 +92,7 @@ func newAdmitted(g *wophostv1.Grant, calls *runCalls) *admitted {
 func RulesFromProto(in []*wophostv1.FamilyRules) map[string]admission.Rules {
 	out := make(map[string]admission.Rules, len(in))
 	for _, fr := range in {
-		r := admission.Rules{OperatorOnly: fr.GetOperatorOnly()}
-		for _, f := range fr.GetFacetRules() {
-			r.Facets = append(r.Facets, wop.FacetRule{Method: f.GetMethod(), Facet: f.GetFacet(), When: f.GetWhenMember()})
-		}
-		out[fr.GetFamily()] = r
+		out[fr.GetFamily()] = admission.Rules{Facets: wire.FacetRulesFromProto(fr.GetFacetRules()), OperatorOnly: fr.GetOperatorOnly()}
 	}
 	return out
 }
@@ -107,11 +103,7 @@ func RulesToProto(rules map[string]admission.Rules) []*wophostv1.FamilyRules {
 	out := make([]*wophostv1.FamilyRules, 0, len(rules))
 	for _, fam := range slices.Sorted(maps.Keys(rules)) {
 		r := rules[fam]
-		fr := &wophostv1.FamilyRules{Family: fam, OperatorOnly: r.OperatorOnly}
-		for _, f := range r.Facets {
-			fr.FacetRules = append(fr.FacetRules, &wophostv1.FacetRule{Method: f.Method, Facet: f.Facet, WhenMember: f.When})
-		}
-		out = append(out, fr)
+		out = append(out, &wophostv1.FamilyRules{Family: fam, FacetRules: wire.FacetRulesToProto(r.Facets), OperatorOnly: r.OperatorOnly})
 	}
 	return out
 }

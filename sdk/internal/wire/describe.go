@@ -35,13 +35,15 @@ func DescriptionFromProto(resp *wophostv1.DescribeResponse) *Description {
 		d.Families = append(d.Families, FamilyDescription{
 			Name: f.GetName(), Status: f.GetStatus(), Since: f.GetSince(), Until: f.GetUntil(), Witness: f.GetWitness(),
 			Methods: f.GetMethods(), Needs: f.GetNeeds(), Uses: f.GetUses(), PureMethods: f.GetPureMethods(),
-			FacetRules: facetRulesFromProto(f.GetFacetRules()),
+			FacetRules: FacetRulesFromProto(f.GetFacetRules()),
 		})
 	}
 	return d
 }
 
-func facetRulesFromProto(in []*wophostv1.FacetRule) []wop.FacetRule {
+// FacetRulesFromProto converts the facet rules of Describe or of
+// DirectChannelSettings.
+func FacetRulesFromProto(in []*wophostv1.FacetRule) []wop.FacetRule {
 	var out []wop.FacetRule
 	for _, r := range in {
 		out = append(out, wop.FacetRule{Method: r.GetMethod(), Facet: r.GetFacet(), When: r.GetWhenMember()})
