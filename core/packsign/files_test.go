@@ -255,3 +255,19 @@ func TestDigestsRefusals(t *testing.T) {
 		t.Errorf("%d files: %v", MaxFiles+1, err)
 	}
 }
+
+// A changed entry binary is an entry_digest_mismatch, as when the host
+// checks the opened binary, naming the file.
+func TestVerifyRefusesAChangedBinary(t *testing.T) {
+	dir := fullPack(t)
+	write(t, dir, "bin/pack", "\x7fELF another binary")
+	_, err := verify(t, dir, acmeKeys(), false)
+	want := Details{Reason: ReasonEntryDigestMismatch, Pack: "vendor.acme.tools", KeyID: "acme-2026", File: "bin/pack",
+		Expected: sum(packFiles["bin/pack"]), Actual: sum("\x7fELF another binary")}
+	if d := details(t, err); !equalDetails(d, want) {
+		t.Errorf("details %+v, want %+v", d, want)
+	}
+	if !strings.Contains(err.Error(), "the binary bin/pack is not the one signed: its sha256 is "+sum("\x7fELF another binary")) {
+		t.Errorf("message: %v", err)
+	}
+}

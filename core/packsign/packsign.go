@@ -30,6 +30,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -370,7 +371,7 @@ func Verify(dir string, raw []byte, m *packmanifest.Manifest, keys []Key, requir
 		return nil, refusal(Details{Reason: ReasonFilesDigestMissing, Pack: m.Name, KeyID: keyID},
 			"the signed pack.json has no %s: its signature covers pack.json and the binary only, not the pack's other files; sign the pack again with `host packs sign`", packmanifest.FilesKey)
 	}
-	if err := checkFiles(root, m.Files); err != nil {
+	if err := checkFiles(root, m.Files, path.Clean(m.Runtime.Entry)); err != nil {
 		d := err.details
 		d.Pack, d.KeyID = m.Name, keyID
 		return nil, refusal(d, "the pack %s is not as signed: %s", m.Name, err.msg)
@@ -386,8 +387,10 @@ type fileProblem struct {
 
 // checkFiles compares the digests of the files under root with signed,
 // pack.json's file digest map, and returns the first problem in path
-// order, saying how many files have one.
-func checkFiles(root *os.Root, signed map[string]string) *fileProblem {
+// order, saying how many files have one. A changed entry binary, entry,
+// is ReasonEntryDigestMismatch, as when the host checks it on the opened
+// binary.
+func checkFiles(root *os.Root, signed map[string]string, entry string) *fileProblem {
 	actual, p := digestTree(root)
 	if p != nil {
 		return p
@@ -413,6 +416,9 @@ func checkFiles(root *os.Root, signed map[string]string) *fileProblem {
 			fp = &fileProblem{Details{Reason: ReasonFileNotSigned, File: name}, fmt.Sprintf("%s was not signed (added since)", name)}
 		case !present:
 			fp = &fileProblem{Details{Reason: ReasonFileMissing, File: name}, fmt.Sprintf("%s, signed, is missing", name)}
+		case got != want && name == entry:
+			fp = &fileProblem{Details{Reason: ReasonEntryDigestMismatch, File: name, Expected: want, Actual: got},
+				fmt.Sprintf("the binary %s is not the one signed: its sha256 is %s, the signed one %s", name, got, want)}
 		case got != want:
 			fp = &fileProblem{Details{Reason: ReasonFileDigestMismatch, File: name, Expected: want, Actual: got},
 				fmt.Sprintf("%s changed since signing: its sha256 is %s, the signed one %s", name, got, want)}
