@@ -109,7 +109,7 @@ func TestSignedPacks(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "probe"), exe, 0o755); err != nil {
 				t.Fatal(err)
 			}
-		}, "entry_digest_mismatch", "is not the one signed: its sha256 is", ""},
+		}, "entry_digest_mismatch", "the binary probe is not the one signed: its sha256 is", "probe"},
 		{"key whose namespaces exclude the pack", func(t *testing.T, dir string) { signPack(t, narrowKey, dir) },
 			"namespace_not_permitted", `key "narrow" may sign packs named private.other.*, not private.wophost.probe`, ""},
 		{"key nobody trusts", func(t *testing.T, dir string) { signPack(t, strangerKey, dir) },
