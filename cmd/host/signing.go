@@ -234,8 +234,9 @@ type verifyResult struct {
 	Verified    bool   `json:"verified"`
 	KeyID       string `json:"keyId,omitempty"`
 	EntrySHA256 string `json:"entrySha256,omitempty"`
-	// Files counts the files, besides pack.json, whose signed digests
-	// were checked.
+	// Files counts the files whose signed digests were checked: every
+	// file of the pack but pack.json and the signature file, the entry
+	// binary included.
 	Files int `json:"files,omitempty"`
 	// Error is the refusal's ctx-level envelope.
 	Error any `json:"error,omitempty"`
@@ -268,7 +269,7 @@ func packsVerifyCommand(g *globals) *cobra.Command {
 					continue
 				}
 				if r.Verified {
-					fmt.Fprintf(g.stdout, "%s: %s %s verified: signed by %s, runtime.entry and the pack's %d other files match their signed sha256\n", dir, r.Pack, r.Version, r.KeyID, r.Files)
+					fmt.Fprintf(g.stdout, "%s: %s %s verified: signed by %s, runtime.entry and the %d other files match their signed sha256\n", dir, r.Pack, r.Version, r.KeyID, r.Files-1)
 					continue
 				}
 				b, _ := json.MarshalIndent(r.Error, "", "  ")
