@@ -302,8 +302,12 @@ type Verified struct {
 // raw parses as m, against keys. It returns nil, nil for an unsigned pack
 // when require is false. A signed pack (a signing block, or a signature
 // file) is always verified, whatever require says: a signature that does
-// not verify is a pack altered since it was signed. Refusals are
-// CodeSignatureInvalid with Details.
+// not verify is a pack altered since it was signed. A signed pack's
+// files must be the ones pack.json lists (packmanifest.FilesKey), none
+// changed, missing or added, and none a symbolic link; the signature file
+// and every file are read through an os.Root of dir. Refusals are
+// CodeSignatureInvalid with Details, naming the file (Details.File) when
+// one is at fault.
 func Verify(dir string, raw []byte, m *packmanifest.Manifest, keys []Key, require bool) (*Verified, error) {
 	sigPath := filepath.Join(dir, FileName)
 	root, err := os.OpenRoot(dir)
