@@ -111,13 +111,15 @@ func packsSignCommand(g *globals) *cobra.Command {
 	var keyPath string
 	cmd := &cobra.Command{
 		Use:   "sign --key KEYFILE PACKDIR",
-		Short: "Sign a pack: write its entry's sha256 and signing block into pack.json, and pack.sig.json",
+		Short: "Sign a pack: write its files' sha256 and signing block into pack.json, and pack.sig.json",
 		Long: "Sign the pack in PACKDIR with the private key file KEYFILE (from `host keys generate`),\n" +
 			"by OpenWOP's ed25519-canonical-json scheme. pack.json gets the entry binary's sha256\n" +
-			"(" + packmanifest.EntrySHA256Key + ") and the signing block {keyId, scheme}, every other byte\n" +
-			"kept; then the Ed25519 signature over its canonical JSON (RFC 8785) is written to\n" +
+			"(" + packmanifest.EntrySHA256Key + "), the sha256 of every other file under PACKDIR but the\n" +
+			"signature file (" + packmanifest.FilesKey + ") and the signing block {keyId, scheme}, every\n" +
+			"other byte kept; then the Ed25519 signature over its canonical JSON (RFC 8785) is written to\n" +
 			packsign.FileName + " next to it. Sign after the last change to pack.json and the binary\n" +
-			"(`host prompts lock` included): any later change makes the signature fail.",
+			"(`host prompts lock` included) and to the pack's files: any later change, and any file\n" +
+			"added, makes the signature fail. A symbolic link in the pack is refused.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if keyPath == "" {
@@ -143,7 +145,14 @@ func signPack(g *globals, keyPath, dir string) error {
 	if err != nil {
 		return &failure{err}
 	}
+	files, err := packsign.Digests(dir)
+	if err != nil {
+		return &failure{fmt.Errorf("digest the pack's files: %w", err)}
+	}
 	out, err := spliceJSONKey(raw, packmanifest.EntrySHA256Key, sum)
+	if err == nil {
+		out, err = spliceJSONKey(out, packmanifest.FilesKey, files)
+	}
 	if err == nil {
 		out, err = spliceJSONKey(out, "signing", struct {
 			KeyID  string `json:"keyId"`
@@ -171,6 +180,7 @@ func signPack(g *globals, keyPath, dir string) error {
 	}
 	fmt.Fprintf(g.stdout, "signed %s %s with key %s\n", m.Name, m.Version, id)
 	fmt.Fprintf(g.stdout, "%s: signing {keyId %q, scheme %q}, %s of %s:\n  %s\n", manifestPath, id, packsign.Scheme, packmanifest.EntrySHA256Key, m.Runtime.Entry, sum)
+	fmt.Fprintf(g.stdout, "%s: %s of the pack's %d files (every file but %s and %s)\n", manifestPath, packmanifest.FilesKey, len(files), packmanifest.FileName, packsign.FileName)
 	fmt.Fprintf(g.stdout, "wrote %s\n", sigPath)
 	return nil
 }
@@ -224,6 +234,10 @@ type verifyResult struct {
 	Verified    bool   `json:"verified"`
 	KeyID       string `json:"keyId,omitempty"`
 	EntrySHA256 string `json:"entrySha256,omitempty"`
+	// Files counts the files whose signed digests were checked: every
+	// file of the pack but pack.json and the signature file, the entry
+	// binary included.
+	Files int `json:"files,omitempty"`
 	// Error is the refusal's ctx-level envelope.
 	Error any `json:"error,omitempty"`
 }
@@ -234,7 +248,7 @@ func packsVerifyCommand(g *globals) *cobra.Command {
 		Short: "Check that each pack is signed by a key the config trusts for its name, its binary included",
 		Long: "Verify the signature of each pack directory against the config's trusted_key blocks, as the\n" +
 			"host does when it loads the pack: the signature over pack.json's canonical JSON, the key's\n" +
-			"permitted namespaces, and the entry binary's sha256. An unsigned pack fails here whatever\n" +
+			"permitted namespaces, the sha256 of every file of the pack and of the entry binary. An unsigned pack fails here whatever\n" +
 			"require_signature says. The exit status is 1 when any pack fails.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -255,7 +269,7 @@ func packsVerifyCommand(g *globals) *cobra.Command {
 					continue
 				}
 				if r.Verified {
-					fmt.Fprintf(g.stdout, "%s: %s %s verified: signed by %s, %s matches its signed sha256\n", dir, r.Pack, r.Version, r.KeyID, "runtime.entry")
+					fmt.Fprintf(g.stdout, "%s: %s %s verified: signed by %s, runtime.entry and the %d other files match their signed sha256\n", dir, r.Pack, r.Version, r.KeyID, r.Files-1)
 					continue
 				}
 				b, _ := json.MarshalIndent(r.Error, "", "  ")
@@ -282,13 +296,18 @@ func verifyPack(dir string, keys []packsign.Key) verifyResult {
 		r.Error = wop.AsError(err)
 		return r
 	}
-	m, raw, err := packmanifest.Load(dir)
+	// As at a load, the signature is checked before anything else of the
+	// pack is read: a schema changed since signing is reported as that.
+	m, raw, err := packmanifest.Read(dir)
 	if err != nil {
 		return fail(err)
 	}
 	r.Pack, r.Version = m.Name, m.Version
 	v, err := packsign.Verify(dir, raw, m, keys, true)
 	if err != nil {
+		return fail(err)
+	}
+	if err := m.LoadSchemas(dir); err != nil {
 		return fail(err)
 	}
 	exe, err := loader.OpenPackEntry(dir, m.Runtime.Entry, loader.Checks{SHA256: v.EntrySHA256, AllowWritable: true})
@@ -300,6 +319,6 @@ func verifyPack(dir string, keys []packsign.Key) verifyResult {
 		return fail(err)
 	}
 	exe.Close()
-	r.Verified, r.KeyID, r.EntrySHA256 = true, v.KeyID, v.EntrySHA256
+	r.Verified, r.KeyID, r.EntrySHA256, r.Files = true, v.KeyID, v.EntrySHA256, len(m.Files)
 	return r
 }

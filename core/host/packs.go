@@ -253,7 +253,9 @@ func (h *Host) launchPack(ctx context.Context, p *Pack) error {
 	if d := config.CheckPackDir(p.cfg); d != nil {
 		return wop.Errorf(wop.CodePackValidationFailed, "%s: %s", d.Summary, d.Detail)
 	}
-	m, raw, err := packmanifest.Load(p.Path)
+	// The signature is checked before any other file of the pack is read,
+	// so that a file changed since signing is refused as that.
+	m, raw, err := packmanifest.Read(p.Path)
 	if err != nil {
 		return err
 	}
@@ -267,6 +269,12 @@ func (h *Host) launchPack(ctx context.Context, p *Pack) error {
 	}
 	if verified != nil {
 		p.SignedBy = verified.KeyID
+	}
+	if err := m.LoadSchemas(p.Path); err != nil {
+		// A pack whose schemas do not compile is refused for that, not
+		// checked against the advertisement (startPacks).
+		p.manifest = nil
+		return err
 	}
 	for _, n := range m.Nodes {
 		p.TypeIDs = append(p.TypeIDs, n.TypeID)
@@ -392,8 +400,9 @@ const manifestRuntimeTier = wop.FamilyAgents + "." + agentruntime.FacetManifestR
 // ignoring what is written into pack.json after the binary was built: the
 // prompt lock map (packmanifest.PromptsKey), which the operator rewrites
 // with `host prompts lock` to pin prompts to new versions without a
-// rebuild, and what signing adds, the signing block and the binary's own
-// digest (packmanifest.EntrySHA256Key), which no binary can embed.
+// rebuild, and what signing adds, the signing block and the digests of the
+// binary and the pack's files (packmanifest.EntrySHA256Key and FilesKey),
+// which no binary can embed.
 func sameManifest(file, embedded []byte) bool {
 	if sameJSON(file, embedded) {
 		return true
@@ -402,7 +411,7 @@ func sameManifest(file, embedded []byte) bool {
 	if json.Unmarshal(file, &a) != nil || json.Unmarshal(embedded, &b) != nil {
 		return false
 	}
-	for _, k := range []string{packmanifest.PromptsKey, packmanifest.EntrySHA256Key, "signing"} {
+	for _, k := range []string{packmanifest.PromptsKey, packmanifest.EntrySHA256Key, packmanifest.FilesKey, "signing"} {
 		delete(a, k)
 		delete(b, k)
 	}

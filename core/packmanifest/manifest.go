@@ -57,6 +57,12 @@ const (
 	// the process. It sits at the root because the runtime block is closed
 	// to extension keys.
 	EntrySHA256Key = "x-wophost-entry-sha256"
+	// FilesKey is the root key mapping the path, relative and
+	// slash-separated, of every other file of the pack to its lowercase
+	// hex SHA-256, as signing writes it. A signature over pack.json covers
+	// it, and so every file of the pack; the host checks a schema file's
+	// digest on the bytes it compiles.
+	FilesKey = "x-wophost-files"
 )
 
 // Manifest is a parsed pack.json. After Parse, legacy v1 peer dependency
@@ -88,6 +94,9 @@ type Manifest struct {
 	Prompts map[string]string `json:"x-wophost-prompts,omitempty"`
 	// EntrySHA256 is the entry binary's digest (EntrySHA256Key), or "".
 	EntrySHA256 string `json:"x-wophost-entry-sha256,omitempty"`
+	// Files is the file digest map (FilesKey): nil when pack.json has no
+	// such key, which is not the same as an empty map.
+	Files map[string]string `json:"x-wophost-files,omitempty"`
 
 	// Notes are the OpenWOP features of the pack that this host reads
 	// but does not act on, for the operator to see.
@@ -203,6 +212,20 @@ type Problem struct {
 // a *wop.Error (see Parse for its code) whose message starts with the
 // file's path.
 func Load(dir string) (*Manifest, []byte, error) {
+	m, data, err := Read(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.loadSchemas(dir, filepath.Join(dir, FileName)); err != nil {
+		return nil, nil, err
+	}
+	return m, data, nil
+}
+
+// Read is Load without the schema files, for a caller that checks the
+// pack's signature before it reads anything else of the pack, then calls
+// LoadSchemas.
+func Read(dir string) (*Manifest, []byte, error) {
 	path := filepath.Join(dir, FileName)
 	f, err := os.Open(path)
 	if err != nil {
@@ -217,9 +240,6 @@ func Load(dir string) (*Manifest, []byte, error) {
 	}
 	m, err := parse(data, path)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := m.loadSchemas(dir, path); err != nil {
 		return nil, nil, err
 	}
 	return m, data, nil

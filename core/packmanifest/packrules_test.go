@@ -2,6 +2,8 @@ package packmanifest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"reflect"
@@ -168,6 +170,57 @@ func TestEntrySHA256Key(t *testing.T) {
 		_, err := Parse(variant(t, func(d map[string]any) { d[EntrySHA256Key] = bad }))
 		ps := problemsOf(t, err)
 		if len(ps) != 1 || ps[0].Field != "/"+EntrySHA256Key {
+			t.Errorf("%v: problems %+v", bad, ps)
+		}
+	}
+}
+
+// The file digest map is this host's hatch key: each value a digest. With
+// it, a schema file is compiled only when the bytes read are the ones
+// listed, so a file changed after its signature was checked is refused.
+func TestFilesKeyPinsSchemas(t *testing.T) {
+	sha := func(s string) string {
+		h := sha256.Sum256([]byte(s))
+		return hex.EncodeToString(h[:])
+	}
+	pins := map[string]string{}
+	for name, content := range validSchemas {
+		pins[name] = sha(content)
+	}
+	withPins := func(pins map[string]string) string {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(validPack), &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc[FilesKey] = pins
+		b, _ := json.Marshal(doc)
+		return string(b)
+	}
+	m, _, err := Load(packDir(t, withPins(pins), validSchemas))
+	if err != nil {
+		t.Fatalf("the listed files: %v", err)
+	}
+	if len(m.Files) != 2 || m.Files["schemas/object.json"] != sha(validSchemas["schemas/object.json"]) {
+		t.Errorf("Files = %v", m.Files)
+	}
+
+	changed := map[string]string{"schemas/summarize.input.json": `{"type": "object"}`, "schemas/object.json": validSchemas["schemas/object.json"]}
+	_, _, err = Load(packDir(t, withPins(pins), changed))
+	want := `"schemas/summarize.input.json" is not the file x-wophost-files lists: its sha256 is ` + sha(`{"type": "object"}`) + ", not " + pins["schemas/summarize.input.json"]
+	if ps := problemsOf(t, err); len(ps) != 1 || ps[0].Field != "/nodes/0/inputSchemaRef" || ps[0].Message != want {
+		t.Errorf("a changed schema: problems %+v", ps)
+	}
+
+	unlisted := map[string]string{"schemas/object.json": pins["schemas/object.json"]}
+	_, _, err = Load(packDir(t, withPins(unlisted), validSchemas))
+	if ps := problemsOf(t, err); len(ps) != 1 || ps[0].Message != `"schemas/summarize.input.json" is not among the files x-wophost-files lists` {
+		t.Errorf("an unlisted schema: problems %+v", ps)
+	}
+
+	for _, bad := range []any{map[string]any{"a": strings.Repeat("A", 64)}, map[string]any{"a": 1}, "x"} {
+		_, err := Parse(variant(t, func(d map[string]any) { d[FilesKey] = bad }))
+		ps := problemsOf(t, err)
+		if len(ps) != 1 || !strings.HasPrefix(ps[0].Field, "/"+FilesKey) {
 			t.Errorf("%v: problems %+v", bad, ps)
 		}
 	}

@@ -2,6 +2,8 @@ package packmanifest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +54,11 @@ func (refuseLoader) Load(url string) (any, error) {
 // a JSON Schema (2020-12 unless it says otherwise; no $ref outside the
 // file). Each file is compiled once, however many nodes name it. Problems
 // are reported like Parse's, in a pack_validation_failed *wop.Error.
+//
+// When pack.json lists the pack's file digests (FilesKey, as a signed
+// pack.json does), each schema file must be listed and its bytes, as read
+// for compiling, must have the listed digest: a file changed after its
+// signature was checked is refused, not compiled.
 func (m *Manifest) LoadSchemas(dir string) error {
 	return m.loadSchemas(dir, filepath.Join(dir, FileName))
 }
@@ -76,7 +83,7 @@ func (m *Manifest) loadSchemas(dir, file string) error {
 			sch, ok := compiled[key]
 			if !ok {
 				var msg string
-				sch, msg = compileFile(dir, *ref.path)
+				sch, msg = compileFile(dir, *ref.path, m.Files)
 				if msg != "" {
 					failed[key] = msg
 					ps.add(field, msg)
@@ -91,8 +98,9 @@ func (m *Manifest) loadSchemas(dir, file string) error {
 }
 
 // compileFile reads and compiles the schema at rel inside dir, or explains
-// why it cannot.
-func compileFile(dir, rel string) (*jsonschema.Schema, string) {
+// why it cannot. With pins (a FilesKey map), the bytes read must have the
+// digest pins lists for rel.
+func compileFile(dir, rel string, pins map[string]string) (*jsonschema.Schema, string) {
 	q := strconv.Quote(rel)
 	if msg := checkEntry(rel); msg != "" {
 		return nil, msg
@@ -118,6 +126,16 @@ func compileFile(dir, rel string) (*jsonschema.Schema, string) {
 	}
 	if len(data) > MaxSize {
 		return nil, q + " is larger than " + strconv.Itoa(MaxSize) + " bytes"
+	}
+	if pins != nil {
+		key := path.Clean(filepath.ToSlash(rel))
+		sum := sha256.Sum256(data)
+		switch want, ok := pins[key]; {
+		case !ok:
+			return nil, q + " is not among the files " + FilesKey + " lists"
+		case hex.EncodeToString(sum[:]) != want:
+			return nil, q + " is not the file " + FilesKey + " lists: its sha256 is " + hex.EncodeToString(sum[:]) + ", not " + want
+		}
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {

@@ -380,6 +380,7 @@ func newManifestShape() *shape {
 		"connector":    connector,
 		PromptsKey:     mapOf(str()),
 		EntrySHA256Key: matching(sha256Pattern, "must be the entry binary's SHA-256 digest, 64 lowercase hexadecimal characters"),
+		FilesKey:       mapOf(matching(sha256Pattern, "must be the file's SHA-256 digest, 64 lowercase hexadecimal characters")),
 	})
 	root.required = map[string]string{
 		"name": "", "version": "", "kind": `is required: write "kind": "node"`, "runtime": "",

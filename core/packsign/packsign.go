@@ -3,10 +3,14 @@
 // canonical JSON (RFC 8785) of pack.json, whose signing block names the
 // key, kept next to it in pack.sig.json.
 //
-// A wophost pack is also a binary, so a signed pack.json carries the
-// SHA-256 of its entry binary under packmanifest.EntrySHA256Key: the
-// signature covers the binary through it, and the host checks the digest
-// on the opened binary before it starts the process.
+// A wophost pack is also a binary and the files the host reads beside
+// pack.json, so a signed pack.json carries the SHA-256 of its entry binary
+// under packmanifest.EntrySHA256Key and of every file of the pack under
+// packmanifest.FilesKey: the signature covers them through it. Verify
+// digests every file under the pack's root, through the root, and refuses
+// a changed, missing or added one, or a symbolic link; the host checks the
+// entry's digest again on the opened binary before it starts the process,
+// and a schema's on the bytes it compiles.
 //
 // Verify applies an operator's trust: the keys it trusts, each for the
 // pack names it may sign (permitted namespaces), and whether a pack must
@@ -17,16 +21,21 @@ package packsign
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/internal/canonjson"
@@ -73,7 +82,28 @@ const (
 	// ReasonEntryDigestMismatch: the entry binary is not the one whose
 	// digest was signed.
 	ReasonEntryDigestMismatch = "entry_digest_mismatch"
+	// ReasonFilesDigestMissing: a signed pack.json without the digests of
+	// the pack's files, a signature made before signatures covered every
+	// file; the pack must be signed again.
+	ReasonFilesDigestMissing = "files_digest_missing"
+	// ReasonFileDigestMismatch: a file of the pack is not the one whose
+	// digest was signed.
+	ReasonFileDigestMismatch = "file_digest_mismatch"
+	// ReasonFileMissing: a file whose digest was signed is not in the
+	// pack.
+	ReasonFileMissing = "file_missing"
+	// ReasonFileNotSigned: the pack holds a file that was not signed,
+	// added since.
+	ReasonFileNotSigned = "file_not_signed"
+	// ReasonFileNotRegular: the pack holds a symbolic link, or another
+	// file that is neither a regular file nor a directory, or more files
+	// than MaxFiles; a signed pack holds regular files only.
+	ReasonFileNotRegular = "file_not_regular"
 )
+
+// MaxFiles bounds the files of a signed pack, so that checking one reads
+// a bounded directory tree.
+const MaxFiles = 4096
 
 // Details are the details of a CodeSignatureInvalid refusal.
 type Details struct {
@@ -83,8 +113,11 @@ type Details struct {
 	// Namespaces are the trusted key's permitted namespaces, for
 	// ReasonNamespaceNotPermitted.
 	Namespaces []string `json:"namespaces,omitempty"`
-	// Expected and Actual are the entry digests, for
-	// ReasonEntryDigestMismatch.
+	// File is the pack file, relative and slash-separated, that a
+	// file_* reason is about.
+	File string `json:"file,omitempty"`
+	// Expected and Actual are the signed and the actual digests, for
+	// ReasonEntryDigestMismatch and ReasonFileDigestMismatch.
 	Expected string `json:"expected,omitempty"`
 	Actual   string `json:"actual,omitempty"`
 }
@@ -269,14 +302,23 @@ type Verified struct {
 // raw parses as m, against keys. It returns nil, nil for an unsigned pack
 // when require is false. A signed pack (a signing block, or a signature
 // file) is always verified, whatever require says: a signature that does
-// not verify is a pack altered since it was signed. Refusals are
-// CodeSignatureInvalid with Details.
+// not verify is a pack altered since it was signed. A signed pack's
+// files must be the ones pack.json lists (packmanifest.FilesKey), none
+// changed, missing or added, and none a symbolic link; the signature file
+// and every file are read through an os.Root of dir. Refusals are
+// CodeSignatureInvalid with Details, naming the file (Details.File) when
+// one is at fault.
 func Verify(dir string, raw []byte, m *packmanifest.Manifest, keys []Key, require bool) (*Verified, error) {
 	sigPath := filepath.Join(dir, FileName)
-	sigData, err := readSmall(sigPath)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, refusal(Details{Reason: ReasonSignatureFileInvalid, Pack: m.Name}, "%s: %v", dir, err)
+	}
+	defer root.Close()
+	sigData, err := readSmall(root, FileName)
 	present := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, refusal(Details{Reason: ReasonSignatureFileInvalid, Pack: m.Name}, "%s: %v", sigPath, err)
+		return nil, refusal(Details{Reason: ReasonSignatureFileInvalid, Pack: m.Name}, "%s %v", sigPath, err)
 	}
 	switch {
 	case m.Signing == nil && !present:
@@ -329,7 +371,183 @@ func Verify(dir string, raw []byte, m *packmanifest.Manifest, keys []Key, requir
 		return nil, refusal(Details{Reason: ReasonEntryDigestMissing, Pack: m.Name, KeyID: keyID},
 			"the signed pack.json has no %s, so its binary is not signed; sign it with `host packs sign`, which writes the digest", packmanifest.EntrySHA256Key)
 	}
+	if m.Files == nil {
+		return nil, refusal(Details{Reason: ReasonFilesDigestMissing, Pack: m.Name, KeyID: keyID},
+			"the signed pack.json has no %s: its signature covers pack.json and the binary only, not the pack's other files; sign the pack again with `host packs sign`", packmanifest.FilesKey)
+	}
+	if err := checkFiles(root, m.Files, path.Clean(m.Runtime.Entry)); err != nil {
+		d := err.details
+		d.Pack, d.KeyID = m.Name, keyID
+		return nil, refusal(d, "the pack %s is not as signed: %s", m.Name, err.msg)
+	}
 	return &Verified{KeyID: keyID, EntrySHA256: m.EntrySHA256}, nil
+}
+
+// fileProblem is what is wrong with a file of a signed pack.
+type fileProblem struct {
+	details Details
+	msg     string
+}
+
+// checkFiles compares the digests of the files under root with signed,
+// pack.json's file digest map, and returns the first problem in path
+// order, saying how many files have one. A changed entry binary, entry,
+// is ReasonEntryDigestMismatch, as when the host checks it on the opened
+// binary.
+func checkFiles(root *os.Root, signed map[string]string, entry string) *fileProblem {
+	actual, p := digestTree(root)
+	if p != nil {
+		return p
+	}
+	names := make([]string, 0, len(signed)+len(actual))
+	for name := range signed {
+		names = append(names, name)
+	}
+	for name := range actual {
+		if _, ok := signed[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var first *fileProblem
+	count := 0
+	for _, name := range names {
+		want, listed := signed[name]
+		got, present := actual[name]
+		var fp *fileProblem
+		switch {
+		case !listed:
+			fp = &fileProblem{Details{Reason: ReasonFileNotSigned, File: name}, fmt.Sprintf("%s was not signed (added since)", name)}
+		case !present:
+			fp = &fileProblem{Details{Reason: ReasonFileMissing, File: name}, fmt.Sprintf("%s, signed, is missing", name)}
+		case got != want && name == entry:
+			fp = &fileProblem{Details{Reason: ReasonEntryDigestMismatch, File: name, Expected: want, Actual: got},
+				fmt.Sprintf("the binary %s is not the one signed: its sha256 is %s, the signed one %s", name, got, want)}
+		case got != want:
+			fp = &fileProblem{Details{Reason: ReasonFileDigestMismatch, File: name, Expected: want, Actual: got},
+				fmt.Sprintf("%s changed since signing: its sha256 is %s, the signed one %s", name, got, want)}
+		default:
+			continue
+		}
+		count++
+		if first == nil {
+			first = fp
+		}
+	}
+	if count > 1 {
+		first.msg += fmt.Sprintf(" (and %d other files are not as signed)", count-1)
+	}
+	return first
+}
+
+// Digests returns the SHA-256, lowercase hex, of every file under the
+// pack directory dir but pack.json and the signature file, by path
+// relative to dir and slash-separated: the map a signed pack.json carries
+// under packmanifest.FilesKey. Files are read through an os.Root of dir;
+// a symbolic link, or any other file that is neither a regular file nor a
+// directory, is refused, and so are more than MaxFiles files.
+func Digests(dir string) (map[string]string, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	sums, p := digestTree(root)
+	if p != nil {
+		return nil, fmt.Errorf("%s: %s", dir, p.msg)
+	}
+	return sums, nil
+}
+
+// digestTree is Digests on an open root.
+func digestTree(root *os.Root) (map[string]string, *fileProblem) {
+	sums := map[string]string{}
+	irregular := func(name, what string) *fileProblem {
+		return &fileProblem{Details{Reason: ReasonFileNotRegular, File: name},
+			fmt.Sprintf("%s is %s; a signed pack holds regular files and directories only", name, what)}
+	}
+	var problem *fileProblem
+	err := fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			problem = &fileProblem{Details{Reason: ReasonFileNotRegular, File: name}, fmt.Sprintf("%s cannot be read: %v", name, err)}
+			return fs.SkipAll
+		}
+		switch t := d.Type(); {
+		case t.IsDir():
+			return nil
+		case t&fs.ModeSymlink != 0:
+			problem = irregular(name, "a symbolic link")
+			return fs.SkipAll
+		case !t.IsRegular():
+			problem = irregular(name, "not a regular file ("+t.String()+")")
+			return fs.SkipAll
+		}
+		if name == packmanifest.FileName || name == FileName {
+			return nil
+		}
+		if len(sums) == MaxFiles {
+			problem = &fileProblem{Details{Reason: ReasonFileNotRegular, File: name},
+				fmt.Sprintf("the pack holds more than %d files", MaxFiles)}
+			return fs.SkipAll
+		}
+		sum, err := digestFile(root, name)
+		if err != nil {
+			problem = &fileProblem{Details{Reason: ReasonFileNotRegular, File: name}, fmt.Sprintf("%s %v", name, err)}
+			return fs.SkipAll
+		}
+		sums[name] = sum
+		return nil
+	})
+	if problem == nil && err != nil {
+		problem = &fileProblem{Details{Reason: ReasonFileNotRegular}, err.Error()}
+	}
+	if problem != nil {
+		return nil, problem
+	}
+	return sums, nil
+}
+
+// digestFile hashes the regular file name inside root.
+func digestFile(root *os.Root, name string) (string, error) {
+	f, err := openRegular(root, name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("cannot be read: %v", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// openRegular opens name inside root, refusing it unless it is a regular
+// file itself: os.Root follows a symbolic link that stays inside the root,
+// so the file's own entry is checked first, and the file opened must be
+// that one, not whatever a link put there meanwhile points to.
+func openRegular(root *os.Root, name string) (*os.File, error) {
+	before, err := root.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if before.Mode()&fs.ModeSymlink != 0 {
+		return nil, errors.New("is a symbolic link; it must be a regular file in the pack")
+	}
+	if !before.Mode().IsRegular() {
+		return nil, fmt.Errorf("is not a regular file (%s)", before.Mode().Type())
+	}
+	// O_NONBLOCK: a FIFO swapped in after the check must not hang the
+	// open.
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	after, err := f.Stat()
+	if err != nil || !os.SameFile(before, after) {
+		f.Close()
+		return nil, errors.New("changed while it was opened")
+	}
+	return f, nil
 }
 
 // DigestMismatch is the refusal of a signed pack whose entry binary at
@@ -339,9 +557,10 @@ func DigestMismatch(pack, keyID, path, expected, actual string) *wop.Error {
 		"the binary %s is not the one signed: its sha256 is %s, pack.json's %s is %s", path, actual, packmanifest.EntrySHA256Key, expected)
 }
 
-// readSmall reads a file of at most MaxFileSize bytes.
-func readSmall(path string) ([]byte, error) {
-	f, err := os.Open(path)
+// readSmall reads the regular file name inside root, of at most
+// MaxFileSize bytes.
+func readSmall(root *os.Root, name string) ([]byte, error) {
+	f, err := openRegular(root, name)
 	if err != nil {
 		return nil, err
 	}

@@ -22,8 +22,14 @@ func seededKey(b byte) ed25519.PrivateKey {
 const digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
 // manifestJSON is a signed-looking pack.json of the pack name, naming
-// keyID, with the entry digest unless it is "".
+// keyID, with the entry digest unless it is "" and an empty file digest
+// map: the pack holds pack.json and its signature only. manifestWith
+// takes the map, nil for none.
 func manifestJSON(name, keyID, sum string) []byte {
+	return manifestWith(name, keyID, sum, map[string]string{})
+}
+
+func manifestWith(name, keyID, sum string, files map[string]string) []byte {
 	doc := map[string]any{
 		"name": name, "version": "1.0.0", "kind": "node",
 		"engines": map[string]any{"openwop": ">=2.0 <3.0.0"},
@@ -35,6 +41,9 @@ func manifestJSON(name, keyID, sum string) []byte {
 	}
 	if sum != "" {
 		doc[packmanifest.EntrySHA256Key] = sum
+	}
+	if files != nil {
+		doc[packmanifest.FilesKey] = files
 	}
 	b, _ := json.MarshalIndent(doc, "", "  ")
 	return b

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wophost/wophost/core/packmanifest"
+	"github.com/wophost/wophost/core/packsign"
 	"github.com/wophost/wophost/test/testbin"
 )
 
@@ -71,7 +73,7 @@ type verifyAnswer struct {
 	Error            *struct {
 		Code    string
 		Message string
-		Details struct{ Reason, KeyID string }
+		Details struct{ Reason, KeyID, File string }
 	}
 }
 
@@ -90,13 +92,14 @@ func TestSignedPacks(t *testing.T) {
 		prepare func(t *testing.T, dir string)
 		reason  string // "" when the pack verifies
 		message string
+		file    string // the file the refusal names, if any
 	}
 	variants := []variant{
-		{"signed", func(t *testing.T, dir string) { signPack(t, acmeKey, dir) }, "", ""},
+		{"signed", func(t *testing.T, dir string) { signPack(t, acmeKey, dir) }, "", "", ""},
 		{"one byte of pack.json flipped", func(t *testing.T, dir string) {
 			signPack(t, acmeKey, dir)
 			flipManifestByte(t, dir)
-		}, "bad_signature", `is not key "acme-2026"'s over pack.json: pack.json or the signature changed since the pack was signed`},
+		}, "bad_signature", `is not key "acme-2026"'s over pack.json: pack.json or the signature changed since the pack was signed`, ""},
 		{"binary swapped", func(t *testing.T, dir string) {
 			signPack(t, acmeKey, dir)
 			exe, err := os.ReadFile(sibling)
@@ -106,12 +109,51 @@ func TestSignedPacks(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "probe"), exe, 0o755); err != nil {
 				t.Fatal(err)
 			}
-		}, "entry_digest_mismatch", "is not the one signed: its sha256 is"},
+		}, "entry_digest_mismatch", "the binary probe is not the one signed: its sha256 is", "probe"},
 		{"key whose namespaces exclude the pack", func(t *testing.T, dir string) { signPack(t, narrowKey, dir) },
-			"namespace_not_permitted", `key "narrow" may sign packs named private.other.*, not private.wophost.probe`},
+			"namespace_not_permitted", `key "narrow" may sign packs named private.other.*, not private.wophost.probe`, ""},
 		{"key nobody trusts", func(t *testing.T, dir string) { signPack(t, strangerKey, dir) },
-			"key_unknown", `which this host does not trust (no trusted_key "stranger" block)`},
-		{"unsigned", func(t *testing.T, dir string) {}, "unsigned", "the policy requires a signature (require_signature)"},
+			"key_unknown", `which this host does not trust (no trusted_key "stranger" block)`, ""},
+		{"unsigned", func(t *testing.T, dir string) {}, "unsigned", "the policy requires a signature (require_signature)", ""},
+		{"a schema loosened", func(t *testing.T, dir string) {
+			signPack(t, acmeKey, dir)
+			writeFile(t, filepath.Join(dir, "schemas", "validated.input.json"), `{"type":"object"}`)
+		}, "file_digest_mismatch", "the pack private.wophost.probe is not as signed: schemas/validated.input.json changed since signing", "schemas/validated.input.json"},
+		{"a file added", func(t *testing.T, dir string) {
+			signPack(t, acmeKey, dir)
+			writeFile(t, filepath.Join(dir, "schemas", "extra.json"), `{}`)
+		}, "file_not_signed", "schemas/extra.json was not signed (added since)", "schemas/extra.json"},
+		{"a schema removed", func(t *testing.T, dir string) {
+			signPack(t, acmeKey, dir)
+			if err := os.Remove(filepath.Join(dir, "schemas", "call.input.json")); err != nil {
+				t.Fatal(err)
+			}
+		}, "file_missing", "schemas/call.input.json, signed, is missing", "schemas/call.input.json"},
+		{"a schema turned into a link", func(t *testing.T, dir string) {
+			signPack(t, acmeKey, dir)
+			path := filepath.Join(dir, "schemas", "call.input.json")
+			if err := os.Rename(path, filepath.Join(dir, "call.input.json")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../call.input.json", path); err != nil {
+				t.Fatal(err)
+			}
+		}, "file_not_regular", "schemas/call.input.json is a symbolic link", "schemas/call.input.json"},
+		{"the signature file a link out of the pack", func(t *testing.T, dir string) {
+			signPack(t, acmeKey, dir)
+			sig := filepath.Join(dir, "pack.sig.json")
+			outside := filepath.Join(t.TempDir(), "pack.sig.json")
+			if err := os.Rename(sig, outside); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, sig); err != nil {
+				t.Fatal(err)
+			}
+		}, "signature_file_invalid", "pack.sig.json is a symbolic link; it must be a regular file in the pack", ""},
+		{"a signature of pack.json and the binary only", func(t *testing.T, dir string) {
+			signPack(t, acmeKey, dir)
+			signWithoutFiles(t, acmeKey, dir)
+		}, "files_digest_missing", "has no x-wophost-files: its signature covers pack.json and the binary only", ""},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -154,9 +196,18 @@ pack "private.wophost.probe" { path = %q }
 				if r := runHost(t, `{"x":1}`, "--config", cfg, "run", "probe.echo", "--input", "-"); r.code != 0 {
 					t.Errorf("run probe.echo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 				}
+				// The signed schema is the one enforced.
+				if e := decodeRefusal(t, runHost(t, `{"count":0}`, "--config", cfg, "run", "probe.validated", "--input", "-")); e.Error != "validation_error" {
+					t.Errorf("run probe.validated with input its schema refuses: %+v", e)
+				}
 			} else {
 				if p.State != "refused" || !strings.HasPrefix(p.Error, "pack_signature_invalid: ") || !strings.Contains(p.Error, v.message) {
 					t.Errorf("host packs: %+v, want refused with pack_signature_invalid saying %q", p, v.message)
+				}
+				if v.file != "" {
+					if e := decodeRefusal(t, runHost(t, `{"count":0}`, "--config", cfg, "run", "probe.validated", "--input", "-")); e.Error != "not_found" {
+						t.Errorf("run probe.validated in the refused pack: %+v, want not_found", e)
+					}
 				}
 				// host validate reports it at the pack block.
 				val := runHost(t, "", "--config", cfg, "validate")
@@ -178,11 +229,53 @@ pack "private.wophost.probe" { path = %q }
 				return
 			}
 			if res.code != 1 || a.Verified || a.Error == nil || a.Error.Code != "pack_signature_invalid" || a.Error.Details.Reason != v.reason ||
-				!strings.Contains(a.Error.Message, v.message) {
+				!strings.Contains(a.Error.Message, v.message) || a.Error.Details.File != v.file {
 				t.Errorf("packs verify: exit %d, %+v (error %+v), want exit 1, pack_signature_invalid, reason %s", res.code, a, a.Error, v.reason)
 			}
 		})
 	}
+}
+
+// writeFile writes content to path.
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// signWithoutFiles signs the pack in dir again as a signature of the
+// format before signatures covered every file did: pack.json without its
+// file digest map, the binary through its digest.
+func signWithoutFiles(t *testing.T, keyFile, dir string) {
+	t.Helper()
+	data, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, key, err := packsign.ParsePrivateKey(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "pack.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc[packmanifest.FilesKey] == nil {
+		t.Fatalf("the signed pack.json has no %s", packmanifest.FilesKey)
+	}
+	delete(doc, packmanifest.FilesKey)
+	raw, _ = json.MarshalIndent(doc, "", "  ")
+	sig, err := packsign.Sign(key, id, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "pack.json"), string(raw))
+	writeFile(t, filepath.Join(dir, "pack.sig.json"), string(sig.Marshal()))
 }
 
 // `host packs sign` refuses a private key file others may read.
@@ -290,6 +383,58 @@ pack "community.wophost.kvdemo" { path = %q }
 			t.Fatalf("kvdemo.remember after the reload: %d %s", r.status, r.body)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if code := d.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, d.log())
+	}
+}
+
+// A served host refuses a signed pack one of whose schemas was loosened
+// since signing: GET /v1/packs names the file, and the input the vendor's
+// schema refuses is never run.
+func TestServeRefusesAPackWhoseSchemaChanged(t *testing.T) {
+	key, pub := signingKey(t, "acme-2026")
+	dir := t.TempDir()
+	kvdemo := filepath.Join(dir, "kvdemo")
+	if err := testbin.LayOutPack("examples/packs/kvdemo", binary(t, "./examples/packs/kvdemo"), kvdemo); err != nil {
+		t.Fatal(err)
+	}
+	signPack(t, key, kvdemo)
+	writeFile(t, filepath.Join(kvdemo, "schemas", "remember.input.json"), `{"type":"object"}`)
+	cfg := writeConfigAsIs(t, fmt.Sprintf(`
+host {
+  plugin_dir        = %q
+  state_dir         = %q
+  require_signature = true
+  http {
+    listen = "127.0.0.1:0"
+  }
+}
+capability "kv" {
+  plugin = "wophost-kv"
+}
+trusted_key "acme-2026" {
+  public_key = %q
+  namespaces = ["community.wophost.kvdemo"]
+}
+pack "community.wophost.kvdemo" { path = %q }
+`, bin.dir, filepath.Join(dir, "state"), pub, kvdemo))
+	d := startServe(t, cfg)
+	r := request(t, "GET", d.base+"/v1/packs", "", nil)
+	var packs []struct{ Name, State, Error, SignedBy string }
+	if err := json.Unmarshal([]byte(r.body), &packs); err != nil || len(packs) != 1 {
+		t.Fatalf("GET /v1/packs: %d %s", r.status, r.body)
+	}
+	if p := packs[0]; p.State != "refused" || p.SignedBy != "" ||
+		!strings.HasPrefix(p.Error, "pack_signature_invalid: the pack community.wophost.kvdemo is not as signed: schemas/remember.input.json changed since signing") {
+		t.Errorf("GET /v1/packs: %+v", p)
+	}
+	if r := request(t, "POST", d.base+"/v1/nodes/kvdemo.remember:execute", `{"input":{"key":"","extra":1}}`, nil); r.status != 404 {
+		t.Errorf("kvdemo.remember with input its signed schema refuses: %d %s, want 404", r.status, r.body)
+	}
+	res := runHost(t, "", "--config", cfg, "packs", "verify", kvdemo)
+	if res.code != 1 || !strings.Contains(res.stdout, `"reason": "file_digest_mismatch"`) || !strings.Contains(res.stdout, `"file": "schemas/remember.input.json"`) {
+		t.Errorf("packs verify: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 	if code := d.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, d.log())
