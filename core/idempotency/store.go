@@ -99,6 +99,24 @@ type Store interface {
 	Prune(ctx context.Context, now time.Time, ttl time.Duration) (removed, remaining int, err error)
 }
 
+// Held names one claim: its record's ID and its Owner.
+type Held struct {
+	ID, Owner string
+}
+
+// Leaser is a Store whose claims are held under a short lease that the
+// claiming host renews while the request runs, so that a claim outlives
+// a host that died by at most one lease: the postgres backend, shared by
+// several hosts. A store that is not a Leaser holds a claim until the
+// lease it was made with ends.
+type Leaser interface {
+	Store
+	// Renew moves the lease of each of claims still pending under its
+	// owner to until (never earlier) and returns the owners it renewed;
+	// a claim left out was completed, released, pruned or taken over.
+	Renew(ctx context.Context, claims []Held, until time.Time) (renewed map[string]bool, err error)
+}
+
 // Final reports whether a refusal is kept and answered again to a
 // repeated request (OpenWOP's Layer 1, written in terms of the HTTP
 // answer): a refusal the caller cannot fix by retrying is kept: a 4xx
