@@ -37,8 +37,10 @@ const liveSQL = `((r.state = 'pending' AND @now < r.lease_until) OR
 // database. Claim is one INSERT … ON CONFLICT that replaces only a row
 // that is not live, so of concurrent claims through any number of hosts
 // exactly one is inserted; Complete and Release are one UPDATE or DELETE
-// conditional on the pending state and the owner. Each statement commits
-// before it answers.
+// conditional on the pending state and the owner. It is a Leaser: Renew
+// moves the lease_until column of its host's claims, and Get reads a
+// claim's lease from that column. Each statement commits before it
+// answers.
 type PostgresStore struct {
 	pool *pgxpool.Pool
 }

@@ -39,8 +39,10 @@ type Record struct {
 	// on the claim they made, never on one that replaced it.
 	Owner     string    `json:"owner"`
 	CreatedAt time.Time `json:"createdAt"`
-	// LeaseUntil ends a pending claim: after it, the run that made the
-	// claim is past its deadline and its host is taken to be gone.
+	// LeaseUntil ends a pending claim: after it, the host that made the
+	// claim is taken to be gone (its run is past its deadline, or, in a
+	// Leaser, its host stopped renewing the claim), and the key may be
+	// taken over.
 	LeaseUntil  time.Time `json:"leaseUntil"`
 	CompletedAt time.Time `json:"completedAt,omitzero"`
 	// RunID is the run that produced the outcome.

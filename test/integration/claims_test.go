@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,9 +40,17 @@ pack "private.wophost.probe" { path = %[5]q }
 `
 
 // keyedPost sends body to url under the idempotency key, from any
-// goroutine; a request that fails is a reply of status 0.
+// goroutine, and waits at most two minutes for the answer; a request that
+// fails is a reply of status 0.
 func keyedPost(url, key, body string) reply {
-	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	return keyedPostWithin(2*time.Minute, url, key, body)
+}
+
+// keyedPostWithin is keyedPost waiting at most d.
+func keyedPostWithin(d time.Duration, url, key, body string) reply {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
 	if err != nil {
 		return reply{body: err.Error()}
 	}
@@ -134,7 +143,9 @@ func TestClaimsFollowTheirHost(t *testing.T) {
 
 	// Two leases later A's claim still holds the key: A renews it.
 	time.Sleep(2 * lease)
-	if r := execute("b"); r.status != http.StatusConflict || !strings.Contains(r.body, "idempotency_in_flight") {
+	// A 409 is at once; a B that took the key over would run the node,
+	// which waits for the release.
+	if r := keyedPostWithin(30*time.Second, hosts["b"].base+"/v1/nodes/probe.sleep:execute", key, body); r.status != http.StatusConflict || !strings.Contains(r.body, "idempotency_in_flight") {
 		t.Fatalf("the key through B while A runs it, two leases on: %d %s; want 409 idempotency_in_flight", r.status, r.body)
 	}
 
