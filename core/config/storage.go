@@ -35,6 +35,14 @@ const (
 	DefaultStatementTimeout = 5 * time.Second
 	// MaxSchemaBytes is PostgreSQL's limit on an identifier (NAMEDATALEN-1).
 	MaxSchemaBytes = 63
+	// DefaultClaimLease is how long an idempotency claim of the postgres
+	// backend outlives its host's last renewal.
+	DefaultClaimLease = 30 * time.Second
+	// MinClaimLease and MaxClaimLease bound claim_lease: the host renews
+	// a claim every third of the lease, so a shorter one costs a statement
+	// too often, and a longer one keeps a dead host's keys too long.
+	MinClaimLease = time.Second
+	MaxClaimLease = time.Hour
 )
 
 // StorageSchemaPrefix starts the name of every schema the host gives a
@@ -59,6 +67,11 @@ type Storage struct {
 	MaxConnections int
 	// StatementTimeout bounds each SQL statement on the server.
 	StatementTimeout time.Duration
+	// ClaimLease is, with the postgres backend, how long a host's
+	// idempotency claim stays its own without a renewal: the host renews
+	// its claims while their requests run, so a claim outlives its host by
+	// at most this long, then another host takes the key over.
+	ClaimLease time.Duration
 
 	DefRange hcl.Range
 }
@@ -69,6 +82,7 @@ func DefaultStorage() Storage {
 		Backend:          DefaultStorageBackend,
 		MaxConnections:   DefaultStorageMaxConnections,
 		StatementTimeout: DefaultStatementTimeout,
+		ClaimLease:       DefaultClaimLease,
 	}
 }
 
@@ -115,6 +129,7 @@ type rawStorage struct {
 	DSN              *hcl.Attribute `hcl:"dsn"`
 	MaxConnections   *hcl.Attribute `hcl:"max_connections"`
 	StatementTimeout *hcl.Attribute `hcl:"statement_timeout"`
+	ClaimLease       *hcl.Attribute `hcl:"claim_lease"`
 	DefRange         hcl.Range      `hcl:",def_range"`
 }
 
@@ -149,6 +164,19 @@ func (d *decoder) storage(blocks []*rawStorage) Storage {
 	}
 	if dur, ok := d.durationAttr(raw.StatementTimeout); ok {
 		s.StatementTimeout = dur
+	}
+	if dur, ok := d.durationAttr(raw.ClaimLease); ok {
+		if dur < MinClaimLease || dur > MaxClaimLease {
+			d.errorf(raw.ClaimLease.Expr.Range(), "Invalid claim_lease",
+				"claim_lease must be between %s and %s; got %s.", MinClaimLease, MaxClaimLease, dur)
+		} else {
+			s.ClaimLease = dur
+		}
+	}
+
+	if backendOK && s.Backend == BackendEmbedded && raw.ClaimLease != nil {
+		d.errorf(raw.ClaimLease.Expr.Range(), "Unexpected claim_lease",
+			`claim_lease is only used by backend = "postgres", whose hosts renew their idempotency claims; the embedded backend holds a claim until the run's deadline plus a minute. Remove claim_lease or set backend = "postgres".`)
 	}
 
 	var dsn string

@@ -19,12 +19,13 @@ host {
     dsn               = "postgres://app:`+secretPassword+`@db.internal:5432/wophost?sslmode=disable"
     max_connections   = 3
     statement_timeout = "250ms"
+    claim_lease       = "1s"
   }
 }
 `))
 	s := cfg.Host.Storage
 	if s.Backend != BackendPostgres || s.DSN != "postgres://app:"+secretPassword+"@db.internal:5432/wophost?sslmode=disable" ||
-		s.MaxConnections != 3 || s.StatementTimeout != 250*time.Millisecond {
+		s.MaxConnections != 3 || s.StatementTimeout != 250*time.Millisecond || s.ClaimLease != time.Second {
 		t.Fatalf("storage = %+v", s)
 	}
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
@@ -35,7 +36,7 @@ host {
 
 	cfg, _ = mustLoad(t, newFixture(t, "host {}\n"))
 	if s := cfg.Host.Storage; s.Backend != BackendEmbedded || s.DSN != "" ||
-		s.MaxConnections != DefaultStorageMaxConnections || s.StatementTimeout != DefaultStatementTimeout {
+		s.MaxConnections != DefaultStorageMaxConnections || s.StatementTimeout != DefaultStatementTimeout || s.ClaimLease != 30*time.Second {
 		t.Fatalf("no block: %+v", s)
 	}
 	cfg, _ = mustLoad(t, newFixture(t, "host {\n  storage {\n    max_connections = 2\n  }\n}\n"))
@@ -66,6 +67,9 @@ func TestStorageBlockDiagnostics(t *testing.T) {
 		{"zero timeout", block("dsn = " + goodDSN + "\n    backend = \"postgres\"\n    statement_timeout = \"0s\""), "", "Invalid duration", "greater than zero", 5, 25},
 		{"bad timeout", block(`statement_timeout = "soon"`), "", "Invalid duration", "statement_timeout must be a duration", 3, 25},
 		{"unknown setting", block(`schema = "x"`), "", "Unsupported argument", "", 3, 5},
+		{"claim_lease below the bound", block("dsn = " + goodDSN + "\n    backend = \"postgres\"\n    claim_lease = \"999ms\""), "", "Invalid claim_lease", "between 1s and 1h0m0s", 5, 19},
+		{"claim_lease above the bound", block("dsn = " + goodDSN + "\n    backend = \"postgres\"\n    claim_lease = \"1h0m1s\""), "", "Invalid claim_lease", "got 1h0m1s", 5, 19},
+		{"claim_lease for embedded", block(`claim_lease = "30s"`), "", "Unexpected claim_lease", `backend = "postgres"`, 3, 19},
 		{"two blocks", "host {\n  storage {}\n  storage {}\n}\n", "", "Duplicate storage block", "again at", 3, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

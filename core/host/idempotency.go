@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
+	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/httpstatus"
 	"github.com/wophost/wophost/core/idempotency"
@@ -14,9 +16,126 @@ import (
 )
 
 // leaseGrace is added to a run's deadline to make the lease of its
-// claim: long enough for the run to record its outcome after its
-// deadline, so that a claim is only taken over from a host that is gone.
+// claim in a store that is not renewed (the embedded backend): long
+// enough for the run to record its outcome after its deadline, so that a
+// claim is only taken over from a host that is gone.
 const leaseGrace = time.Minute
+
+// claimLeases are the claims a host has in flight in a store whose claims
+// are leased (idempotency.Leaser). One renewer per host renews them all in
+// one statement every third of the lease: a host with hundreds of keyed
+// requests in flight costs the database one UPDATE per interval, not one
+// per request, and takes one connection of its pool, not one per request.
+// Only claims whose requests still run are renewed, so a claim whose
+// release failed is still freed when its lease ends.
+type claimLeases struct {
+	lease time.Duration
+	mu    sync.Mutex
+	// held maps a claim's owner to its ID and whether a renewal found it
+	// taken over.
+	held map[string]*leasedClaim
+}
+
+type leasedClaim struct {
+	id   string
+	lost bool
+}
+
+func newClaimLeases(lease time.Duration) *claimLeases {
+	if lease <= 0 {
+		lease = config.DefaultClaimLease
+	}
+	return &claimLeases{lease: lease, held: map[string]*leasedClaim{}}
+}
+
+// add starts renewing the claim id of owner.
+func (c *claimLeases) add(id, owner string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held[owner] = &leasedClaim{id: id}
+}
+
+// drop stops renewing owner's claim and reports whether a renewal found
+// it taken over.
+func (c *claimLeases) drop(owner string) (lost bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.held[owner]
+	delete(c.held, owner)
+	return h != nil && h.lost
+}
+
+// list returns the claims to renew: those in flight not yet found lost.
+func (c *claimLeases) list() []idempotency.Held {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]idempotency.Held, 0, len(c.held))
+	for owner, h := range c.held {
+		if !h.lost {
+			out = append(out, idempotency.Held{ID: h.id, Owner: owner})
+		}
+	}
+	return out
+}
+
+// markLost records that owner's claim was taken over, and reports whether
+// its request is still in flight (a claim settled meanwhile is not lost:
+// it was completed or released).
+func (c *claimLeases) markLost(owner string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.held[owner]
+	if h == nil {
+		return false
+	}
+	h.lost = true
+	return true
+}
+
+// renewClaims renews the host's leased claims every third of the lease
+// until ctx ends.
+func (s *state) renewClaims(ctx context.Context) {
+	t := time.NewTicker(s.claims.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.renewOnce(ctx)
+		}
+	}
+}
+
+// renewOnce renews the claims in flight once. A renewal that fails is
+// tried again at the next tick: the claims stay the host's until their
+// lease ends. A claim the renewal does not find under its owner was taken
+// over by another host after its lease ended: its run's outcome is not
+// recorded (settle).
+func (s *state) renewOnce(ctx context.Context) {
+	held := s.claims.list()
+	if len(held) == 0 {
+		return
+	}
+	s.mu.Lock()
+	leaser, ok := s.store.(idempotency.Leaser)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.claims.lease/3)
+	defer cancel()
+	renewed, err := leaser.Renew(rctx, held, s.now().UTC().Add(s.claims.lease))
+	if err != nil {
+		s.logger.Warn("idempotency claims not renewed; trying again", "claims", len(held), "error", err)
+		return
+	}
+	for _, h := range held {
+		if !renewed[h.Owner] && s.claims.markLost(h.Owner) {
+			s.logger.Error("an idempotency claim of a run in flight was taken over by another host after its lease ended; this run's outcome will not be recorded under the key")
+		}
+	}
+}
 
 // runKeyed runs a node under an idempotency key; see state.runKeyed.
 func (h *Host) runKeyed(ctx context.Context, typeID string, input json.RawMessage, opts RunOptions) (*RunResult, error) {
@@ -80,9 +199,16 @@ func (s *state) runKeyed(ctx context.Context, typeID string, input json.RawMessa
 			"the host holds %d idempotency keys (retention max_idempotency_keys); a new key is accepted once older keys expire", n).
 			WithRetryable(true).WithDetails(map[string]string{"storage": StoreIdempotencyKeys})
 	}
+	// A leased claim is renewed while the run goes on; any other is held
+	// until the run's deadline and a grace, and not a moment longer.
+	_, leased := store.(idempotency.Leaser)
+	lease := bound + leaseGrace
+	if leased {
+		lease = s.claims.lease
+	}
 	claim := &idempotency.Record{
 		ID: id, State: idempotency.StatePending, Request: digest, TypeID: typeID,
-		Owner: dispatch.NewID("claim"), CreatedAt: now, LeaseUntil: now.Add(bound + leaseGrace),
+		Owner: dispatch.NewID("claim"), CreatedAt: now, LeaseUntil: now.Add(lease),
 	}
 	held, err = store.Claim(ctx, claim, now, ttl)
 	if err != nil {
@@ -94,6 +220,9 @@ func (s *state) runKeyed(ctx context.Context, typeID string, input json.RawMessa
 		return s.answer(held, digest, typeID)
 	}
 	s.claimed()
+	if leased {
+		s.claims.add(claim.ID, claim.Owner)
+	}
 	res, runErr := run()
 	s.settle(store, claim, res, runErr)
 	return res, runErr
@@ -137,6 +266,12 @@ func (s *state) answer(rec *idempotency.Record, digest, typeID string) (*RunResu
 // kept in memory and answered from there until it can be.
 func (s *state) settle(store idempotency.Store, claim *idempotency.Record, res *RunResult, runErr error) {
 	ctx := context.Background()
+	if s.claims.drop(claim.Owner) {
+		// Another host holds the key now and answers it with its own
+		// run's outcome: neither recorded, released nor kept here.
+		s.logger.Warn("the outcome of a run whose idempotency claim was taken over is not recorded")
+		return
+	}
 	we := wop.AsError(runErr)
 	if !httpstatus.Kept(res != nil && res.RunID != "", runErr) {
 		switch err := store.Release(ctx, claim.ID, claim.Owner); {

@@ -25,7 +25,6 @@ const staleTempAge = time.Hour
 // maintain prunes at once and every retention interval, and writes
 // unsaved idempotency outcomes every flushInterval, until ctx ends.
 func (s *state) maintain(ctx context.Context) {
-	defer close(s.done)
 	s.prune(ctx)
 	prune := time.NewTicker(s.retention.Interval)
 	defer prune.Stop()

@@ -78,8 +78,12 @@ type state struct {
 	keys      int
 	keysKnown bool
 
+	// claims are the claims in flight in a leased store, renewed while
+	// their runs go on.
+	claims *claimLeases
+
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   sync.WaitGroup
 
 	// dbMu guards the pool of the postgres backend, opened at start (or
 	// at the first use after a failed opening) and closed at close.
@@ -111,6 +115,7 @@ func newStateFor(cfg config.Host, logger hclog.Logger, inFlight func(runID strin
 		inFlight:       inFlight,
 		unsaved:        map[string]*idempotency.Record{},
 		now:            time.Now,
+		claims:         newClaimLeases(cfg.Storage.ClaimLease),
 	}
 	// One run may write an input and an output of max_message_bytes each.
 	reserve := 2*uint64(cfg.MaxMessageBytes) + storageSlackBytes
@@ -174,19 +179,21 @@ func (s *state) start() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel, s.done = cancel, make(chan struct{})
-	go s.maintain(ctx)
+	s.cancel = cancel
+	s.done.Add(2)
+	go func() { defer s.done.Done(); s.maintain(ctx) }()
+	go func() { defer s.done.Done(); s.renewClaims(ctx) }()
 }
 
 // close stops the maintenance, waits for it, and makes a last attempt to
 // write the unsaved outcomes.
 func (s *state) close() {
 	s.mu.Lock()
-	cancel, done := s.cancel, s.done
+	cancel := s.cancel
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()
-		<-done
+		s.done.Wait()
 	}
 	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()

@@ -37,8 +37,10 @@ const liveSQL = `((r.state = 'pending' AND @now < r.lease_until) OR
 // database. Claim is one INSERT … ON CONFLICT that replaces only a row
 // that is not live, so of concurrent claims through any number of hosts
 // exactly one is inserted; Complete and Release are one UPDATE or DELETE
-// conditional on the pending state and the owner. Each statement commits
-// before it answers.
+// conditional on the pending state and the owner. It is a Leaser: Renew
+// moves the lease_until column of its host's claims, and Get reads a
+// claim's lease from that column. Each statement commits before it
+// answers.
 type PostgresStore struct {
 	pool *pgxpool.Pool
 }
@@ -57,14 +59,22 @@ func (s *PostgresStore) Get(ctx context.Context, id string) (*Record, error) {
 		return nil, err
 	}
 	var data []byte
-	err := s.pool.QueryRow(ctx, `SELECT record FROM idempotency_records WHERE id = $1`, id).Scan(&data)
+	var lease time.Time
+	err := s.pool.QueryRow(ctx, `SELECT record, lease_until FROM idempotency_records WHERE id = $1`, id).Scan(&data, &lease)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read idempotency record: %w", err)
 	}
-	return decodeRow(id, data)
+	r, err := decodeRow(id, data)
+	if err != nil {
+		return nil, err
+	}
+	// Renew moves the column alone: the record keeps the lease its claim
+	// was made with.
+	r.LeaseUntil = lease.UTC()
+	return r, nil
 }
 
 func decodeRow(id string, data []byte) (*Record, error) {
@@ -140,6 +150,39 @@ func (s *PostgresStore) Complete(ctx context.Context, done *Record) error {
 		return ErrNotOwner
 	}
 	return nil
+}
+
+// Renew implements Leaser: one UPDATE of the rows among claims that are
+// pending under their owner. A row taken over meanwhile has another
+// owner and is left alone; a takeover that waits for the UPDATE's lock
+// sees the renewed lease and does not happen.
+func (s *PostgresStore) Renew(ctx context.Context, claims []Held, until time.Time) (map[string]bool, error) {
+	held := map[string]bool{}
+	if len(claims) == 0 {
+		return held, nil
+	}
+	ids, owners := make([]string, len(claims)), make([]string, len(claims))
+	for i, c := range claims {
+		if err := checkID(c.ID); err != nil {
+			return nil, err
+		}
+		ids[i], owners[i] = c.ID, c.Owner
+	}
+	rows, err := s.pool.Query(ctx, `UPDATE idempotency_records AS r SET lease_until = greatest(r.lease_until, $3)
+		FROM unnest($1::text[], $2::text[]) AS c(id, owner)
+		WHERE r.id = c.id AND r.owner = c.owner AND r.state = 'pending'
+		RETURNING r.owner`, ids, owners, until)
+	if err != nil {
+		return nil, fmt.Errorf("renew idempotency claims: %w", err)
+	}
+	owned, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("renew idempotency claims: %w", err)
+	}
+	for _, o := range owned {
+		held[o] = true
+	}
+	return held, nil
 }
 
 // Release implements Store.

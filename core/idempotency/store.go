@@ -39,8 +39,10 @@ type Record struct {
 	// on the claim they made, never on one that replaced it.
 	Owner     string    `json:"owner"`
 	CreatedAt time.Time `json:"createdAt"`
-	// LeaseUntil ends a pending claim: after it, the run that made the
-	// claim is past its deadline and its host is taken to be gone.
+	// LeaseUntil ends a pending claim: after it, the host that made the
+	// claim is taken to be gone (its run is past its deadline, or, in a
+	// Leaser, its host stopped renewing the claim), and the key may be
+	// taken over.
 	LeaseUntil  time.Time `json:"leaseUntil"`
 	CompletedAt time.Time `json:"completedAt,omitzero"`
 	// RunID is the run that produced the outcome.
@@ -97,6 +99,24 @@ type Store interface {
 	// Prune removes every record that is not live at now, oldest first,
 	// and returns how many it removed and how many remain.
 	Prune(ctx context.Context, now time.Time, ttl time.Duration) (removed, remaining int, err error)
+}
+
+// Held names one claim: its record's ID and its Owner.
+type Held struct {
+	ID, Owner string
+}
+
+// Leaser is a Store whose claims are held under a short lease that the
+// claiming host renews while the request runs, so that a claim outlives
+// a host that died by at most one lease: the postgres backend, shared by
+// several hosts. A store that is not a Leaser holds a claim until the
+// lease it was made with ends.
+type Leaser interface {
+	Store
+	// Renew moves the lease of each of claims still pending under its
+	// owner to until (never earlier) and returns the owners it renewed;
+	// a claim left out was completed, released, pruned or taken over.
+	Renew(ctx context.Context, claims []Held, until time.Time) (renewed map[string]bool, err error)
 }
 
 // Final reports whether a refusal is kept and answered again to a

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/wophost/wophost/sdk/pack"
@@ -38,6 +39,9 @@ type sleepInput struct {
 	// exists, so a test holds a call in flight for exactly as long as it
 	// needs: ms bounds the wait should the file never come.
 	Until string `json:"until,omitempty"`
+	// Log, when set, is a file the node appends its pack's pid to, a
+	// line, as it starts: a test counts the node's runs on every host.
+	Log string `json:"log,omitempty"`
 }
 
 type markerInput struct {
@@ -71,6 +75,11 @@ func main() {
 				return out, err
 			}),
 			"probe.sleep": pack.TypedNode(func(ctx *pack.Ctx, in *sleepInput) (any, error) {
+				if in.Log != "" {
+					if err := appendLine(in.Log, strconv.Itoa(os.Getpid())); err != nil {
+						return nil, err
+					}
+				}
 				if in.PIDFile != "" {
 					if err := writePIDs(ctx, in.PIDFile); err != nil {
 						return nil, err
@@ -183,4 +192,19 @@ func writePIDs(ctx *pack.Ctx, path string) error {
 		return err
 	}
 	return os.WriteFile(path, fmt.Appendf(nil, "%d %d\n", os.Getpid(), plugin.PID), 0o600)
+}
+
+// appendLine appends line and a newline to the file at path, in one write
+// on a file opened for appending, so that lines of several processes do
+// not mix.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
