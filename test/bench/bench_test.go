@@ -196,7 +196,8 @@ capability "ai" {
   }
 }
 capability "prompts" {
-  plugin = %q
+  plugin   = %q
+  families = ["promptLibrary"]
   config {
     dir = "store"
   }
