@@ -230,12 +230,12 @@ func (t *stdioTransport) deliver(p *process, m *message) {
 	case ok:
 		w.ch <- m
 	case len(refused) > 0:
-		t.logger.Warn("server answered with an id the client never sent; the requests waiting are refused", "id", key, "refused", len(refused))
+		t.logger.Warn("server answered with an id the client never sent; the requests waiting are refused", "id", shortID(key), "refused", len(refused))
 		for _, c := range refused {
 			c.stray <- key
 		}
 	default:
-		t.logger.Warn("server answered a request id that is not waiting; ignored", "id", key)
+		t.logger.Warn("server answered a request id that is not waiting; ignored", "id", shortID(key))
 	}
 }
 
@@ -244,6 +244,18 @@ func (t *stdioTransport) deliver(p *process, m *message) {
 func (p *process) sent(key string, last int64) bool {
 	id, err := strconv.ParseInt(key, 10, 64)
 	return err == nil && strconv.FormatInt(id, 10) == key && id > p.sentAfter && id <= last
+}
+
+// maxIDShown bounds an id a server sent as errors and the log show it: a
+// server may send any JSON there, up to max_message_bytes.
+const maxIDShown = 64
+
+// shortID is id cut to maxIDShown bytes, marked when cut.
+func shortID(id string) string {
+	if len(id) <= maxIDShown {
+		return id
+	}
+	return id[:maxIDShown] + "…"
 }
 
 // fail ends p and wakes every waiting call with cause.
@@ -407,7 +419,9 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *request) (*response
 	case <-p.done:
 		return nil, transportErr(req.Method, p.gone())
 	case stray := <-w.stray:
-		return nil, transportErr(req.Method, fmt.Errorf("%w: the server answered id %s while request %d waited; this request's answer may have been that one", ErrWrongID, stray, id))
+		// No answer to it is awaited any more: let the server stop too.
+		cancelRequest(p, id, "the server answered under an id never sent")
+		return nil, transportErr(req.Method, fmt.Errorf("%w: the server answered id %s while request %d waited; this request's answer may have been that one", ErrWrongID, shortID(stray), id))
 	case <-w.cut:
 		// Tell the server to stop; a late answer is dropped as unknown.
 		cancelRequest(p, id, "input rounds exhausted")
