@@ -325,14 +325,18 @@ func promptsVerifyCommand(g *globals, lib withLibrary) *cobra.Command {
 		Short: "Re-hash every stored version and report corruption",
 		Long: "Re-read every version record and re-hash the bytes each one names, and look for blobs\n" +
 			"no record names (orphans: a deleted record, or a publish stopped before its record).\n" +
+			"Check every pin in the lock map of each pack the config declares against the store\n" +
+			"(a pin whose version is gone, record and bytes, refuses its pack at load).\n" +
 			"Every problem is listed with what to do; the exit status is 1 when there is any.\n" +
 			"verify only reads: it never repairs or removes anything.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var res *promptlibrary.VerifyResult
 			err := lib(func(ctx context.Context, lib *promptlibrary.Client) (err error) {
-				res, err = lib.Verify(ctx)
-				return err
+				if res, err = lib.Verify(ctx); err != nil {
+					return err
+				}
+				return g.checkPackPins(ctx, lib, &res.Report)
 			})
 			if err != nil {
 				return err
@@ -349,8 +353,8 @@ func promptsVerifyCommand(g *globals, lib withLibrary) *cobra.Command {
 				for _, l := range rep.Leftovers {
 					fmt.Fprintf(g.stdout, "leftover %s (an unfinished publish; safe to delete)\n", l)
 				}
-				fmt.Fprintf(g.stdout, "%s: %d names, %d versions, %d blobs checked, %s\n",
-					res.Store, rep.Names, rep.Versions, rep.Blobs, countProblems(len(rep.Problems)))
+				fmt.Fprintf(g.stdout, "%s: %d names, %d versions, %d blobs, %d pack pins checked, %s\n",
+					res.Store, rep.Names, rep.Versions, rep.Blobs, rep.Pins, countProblems(len(rep.Problems)))
 			}
 			if !rep.OK() {
 				return &exitError{code: 1}
@@ -358,6 +362,70 @@ func promptsVerifyCommand(g *globals, lib withLibrary) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// checkPackPins resolves every pin in the lock maps of the packs the
+// config declares and adds to rep a ProblemPin for each the store does
+// not hold: the host refuses such a pack at load, and the store alone
+// cannot tell, since a version whose record and bytes are both gone
+// leaves nothing behind. A pack.json that cannot be read is reported on
+// stderr and skipped; loading the pack says why.
+func (g *globals) checkPackPins(ctx context.Context, lib *promptlibrary.Client, rep *promptlibrary.Report) error {
+	cfg, _, diags := config.Load(g.configPath)
+	if diags.HasErrors() || cfg == nil {
+		return fmt.Errorf("%s: %s", g.configPath, config.FormatDiagnostics(diags))
+	}
+	for _, pc := range cfg.Packs {
+		path := filepath.Join(pc.Path, config.PackManifest)
+		lock, err := readLockMap(path)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "warning: pack %q: %v; its prompt pins are not checked\n", pc.Name, err)
+			continue
+		}
+		names := make([]string, 0, len(lock))
+		for name := range lock {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			pin := lock[name]
+			rep.Pins++
+			_, err := lib.Resolve(ctx, pin)
+			switch wop.CodeOf(err) {
+			case "":
+				continue
+			case promptlibrary.CodePromptNotFound, promptlibrary.CodePromptVersionNotFound, promptlibrary.CodePromptDigestMismatch:
+				rep.Problems = append(rep.Problems, promptlibrary.Problem{
+					Kind: promptlibrary.ProblemPin, Ref: pin, Path: path,
+					Message: fmt.Sprintf("pack %s pins %q to %s, which the store does not hold (%v), so the host refuses the pack at load: publish that .prompt file again (host prompts publish FILE), or lock another version (host prompts lock %s %s)",
+						pc.Name, name, pin, err, pc.Path, name),
+				})
+			default:
+				return fmt.Errorf("pack %s: check the pin %s: %w", pc.Name, pin, err)
+			}
+		}
+	}
+	return nil
+}
+
+// readLockMap returns the prompt lock map of the pack.json at path, nil
+// when it has none.
+func readLockMap(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var lock map[string]string
+	if raw, ok := m[packmanifest.PromptsKey]; ok {
+		if err := json.Unmarshal(raw, &lock); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, packmanifest.PromptsKey, err)
+		}
+	}
+	return lock, nil
 }
 
 func promptsLockCommand(g *globals, lib withLibrary) *cobra.Command {

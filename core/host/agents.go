@@ -43,15 +43,21 @@ func (h *Host) Agents() []*agents.Entry { return h.agents.List() }
 // resolvePrompt fetches a pinned prompt through the router, as the
 // operator would, so that the host's prompt policy checks the answer.
 func (h *Host) resolvePrompt(ctx context.Context, ref string) (agents.ResolvedPrompt, error) {
+	return h.getPinnedPrompt(ctx, ref, "host (agent install)", "host.agents.install")
+}
+
+// getPinnedPrompt is resolvePrompt for the host's own checks, made as
+// caller in a run of type typeID, which logs and traces name.
+func (h *Host) getPinnedPrompt(ctx context.Context, ref, caller, typeID string) (agents.ResolvedPrompt, error) {
 	ctx, cancel := context.WithTimeout(ctx, installCallTimeout)
 	defer cancel()
 	payload, err := json.Marshal(promptlibrary.GetRequest{PromptID: ref})
 	if err != nil {
 		return agents.ResolvedPrompt{}, err
 	}
-	run := &dispatch.Run{ID: dispatch.NewID("run"), NodeID: dispatch.NewID("node"), TypeID: "host.agents.install"}
+	run := &dispatch.Run{ID: dispatch.NewID("run"), NodeID: dispatch.NewID("node"), TypeID: typeID}
 	run.Deadline, _ = ctx.Deadline()
-	out, err := h.router.Call(ctx, dispatch.Caller{Name: "host (agent install)"}, wop.FamilyPromptLibrary, promptlibrary.MethodGet, payload, run.CallContext("host"))
+	out, err := h.router.Call(ctx, dispatch.Caller{Name: caller}, wop.FamilyPromptLibrary, promptlibrary.MethodGet, payload, run.CallContext("host"))
 	if err != nil {
 		return agents.ResolvedPrompt{}, err
 	}

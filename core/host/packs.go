@@ -363,10 +363,14 @@ func (h *Host) checkPeers(p *Pack) error {
 	return nil
 }
 
-// admitPack installs a launched pack's agents, refusing the pack when they
-// do not pass the install checks, and makes it ready (or degraded, without
-// an optional peer).
+// admitPack checks a launched pack's prompt pins and installs its agents,
+// refusing the pack when a pin names what the store does not hold or the
+// agents do not pass the install checks, and makes it ready (or degraded,
+// without an optional peer).
 func (h *Host) admitPack(ctx context.Context, p *Pack) error {
+	if err := h.checkPromptPins(ctx, p); err != nil {
+		return err
+	}
 	if agents := p.manifest.Agents; len(agents) > 0 {
 		if !h.reg.Has(wop.FamilyAgents, agentruntime.FacetManifestRuntime) {
 			// Never skip a tier silently: the pack loads degraded and says

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -149,7 +150,22 @@ func echoConfigDirect(tb testing.TB) string {
 // demoConfig writes the demo deployment as a host config.
 func demoConfig(tb testing.TB) string {
 	tb.Helper()
-	return writeConfig(tb, demoDeployment(tb))
+	path := writeConfig(tb, demoDeployment(tb))
+	publishDemoPrompt(tb, path)
+	return path
+}
+
+// publishDemoPrompt publishes the prompt the kvdemo pack pins into the
+// store of the config at path, as the demo does before it starts the
+// host: a pack whose pinned prompt the store does not hold is refused at
+// load.
+func publishDemoPrompt(tb testing.TB, path string) {
+	tb.Helper()
+	out, err := exec.Command(binary(tb, "./cmd/host"), "--config", path, "prompts", "publish",
+		testbin.SourceDir("examples/prompts/kvdemo-describe.prompt")).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("publish the demo's prompt: %v\n%s", err, out)
+	}
 }
 
 // demoDeployment is the example deployment of host.hcl.example: the four
@@ -180,7 +196,8 @@ capability "ai" {
   }
 }
 capability "prompts" {
-  plugin = %q
+  plugin   = %q
+  families = ["promptLibrary"]
   config {
     dir = "store"
   }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,6 +58,9 @@ host {
 `, filepath.Join(dir, "state"), hostBody) + deployment
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		tb.Fatal(err)
+	}
+	if strings.Contains(deployment, "community.wophost.kvdemo") && strings.Contains(deployment, "promptlib") {
+		publishDemoPrompt(tb, cfg)
 	}
 	// Info level: the address is logged at info; nothing is logged per call.
 	cmd := exec.Command(hostBin, "--config", cfg, "--log-level", "info", "serve")

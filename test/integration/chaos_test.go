@@ -108,7 +108,7 @@ type chaosRun struct {
 }
 
 // startChaosHost lays out the kvdemo pack, publishes the chaos prompt and
-// starts a host serving five families to two packs.
+// kvdemo's, and starts a host serving five families to two packs.
 func startChaosHost(t *testing.T) *chaosRun {
 	t.Helper()
 	dir := t.TempDir()
@@ -149,7 +149,9 @@ capability "agents" {
 pack "private.wophost.probe" { path = %q }
 pack "community.wophost.kvdemo" { path = %q }
 `, binary(t, "./plugins/aienvelope"), binary(t, "./plugins/promptlib"), binary(t, "./plugins/agentrt"), probePack(t), kvdemo))
-	if res := runHost(t, "", "--config", cfg, "prompts", "publish", prompt); res.code != 0 {
+	// kvdemo's pinned prompt too: a pack whose pin the store does not
+	// hold is refused at load.
+	if res := runHost(t, "", "--config", cfg, "prompts", "publish", prompt, testbin.SourceDir("examples/prompts/kvdemo-describe.prompt")); res.code != 0 {
 		t.Fatalf("publish: %s%s", res.stdout, res.stderr)
 	}
 	return &chaosRun{

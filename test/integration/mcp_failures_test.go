@@ -534,3 +534,102 @@ pack "private.wophost.probe" { path = %q }
 		}
 	})
 }
+
+// The operator's `host call` makes a run of its own, through which the
+// mcp plugin reaches aiEnvelope: sampling is declared to servers there,
+// as in a node's run, and a server's sampling request is answered. The
+// official Go SDK's server reports what the client declared in its
+// initialize, the scripted one what a 2026-07-28 request carried.
+func TestMCPSamplingDeclaredForHostCall(t *testing.T) {
+	cfg := writeConfig(t, fmt.Sprintf(`
+host {
+  plugin_dir = "BIN"
+}
+capability "ai" {
+  plugin = %q
+  config {
+    default_provider = "local"
+    provider "local" {
+      type  = "local"
+      rules = "{\"rules\":[{\"match\":\"(?i)say hi\",\"text\":\"hi from aiEnvelope\"}]}"
+    }
+  }
+}
+capability "mcp" {
+  plugin = %q
+  config {
+    server "modern" {
+      command = [%q]
+    }
+    server "gosdk" {
+      command          = [%q, "-legacy"]
+      discover_timeout = "2s"
+    }
+  }
+}
+`, binary(t, "./plugins/aienvelope"), binary(t, "./plugins/mcp"), binary(t, "./test/mcpservers/scripted"), binary(t, "./test/mcpservers/gosdk")))
+	call := func(server, tool string) string {
+		t.Helper()
+		res := runHost(t, `{"serverId":"`+server+`","name":"`+tool+`","arguments":{}}`, "--config", cfg, "--json", "call", "mcp.callTool", "--input", "-")
+		if res.code != 0 {
+			t.Fatalf("host call %s %s: exit %d\n%s%s", server, tool, res.code, res.stdout, res.stderr)
+		}
+		return res.stdout
+	}
+	var legacy struct {
+		StructuredContent struct {
+			Capabilities map[string]json.RawMessage `json:"capabilities"`
+		} `json:"structuredContent"`
+	}
+	if out := call("gosdk", "client_caps"); json.Unmarshal([]byte(out), &legacy) != nil || legacy.StructuredContent.Capabilities["sampling"] == nil {
+		t.Errorf("2025-11-25 initialize under host call declared %s, want sampling", out)
+	}
+	var modern struct {
+		StructuredContent struct {
+			Meta struct {
+				Caps map[string]json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+			} `json:"_meta"`
+		} `json:"structuredContent"`
+	}
+	if out := call("modern", "echo_params"); json.Unmarshal([]byte(out), &modern) != nil || modern.StructuredContent.Meta.Caps["sampling"] == nil {
+		t.Errorf("2026-07-28 request under host call declared %s, want sampling", out)
+	}
+	if out := call("gosdk", "ask"); !strings.Contains(out, "sampling hi from aiEnvelope") {
+		t.Errorf("legacy sampling under host call: %s, want it answered through aiEnvelope", out)
+	}
+}
+
+// A stdio server that answers under an id the plugin never sent gets the
+// call refused at once as upstream_unavailable naming that id, long
+// before the server's 60 s timeout, and the server serves the next call.
+func TestMCPWrongIDRefusedAtOnce(t *testing.T) {
+	h := startHost(t, writeConfig(t, fmt.Sprintf(`
+host {
+  plugin_dir = "BIN"
+}
+capability "mcp" {
+  plugin = %q
+  config {
+    server "scripted" {
+      command = [%q]
+      timeout = "60s"
+    }
+  }
+}
+pack "private.wophost.mcppack" { path = %q }
+`, binary(t, "./plugins/mcp"), binary(t, "./test/mcpservers/scripted"), mcpPack(t))))
+	start := time.Now()
+	_, err := mcpCall(t, h, "callTool", `{"serverId":"scripted","name":"wrong_id"}`)
+	took := time.Since(start)
+	we := wop.AsError(err)
+	if we == nil || we.Code != wop.CodeUpstreamUnavailable || !we.Retryable || !strings.Contains(we.Message, "wrong id") || !strings.Contains(we.Message, "987654321") {
+		t.Fatalf("wrong_id: %v, want upstream_unavailable, retryable, naming the wrong id 987654321", err)
+	}
+	if strings.Contains(we.Message, "no answer") || took >= 30*time.Second {
+		t.Errorf("wrong_id answered after %v with %q: the timeout's answer", took, we.Message)
+	}
+	out, err := mcpCall(t, h, "callTool", `{"serverId":"scripted","name":"passthrough"}`)
+	if err != nil || !strings.Contains(string(out), `"vendor.example/trace":"t-1"`) {
+		t.Errorf("after the wrong id: %s %v", out, err)
+	}
+}

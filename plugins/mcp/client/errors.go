@@ -52,6 +52,11 @@ var ErrIncompatible = errors.New("no common protocol revision")
 // after MaxRounds answered during the call.
 var ErrRoundsExhausted = errors.New("input rounds exhausted")
 
+// ErrWrongID is wrapped by the TransportError returned when a stdio
+// server answers with an id the client never sent while the request
+// waited: the answer may have been this request's, under a wrong id.
+var ErrWrongID = errors.New("response with a wrong id")
+
 // errInitializeRefused marks a legacy handshake the server answered with a
 // JSON-RPC error: it is up, but not a 2025-11-25 server.
 var errInitializeRefused = errors.New("initialize refused")

@@ -2,8 +2,11 @@ package client
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +217,81 @@ func TestHealthHonoursTTL(t *testing.T) {
 	b := l.Health(ctx(t))
 	if a.Status != StatusReachable || !b.CheckedAt.After(a.CheckedAt) {
 		t.Errorf("legacy health was cached: %v then %v", a.CheckedAt, b.CheckedAt)
+	}
+}
+
+// An answer under an id the client never sent refuses the request waiting
+// at once, naming that id, instead of leaving it to its timeout; the
+// process serves the next request.
+func TestWrongIDRefusedAtOnce(t *testing.T) {
+	c := scripted(t, Options{CallTimeout: time.Minute}, "modern")
+	start := time.Now()
+	_, err := c.CallTool(ctx(t), "wrong_id", nil)
+	took := time.Since(start)
+	var te *TransportError
+	if !errors.As(err, &te) || !errors.Is(err, ErrWrongID) || !strings.Contains(err.Error(), "987654321") {
+		t.Fatalf("err = %v, want a TransportError for the wrong id 987654321", err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || took >= 30*time.Second {
+		t.Errorf("refused after %v (%v): the timeout's answer, not the wrong id's", took, err)
+	}
+	res, err := c.CallTool(ctx(t), "passthrough", nil)
+	if err != nil || string(res) != passthroughResult {
+		t.Errorf("after the wrong id: %s %v", res, err)
+	}
+}
+
+// A wrong id refuses every request waiting then, since stdio does not say
+// whose answer it was.
+func TestWrongIDRefusesEveryWaitingRequest(t *testing.T) {
+	mark := filepath.Join(t.TempDir(), "silent")
+	opts := Options{CallTimeout: time.Minute}
+	opts.Stdio = stdio(serverBinary(t, scriptedPkg), "-era", "modern", "-silent-mark", mark)
+	c := newClient(t, opts)
+	silent := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(ctx(t), "silent", nil)
+		silent <- err
+	}()
+	waitForFile(t, mark)
+	if _, err := c.CallTool(ctx(t), "wrong_id", nil); !errors.Is(err, ErrWrongID) {
+		t.Errorf("wrong_id: %v, want ErrWrongID", err)
+	}
+	if err := <-silent; !errors.Is(err, ErrWrongID) || !strings.Contains(err.Error(), "987654321") {
+		t.Errorf("the silent request waiting meanwhile: %v, want ErrWrongID naming 987654321", err)
+	}
+}
+
+// A late answer, to a request the client gave up on, is no wrong id: it
+// is dropped, and the request waiting when it comes keeps waiting.
+func TestLateAnswerIsNotWrongID(t *testing.T) {
+	c := scripted(t, Options{CallTimeout: time.Minute}, "modern")
+	short, cancel := context.WithTimeout(ctx(t), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.CallTool(short, "late", nil); err == nil {
+		t.Fatal("late: answered within 100ms")
+	}
+	// The late answer comes about a second after the request, while this
+	// one waits.
+	wait, cancel2 := context.WithTimeout(ctx(t), 3*time.Second)
+	defer cancel2()
+	_, err := c.CallTool(wait, "silent", nil)
+	if errors.Is(err, ErrWrongID) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("silent while a late answer came: %v, want its own deadline", err)
+	}
+}
+
+// waitForFile waits until path exists.
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear", path)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -64,6 +64,10 @@ type process struct {
 	output  []io.Closer
 	writeMu sync.Mutex
 
+	// sentAfter is the last request id issued before the process
+	// started: every id the client sends it is above.
+	sentAfter int64
+
 	mu      sync.Mutex
 	pending map[string]*waiter
 	err     error         // why the process is gone, once it is
@@ -83,6 +87,9 @@ type waiter struct {
 	rounds int
 	// cut is closed when those requests went past maxRounds.
 	cut chan struct{}
+	// stray gets the id of an answer that named no request the client
+	// sent while this one waited: its own answer may have been that one.
+	stray chan string
 }
 
 func newStdioTransport(opts StdioOptions, maxBytes, maxRounds int, logger hclog.Logger, handle serverRequestFunc, nextID *atomic.Int64) *stdioTransport {
@@ -136,7 +143,7 @@ func (t *stdioTransport) start(gen int) (*process, error) {
 	}
 	p := &process{
 		gen: gen, cmd: cmd, group: launch.Started(), stdin: stdin, output: []io.Closer{stdout, stderr},
-		pending: map[string]*waiter{}, done: make(chan struct{}),
+		sentAfter: t.nextID.Load(), pending: map[string]*waiter{}, done: make(chan struct{}),
 	}
 	t.logger.Debug("server process started", "pid", cmd.Process.Pid, "generation", gen)
 	go t.logStderr(stderr)
@@ -191,21 +198,64 @@ func (t *stdioTransport) read(p *process, stdout io.Reader) {
 			w, cut := t.charge(p, m.Method)
 			go t.answer(p, m, w, cut)
 		case m.isResponse():
-			key := normalizeID(m.ID)
-			p.mu.Lock()
-			w, ok := p.pending[key]
-			delete(p.pending, key)
-			p.mu.Unlock()
-			if !ok {
-				t.logger.Warn("server answered an unknown request id; ignored", "id", key)
-				continue
-			}
-			w.ch <- m
+			t.deliver(p, m)
 		default:
 			// Notifications (progress, log messages) are not surfaced.
 		}
 	}
 	t.fail(p, cause)
+}
+
+// deliver hands a response to the request it names. An id that is not
+// waiting but was sent to p is a late answer to a request given up on (a
+// timeout, a cancellation) and is dropped. An id never sent to p is a
+// wrong one: the answer belongs to some request in flight, and stdio does
+// not say which, so every request waiting then is refused at once rather
+// than left to its timeout. The process is kept: the requests made after
+// are matched as before, and late answers to the refused ones are dropped.
+func (t *stdioTransport) deliver(p *process, m *message) {
+	key := normalizeID(m.ID)
+	p.mu.Lock()
+	w, ok := p.pending[key]
+	delete(p.pending, key)
+	var refused []*waiter
+	if !ok && !p.sent(key, t.nextID.Load()) {
+		for k, c := range p.pending {
+			refused = append(refused, c)
+			delete(p.pending, k)
+		}
+	}
+	p.mu.Unlock()
+	switch {
+	case ok:
+		w.ch <- m
+	case len(refused) > 0:
+		t.logger.Warn("server answered with an id the client never sent; the requests waiting are refused", "id", shortID(key), "refused", len(refused))
+		for _, c := range refused {
+			c.stray <- key
+		}
+	default:
+		t.logger.Warn("server answered a request id that is not waiting; ignored", "id", shortID(key))
+	}
+}
+
+// sent reports whether key is the id of a request the client sent p: the
+// decimal form of an id issued after p started, up to last.
+func (p *process) sent(key string, last int64) bool {
+	id, err := strconv.ParseInt(key, 10, 64)
+	return err == nil && strconv.FormatInt(id, 10) == key && id > p.sentAfter && id <= last
+}
+
+// maxIDShown bounds an id a server sent as errors and the log show it: a
+// server may send any JSON there, up to max_message_bytes.
+const maxIDShown = 64
+
+// shortID is id cut to maxIDShown bytes, marked when cut.
+func shortID(id string) string {
+	if len(id) <= maxIDShown {
+		return id
+	}
+	return id[:maxIDShown] + "…"
 }
 
 // fail ends p and wakes every waiting call with cause.
@@ -349,7 +399,7 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *request) (*response
 	}
 	id := t.nextID.Add(1)
 	key := strconv.FormatInt(id, 10)
-	w := &waiter{id: id, key: key, ch: make(chan *message, 1), ctx: ctx, cut: make(chan struct{})}
+	w := &waiter{id: id, key: key, ch: make(chan *message, 1), ctx: ctx, cut: make(chan struct{}), stray: make(chan string, 1)}
 	p.mu.Lock()
 	if p.err != nil {
 		p.mu.Unlock()
@@ -368,6 +418,10 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *request) (*response
 		return &response{Result: m.Result, Error: m.Error}, nil
 	case <-p.done:
 		return nil, transportErr(req.Method, p.gone())
+	case stray := <-w.stray:
+		// No answer to it is awaited any more: let the server stop too.
+		cancelRequest(p, id, "the server answered under an id never sent")
+		return nil, transportErr(req.Method, fmt.Errorf("%w: the server answered id %s while request %d waited; this request's answer may have been that one", ErrWrongID, shortID(stray), id))
 	case <-w.cut:
 		// Tell the server to stop; a late answer is dropped as unknown.
 		cancelRequest(p, id, "input rounds exhausted")

@@ -102,11 +102,11 @@ type VerifyRequest struct{}
 
 // Problem is one integrity failure verify found.
 type Problem struct {
-	// Kind says what is wrong: ProblemCorrupt, ProblemOrphan or
-	// ProblemIndex.
+	// Kind says what is wrong: ProblemCorrupt, ProblemOrphan,
+	// ProblemIndex or ProblemPin.
 	Kind string `json:"kind"`
-	// Ref is name@version, the blob digest for a blob problem, or the
-	// index's name.
+	// Ref is name@version, the blob digest for a blob problem, the
+	// index's name, or the pin for a pin problem.
 	Ref string `json:"ref"`
 	// Path is where the fault lies: a file, or a table row.
 	Path    string `json:"path"`
@@ -123,13 +123,20 @@ const (
 	ProblemOrphan = "orphan"
 	// ProblemIndex is an index that disagrees with the records.
 	ProblemIndex = "index"
+	// ProblemPin is a pin in a declared pack's lock map that names a
+	// version the store does not hold. The store cannot see packs: the
+	// operator's `host prompts verify` adds these from the config.
+	ProblemPin = "pin"
 )
 
 // Report is what verify checked and found.
 type Report struct {
-	Names    int       `json:"names"`
-	Versions int       `json:"versions"`
-	Blobs    int       `json:"blobs"`
+	Names    int `json:"names"`
+	Versions int `json:"versions"`
+	Blobs    int `json:"blobs"`
+	// Pins counts the lock map pins of declared packs checked; like
+	// ProblemPin, filled in by `host prompts verify`, not by the store.
+	Pins     int       `json:"pins,omitempty"`
 	Problems []Problem `json:"problems"`
 	// Leftovers are traces of publishes that never finished. They are
 	// invisible to readers and harmless; they may be deleted.

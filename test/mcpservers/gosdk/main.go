@@ -4,7 +4,8 @@
 // client for an elicitation, the roots and a sampling completion with
 // server-to-client requests, as legacy servers do, and its "elicit_loop"
 // tool keeps asking for an elicitation until the client stops answering
-// ("loop_count" tells how many were answered). It serves stdio, or
+// ("loop_count" tells how many were answered); its "client_caps" tool
+// reports the capabilities the client declared. It serves stdio, or
 // Streamable HTTP with -http (stateful in legacy mode, stateless
 // otherwise).
 package main
@@ -51,6 +52,14 @@ func main() {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed"}}}, nil, nil
 		})
 	mcp.AddTool(server, &mcp.Tool{Name: "ask", Description: "Legacy: asks the client for a name, its roots and a completion."}, ask)
+	mcp.AddTool(server, &mcp.Tool{Name: "client_caps", Description: "Legacy: the capabilities the client declared in its initialize."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, clientCaps, error) {
+			var caps clientCaps
+			if p := req.Session.InitializeParams(); p != nil {
+				caps.Capabilities = p.Capabilities
+			}
+			return nil, caps, nil
+		})
 	loops := &elicitLoops{}
 	mcp.AddTool(server, &mcp.Tool{Name: "elicit_loop", Description: "Legacy: asks for an elicitation again and again, up to 1000 times."}, loops.run)
 	mcp.AddTool(server, &mcp.Tool{Name: "loop_count", Description: "How many elicitations the last elicit_loop had answered, and whether it has ended."}, loops.count)
@@ -74,6 +83,11 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
 	log.Fatal(http.Serve(ln, mux))
+}
+
+// clientCaps is what the client_caps tool reports.
+type clientCaps struct {
+	Capabilities *mcp.ClientCapabilities `json:"capabilities"`
 }
 
 // ask exercises the server-to-client requests of a legacy session and

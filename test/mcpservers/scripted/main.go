@@ -1,13 +1,14 @@
 // Command scripted is a hand-written MCP stdio server for tests: it speaks
 // the raw wire so it can return exactly the bytes a test needs (fields no
 // SDK knows, numbers past float64 precision) and misbehave on demand
-// (malformed JSON, a wrong id, an oversized answer, silence, an exit in
-// the middle of a call). The -era flag makes it a 2026-07-28 server, one
-// of the 2025-11-25 kinds the backward-compatibility path must handle, or
-// a server that speaks both. The -first-start flags make its first start
-// fail (it exits, or ignores server/discover), as a server that is slow or
-// broken once and fine afterwards. The -silent-mark flag lets a test see
-// that a call to the silent tool has reached the server.
+// (malformed JSON, a wrong id, an oversized answer, silence, a late
+// answer, an exit in the middle of a call). The -era flag makes it a
+// 2026-07-28 server, one of the 2025-11-25 kinds the backward-compatibility
+// path must handle, or a server that speaks both. The -first-start flags
+// make its first start fail (it exits, or ignores server/discover), as a
+// server that is slow or broken once and fine afterwards. The -silent-mark
+// flag lets a test see that a call to the silent tool has reached the
+// server.
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 // PassthroughResult is what the passthrough tool returns, byte for byte.
@@ -227,6 +229,14 @@ func (s *server) call(req *request, name string) {
 		s.result(req.ID, `{"content":[{"type":"text","text":"`+strings.Repeat("x", 2<<20)+`"}]}`)
 	case "silent":
 		s.markSilent()
+	case "late":
+		// Answers a second later, in the background: the answer to a
+		// request the client has given up on by then.
+		id := req.ID
+		go func() {
+			time.Sleep(time.Second)
+			s.result(id, `{"content":[]}`)
+		}()
 	case "exit":
 		os.Exit(3)
 	case "unknown_result_type":
