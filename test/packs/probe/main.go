@@ -23,6 +23,11 @@ type callInput struct {
 	// payload the node's own input would not carry (a duplicate member).
 	PayloadText string `json:"payloadText,omitempty"`
 	PIDFile     string `json:"pidfile,omitempty"`
+	// Called, when set, is a file the node writes once the call has
+	// answered; the node then waits for the file Until, so that a test
+	// acts between the call and the node's return.
+	Called string `json:"called,omitempty"`
+	Until  string `json:"until,omitempty"`
 }
 
 type sleepInput struct {
@@ -68,6 +73,14 @@ func main() {
 				}
 				var out json.RawMessage
 				err := ctx.Call(in.Family, in.Method, payload, &out)
+				if in.Called != "" {
+					if werr := os.WriteFile(in.Called, []byte("called"), 0o600); werr != nil {
+						return nil, werr
+					}
+					if _, werr := sleepInPack(ctx, &sleepInput{MS: 60000, Until: in.Until}); werr != nil {
+						return nil, werr
+					}
+				}
 				return out, err
 			}),
 			"probe.sleep": pack.TypedNode(func(ctx *pack.Ctx, in *sleepInput) (any, error) {
