@@ -1,6 +1,7 @@
 package direct
 
 import (
+	"runtime/debug"
 	"sync"
 
 	"github.com/wophost/wophost/sdk/wop"
@@ -26,6 +27,10 @@ type unread struct {
 	// closed is set once a write failed: nothing more is written, and a
 	// reader waiting for room stops.
 	closed bool
+	// peak is the most the connection held; freed is set once its memory
+	// was handed back.
+	peak  int64
+	freed bool
 }
 
 func newUnread() *unread {
@@ -101,6 +106,7 @@ func (e *Endpoint) holdAnyway(u *unread, pack string, n int64) {
 
 func (e *Endpoint) holdLocked(u *unread, pack string, n int64) {
 	u.n += n
+	u.peak = max(u.peak, u.n)
 	if pack != "" {
 		e.unreadByPack[pack] += n
 	}
@@ -117,8 +123,19 @@ func (e *Endpoint) release(u *unread, pack string, n int64) {
 	e.umu.Unlock()
 	u.mu.Lock()
 	u.n -= n
+	// A connection that failed holding more than an answer of the
+	// largest size hands that memory back to the system now, rather than
+	// when the runtime's scavenger gets to it: a plugin that is idle
+	// after a caller stopped reading would keep it for minutes.
+	free := u.closed && u.n == 0 && u.peak > int64(e.maxBytes) && !u.freed
+	if free {
+		u.freed = true
+	}
 	u.mu.Unlock()
 	u.cond.Broadcast()
+	if free {
+		go debug.FreeOSMemory()
+	}
 }
 
 // Unread returns the answer bytes the endpoint holds unwritten for pack,
