@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -90,9 +91,14 @@ func TestUnreadAnswersAreBounded(t *testing.T) {
 		name    string
 		bound   int64
 		refused bool
+		// apart sends the second call on a connection of its own: the
+		// pack's bound holds across its connections.
+		apart bool
 	}{
-		{"at the bound", first + second, false},
-		{"the bound plus one", first + second - 1, true},
+		{"at the bound", first + second, false, false},
+		{"the bound plus one", first + second - 1, true, false},
+		{"at the bound, on two connections", first + second, false, true},
+		{"the bound plus one, on two connections", first + second - 1, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ran atomic.Int32
@@ -106,10 +112,13 @@ func TestUnreadAnswersAreBounded(t *testing.T) {
 			g := grant()
 			g.MaxBytes, g.Log = 0, false
 			signed := f.sign(g)
-			tc2 := silentCaller(t, f)
+			conns := []*tls.Conn{silentCaller(t, f)}
+			if tc.apart {
+				conns = append(conns, silentCaller(t, f))
+			}
 			call := func(id uint64, n int) {
 				body := mustMarshal(t, &wophostv1.DirectChannelInvokeRequest{Family: "acme.kv", Method: strconv.Itoa(n), Payload: []byte(`{}`), Grant: signed})
-				if _, err := tc2.Write(encodeFrame(kindCall, id, body)); err != nil {
+				if _, err := conns[int(id-1)%len(conns)].Write(encodeFrame(kindCall, id, body)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -120,21 +129,30 @@ func TestUnreadAnswersAreBounded(t *testing.T) {
 				t.Fatalf("held %d bytes, want the first answer's %d", got, first)
 			}
 			call(2, small)
-			held := waitUnread(t, f.ep, first)
-			if tc.refused != (held != first+second) {
-				t.Fatalf("held %d bytes after the second answer (first %d, second %d, bound %d)", held, first, second, tc.bound)
+			if !tc.apart {
+				// On a connection of its own the second answer is written
+				// at once, and held for no time worth waiting for.
+				held := waitUnread(t, f.ep, first)
+				if tc.refused != (held != first+second) {
+					t.Fatalf("held %d bytes after the second answer (first %d, second %d, bound %d)", held, first, second, tc.bound)
+				}
 			}
 			// The caller reads at last: the first answer whole, then the
 			// second's or the refusal.
-			r := bufio.NewReader(tc2)
-			_ = tc2.SetReadDeadline(time.Now().Add(30 * time.Second))
 			answers := map[uint64]frame{}
-			for len(answers) < 2 {
-				fr, err := readFrame(r, 8<<20)
-				if err != nil {
-					t.Fatal(err)
+			// The second connection first: reading the first lets its
+			// answer go, which the second's must find held.
+			slices.Reverse(conns)
+			for _, c := range conns {
+				r := bufio.NewReader(c)
+				_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+				for want := 2 / len(conns); want > 0; want-- {
+					fr, err := readFrame(r, 8<<20)
+					if err != nil {
+						t.Fatal(err)
+					}
+					answers[fr.id] = fr
 				}
-				answers[fr.id] = fr
 			}
 			if a := answers[1]; a.kind != kindResult || int64(headerBytes+len(a.body)) != first {
 				t.Fatalf("first answer: kind %d, %d bytes", a.kind, len(a.body))
