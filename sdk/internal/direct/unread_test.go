@@ -94,11 +94,15 @@ func TestUnreadAnswersAreBounded(t *testing.T) {
 		// apart sends the second call on a connection of its own: the
 		// pack's bound holds across its connections.
 		apart bool
+		// otherPack makes the second call another pack's: the
+		// connection's bound holds whoever's calls it carries.
+		otherPack bool
 	}{
-		{"at the bound", first + second, false, false},
-		{"the bound plus one", first + second - 1, true, false},
-		{"at the bound, on two connections", first + second, false, true},
-		{"the bound plus one, on two connections", first + second - 1, true, true},
+		{"at the bound", first + second, false, false, false},
+		{"the bound plus one", first + second - 1, true, false, false},
+		{"at the bound, on two connections", first + second, false, true, false},
+		{"the bound plus one, on two connections", first + second - 1, true, true, false},
+		{"the bound plus one, another pack's call", first + second - 1, true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ran atomic.Int32
@@ -112,12 +116,18 @@ func TestUnreadAnswersAreBounded(t *testing.T) {
 			g := grant()
 			g.MaxBytes, g.Log = 0, false
 			signed := f.sign(g)
+			g.Pack = "other.pack"
+			other := f.sign(g)
 			conns := []*tls.Conn{silentCaller(t, f)}
 			if tc.apart {
 				conns = append(conns, silentCaller(t, f))
 			}
 			call := func(id uint64, n int) {
-				body := mustMarshal(t, &wophostv1.DirectChannelInvokeRequest{Family: "acme.kv", Method: strconv.Itoa(n), Payload: []byte(`{}`), Grant: signed})
+				grant := signed
+				if id == 2 && tc.otherPack {
+					grant = other
+				}
+				body := mustMarshal(t, &wophostv1.DirectChannelInvokeRequest{Family: "acme.kv", Method: strconv.Itoa(n), Payload: []byte(`{}`), Grant: grant})
 				if _, err := conns[int(id-1)%len(conns)].Write(encodeFrame(kindCall, id, body)); err != nil {
 					t.Fatal(err)
 				}
@@ -129,7 +139,7 @@ func TestUnreadAnswersAreBounded(t *testing.T) {
 				t.Fatalf("held %d bytes, want the first answer's %d", got, first)
 			}
 			call(2, small)
-			if !tc.apart {
+			if !tc.apart && !tc.otherPack {
 				// On a connection of its own the second answer is written
 				// at once, and held for no time worth waiting for.
 				held := waitUnread(t, f.ep, first)
