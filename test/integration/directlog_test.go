@@ -12,6 +12,7 @@ import (
 
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // A run's call on a direct channel reaches its log even when the plugin
@@ -19,8 +20,19 @@ import (
 // the run ends, when the host would ask it for the run's calls: the pack's
 // own account stands in, and a replay answers the call from the log.
 func TestDirectCallLoggedWhenPluginGoes(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {
-		t.Run(sig.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+		// fail makes the node fail after the call: the account comes
+		// with the failure.
+		fail bool
+	}{
+		{"killed", syscall.SIGKILL, false},
+		{"stopped", syscall.SIGSTOP, false},
+		{"killed, the node fails", syscall.SIGKILL, true},
+	} {
+		sig := tc.sig
+		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			state := filepath.Join(dir, "state")
 			cfg := writeConfig(t, fmt.Sprintf(`
@@ -40,7 +52,7 @@ pack "private.wophost.probe" { path = %q }
 				t.Fatalf("testcap processes: %v", pids)
 			}
 			called, until := filepath.Join(dir, "called"), filepath.Join(dir, "until")
-			in := fmt.Sprintf(`{"family":"test.echo","method":"echo","payload":{"note":"kept"},"called":%q,"until":%q}`, called, until)
+			in := fmt.Sprintf(`{"family":"test.echo","method":"echo","payload":{"note":"kept"},"called":%q,"until":%q,"fail":%t}`, called, until, tc.fail)
 			type outcome struct {
 				res *host.RunResult
 				err error
@@ -64,7 +76,11 @@ pack "private.wophost.probe" { path = %q }
 				t.Fatal(err)
 			}
 			o := <-done
-			if o.err != nil {
+			if tc.fail {
+				if wop.CodeOf(o.err) != "probe.failed" || o.res == nil {
+					t.Fatalf("run: %v; want the node's failure", o.err)
+				}
+			} else if o.err != nil {
 				t.Fatalf("run: %v", o.err)
 			}
 			rec := readRecord(t, state, o.res.RunID)
@@ -80,7 +96,7 @@ pack "private.wophost.probe" { path = %q }
 			// A replay (another host, whose own plugin is fine) answers
 			// the call from the log.
 			rep := runJSON(t, cfg, "--replay", o.res.RunID)
-			if rep.code != 0 || rep.line.Replay == nil || rep.line.Replay.Served != 1 || rep.line.Replay.Diverged != 0 {
+			if wantCode := map[bool]int{false: 0, true: 1}[tc.fail]; rep.code != wantCode || rep.line.Replay == nil || rep.line.Replay.Served != 1 || rep.line.Replay.Diverged != 0 {
 				t.Fatalf("replay: exit %d, summary %+v\n%s%s", rep.code, rep.line.Replay, rep.stdout, rep.stderr)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/sdk/pack"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 //go:embed pack.json
@@ -28,6 +29,9 @@ type callInput struct {
 	// acts between the call and the node's return.
 	Called string `json:"called,omitempty"`
 	Until  string `json:"until,omitempty"`
+	// Fail makes the node fail once Until came, whatever the call
+	// answered.
+	Fail bool `json:"fail,omitempty"`
 }
 
 type sleepInput struct {
@@ -79,6 +83,9 @@ func main() {
 					}
 					if _, werr := sleepInPack(ctx, &sleepInput{MS: 60000, Until: in.Until}); werr != nil {
 						return nil, werr
+					}
+					if in.Fail {
+						return nil, wop.Errorf("probe.failed", "the node failed after its call, as asked")
 					}
 				}
 				return out, err
