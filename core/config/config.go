@@ -42,9 +42,11 @@ const (
 	MinMessageBytes   = 64 << 10
 	MaxMessageBytes   = 1 << 30
 	MaxCallDepthLimit = 64
-	MaxGoMaxProcs     = 1024
-	MaxCrashLimit     = 100
-	MaxConcurrent     = 10000
+	// MaxDirectUnreadBytes bounds direct_max_unread_bytes (64 GiB).
+	MaxDirectUnreadBytes = 64 << 30
+	MaxGoMaxProcs        = 1024
+	MaxCrashLimit        = 100
+	MaxConcurrent        = 10000
 )
 
 // PackManifest is the file every pack directory must contain.
@@ -109,6 +111,11 @@ type Host struct {
 	// plugins that serve one (direct_channels, default true); false keeps
 	// every call on the host's routed path.
 	DirectChannels bool
+	// DirectMaxUnreadBytes bounds the answer bytes a plugin holds for a
+	// caller of its direct channel that does not read them, per
+	// connection and per pack (direct_max_unread_bytes, default twice
+	// MaxMessageBytes).
+	DirectMaxUnreadBytes int
 }
 
 // Capability is one capability block: a plugin and its opaque config.
@@ -205,9 +212,11 @@ type rawHost struct {
 	RequireSignature *hcl.Attribute `hcl:"require_signature"`
 	// DirectChannels is direct_channels.
 	DirectChannels *hcl.Attribute `hcl:"direct_channels"`
-	HTTP           []*rawHTTP     `hcl:"http,block"`
-	Tracing        []*rawTracing  `hcl:"tracing,block"`
-	DefRange       hcl.Range      `hcl:",def_range"`
+	// DirectMaxUnreadBytes is direct_max_unread_bytes.
+	DirectMaxUnreadBytes *hcl.Attribute `hcl:"direct_max_unread_bytes"`
+	HTTP                 []*rawHTTP     `hcl:"http,block"`
+	Tracing              []*rawTracing  `hcl:"tracing,block"`
+	DefRange             hcl.Range      `hcl:",def_range"`
 
 	// Retention is the retention block (retention.go).
 	Retention []*rawRetention `hcl:"retention,block"`
@@ -522,6 +531,8 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		Runs:            DefaultRuns(),
 		Health:          DefaultHealth(),
 		DirectChannels:  true,
+		// Twice the default max_message_bytes, as below.
+		DirectMaxUnreadBytes: 2 * DefaultMaxMessageBytes,
 	}
 	if len(hosts) == 0 {
 		return h, true
@@ -571,6 +582,11 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	}
 	d.attr(r.RequireSignature, &h.RequireSignature)
 	d.attr(r.DirectChannels, &h.DirectChannels)
+	// At least one answer of the largest size fits.
+	h.DirectMaxUnreadBytes = 2 * h.MaxMessageBytes
+	if n, ok := d.intAttr(r.DirectMaxUnreadBytes, h.MaxMessageBytes, MaxDirectUnreadBytes); ok {
+		h.DirectMaxUnreadBytes = n
+	}
 	h.HTTP = d.http(r.HTTP)
 	h.Tracing = d.tracing(r.Tracing)
 	h.Retention = d.retention(r.Retention)

@@ -158,6 +158,8 @@ pack "community.demo" {
 		Runs:            DefaultRuns(),
 		Health:          DefaultHealth(),
 		DirectChannels:  true,
+		// Twice the max_message_bytes set.
+		DirectMaxUnreadBytes: 2 << 20,
 	}
 	if cfg.Host != wantHost {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, wantHost)
@@ -238,10 +240,11 @@ func TestLoadDefaults(t *testing.T) {
 			RunRecords: 168 * time.Hour, MaxRunRecords: 100000,
 			IdempotencyKeys: 24 * time.Hour, MaxIdempotencyKeys: 100000, Interval: 10 * time.Minute,
 		},
-		Storage:        Storage{Backend: "embedded", MaxConnections: 8, StatementTimeout: 5 * time.Second, ClaimLease: 30 * time.Second},
-		Runs:           Runs{LogMaxCalls: 10000, LogMaxBytes: 16 << 20},
-		Health:         Health{Interval: 10 * time.Second, Timeout: 5 * time.Second, Failures: 3},
-		DirectChannels: true,
+		Storage:              Storage{Backend: "embedded", MaxConnections: 8, StatementTimeout: 5 * time.Second, ClaimLease: 30 * time.Second},
+		Runs:                 Runs{LogMaxCalls: 10000, LogMaxBytes: 16 << 20},
+		Health:               Health{Interval: 10 * time.Second, Timeout: 5 * time.Second, Failures: 3},
+		DirectChannels:       true,
+		DirectMaxUnreadBytes: 32 << 20,
 	}
 	if cfg.Host != want {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, want)

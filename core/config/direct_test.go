@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -46,5 +47,31 @@ func TestDirectCallsAttribute(t *testing.T) {
 	}
 	if at := FormatRange(*d.Subject); at != f.dir+"/host.hcl:3:18" {
 		t.Errorf("at %s", at)
+	}
+}
+
+// direct_max_unread_bytes is at least max_message_bytes, twice it by
+// default; below it is an error where it is written.
+func TestDirectMaxUnreadBytesAttribute(t *testing.T) {
+	f := newFixture(t, "host {\n  max_message_bytes = 1048576\n  direct_max_unread_bytes = 1048576\n}\n")
+	cfg, diags := NewLoader().Load(f.path)
+	if diags.HasErrors() {
+		t.Fatal(FormatDiagnostics(diags))
+	}
+	if cfg.Host.DirectMaxUnreadBytes != 1<<20 {
+		t.Fatalf("direct_max_unread_bytes = %d, want the max_message_bytes it was set to", cfg.Host.DirectMaxUnreadBytes)
+	}
+	f = newFixture(t, "host {\n  max_message_bytes = 1048576\n}\n")
+	if cfg, diags = NewLoader().Load(f.path); diags.HasErrors() || cfg.Host.DirectMaxUnreadBytes != 2<<20 {
+		t.Fatalf("default %d, want twice max_message_bytes: %s", cfg.Host.DirectMaxUnreadBytes, FormatDiagnostics(diags))
+	}
+	f = newFixture(t, "host {\n  max_message_bytes = 1048576\n  direct_max_unread_bytes = 1048575\n}\n")
+	_, diags = NewLoader().Load(f.path)
+	if !diags.HasErrors() {
+		t.Fatal("one byte under max_message_bytes was taken")
+	}
+	d := diags[0]
+	if at := FormatRange(*d.Subject); at != f.dir+"/host.hcl:3:29" || !strings.Contains(d.Detail, "1048576") {
+		t.Errorf("%s at %s: %s", d.Summary, at, d.Detail)
 	}
 }

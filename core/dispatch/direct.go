@@ -42,8 +42,8 @@ func (r *Router) NeedsHost(family string) bool {
 // time and numbered again, and held to its bounds in that order: dropped
 // calls on the channel (from cut on) and the log's own cut both end it
 // where the first call was lost, so that a replay never answers past a
-// gap.
-func (l *RunLog) AddDirect(calls []Invocation, dropped int, cut time.Time) {
+// gap. reason says why the channel's calls from cut on were lost.
+func (l *RunLog) AddDirect(calls []Invocation, dropped int, cut time.Time, reason string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range calls {
@@ -51,12 +51,12 @@ func (l *RunLog) AddDirect(calls []Invocation, dropped int, cut time.Time) {
 	}
 	all := append(slices.Clone(l.log.Calls), calls...)
 	slices.SortStableFunc(all, func(a, b Invocation) int { return a.StartedAt.Compare(b.StartedAt) })
-	end := time.Time{}
+	end, why := time.Time{}, l.log.CutReason
 	if l.log.Truncated {
 		end = l.cut
 	}
 	if dropped > 0 && (end.IsZero() || cut.Before(end)) {
-		end = cut
+		end, why = cut, reason
 	}
 	lost := l.log.Dropped + dropped
 	l.log = InvocationLog{Calls: []Invocation{}}
@@ -80,5 +80,6 @@ func (l *RunLog) AddDirect(calls []Invocation, dropped int, cut time.Time) {
 			l.cut = end
 		}
 		l.log.Truncated = true
+		l.log.CutReason = why
 	}
 }

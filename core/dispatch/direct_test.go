@@ -45,11 +45,14 @@ func TestDroppedDirectCallsCutTheLog(t *testing.T) {
 		gap := second.Sub(first)
 		// One direct call before the cut, one after the second routed
 		// call; the plugin lost one from the cut on.
-		l.AddDirect([]Invocation{reported("get", first.Add(gap/4)), reported("get", second.Add(gap))}, 1, first.Add(gap/2))
+		l.AddDirect([]Invocation{reported("get", first.Add(gap/4)), reported("get", second.Add(gap))}, 1, first.Add(gap/2), "lost")
 		log := l.Log()
 		if len(log.Calls) != 2 || !log.Truncated || log.Dropped != 3 {
 			t.Fatalf("%d calls kept, truncated %v, %d dropped; want the 2 before the cut, and the lost one, the routed and the direct call after it dropped",
 				len(log.Calls), log.Truncated, log.Dropped)
+		}
+		if log.CutReason != "lost" {
+			t.Errorf("cut reason %q, want the channel's", log.CutReason)
 		}
 		if c := log.Calls[0]; c.Seq != 1 || c.Direct || c.Method != "put" {
 			t.Errorf("first call %+v, want the first routed one", c)
@@ -62,7 +65,7 @@ func TestDroppedDirectCallsCutTheLog(t *testing.T) {
 	t.Run("none dropped", func(t *testing.T) {
 		l, first, second := track("run_whole")
 		gap := second.Sub(first)
-		l.AddDirect([]Invocation{reported("get", first.Add(gap/4)), reported("get", second.Add(gap))}, 0, time.Time{})
+		l.AddDirect([]Invocation{reported("get", first.Add(gap/4)), reported("get", second.Add(gap))}, 0, time.Time{}, "")
 		log := l.Log()
 		if len(log.Calls) != 4 || log.Truncated || log.Dropped != 0 {
 			t.Fatalf("%d calls kept, truncated %v, %d dropped; want all 4", len(log.Calls), log.Truncated, log.Dropped)

@@ -46,10 +46,17 @@ type Invocation struct {
 	Source string `json:"source,omitempty"`
 	// Direct marks a call the node made on a direct channel, which the
 	// plugin reported when the run ended.
-	Direct         bool      `json:"direct,omitempty"`
+	Direct bool `json:"direct,omitempty"`
+	// ReportedBy is "pack" for a direct call the host took from the
+	// pack's account, its plugin having given none when the run ended.
+	ReportedBy     string    `json:"reportedBy,omitempty"`
 	StartedAt      time.Time `json:"startedAt"`
 	DurationMicros int64     `json:"durationMicros"`
 }
+
+// ReportedByPack is Invocation.ReportedBy of a direct call the pack's
+// account reported.
+const ReportedByPack = "pack"
 
 // Sources of a replayed call (Invocation.Source).
 const (
@@ -66,6 +73,8 @@ type InvocationLog struct {
 	// counts them.
 	Truncated bool `json:"truncated,omitempty"`
 	Dropped   int  `json:"dropped,omitempty"`
+	// CutReason says why the first call was lost.
+	CutReason string `json:"cutReason,omitempty"`
 }
 
 // perRunFields lists, per family and method, the request fields that

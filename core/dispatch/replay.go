@@ -248,6 +248,9 @@ func (p *pendingCall) answer() (bool, []byte, error) {
 			why = "the source run's record has no invocation log"
 		case r.src.Log.Truncated:
 			why = fmt.Sprintf("the source run's log was cut after %d calls (%d dropped)", len(r.src.Log.Calls), r.src.Log.Dropped)
+			if r.src.Log.CutReason != "" {
+				why += ": " + r.src.Log.CutReason
+			}
 		}
 		e := wop.Errorf(CodeReplaySourceMissing, "replay of %s: %s.%s has effects and %s; nothing was performed",
 			r.src.RunID, p.inv.Family, p.inv.Method, why).
@@ -400,6 +403,7 @@ func (l *RunLog) add(inv Invocation) {
 		// dropped one would let a replay answer out of order.
 		if !l.log.Truncated || inv.StartedAt.Before(l.cut) {
 			l.cut = inv.StartedAt
+			l.log.CutReason = "the run's calls passed the log's bounds (log_max_calls, log_max_bytes)"
 		}
 		l.log.Truncated = true
 		l.log.Dropped++

@@ -253,6 +253,18 @@ func TestReplayOfACutOrRedactedLog(t *testing.T) {
 	if errs[0] != nil || wop.CodeOf(errs[1]) != CodeReplaySourceMissing || !strings.Contains(errs[1].Error(), "cut after 1 calls") {
 		t.Errorf("cut log: %v", errs)
 	}
+	if src.CutReason == "" || !strings.Contains(errs[1].Error(), src.CutReason) {
+		t.Errorf("cut log: the refusal %v does not give the log's reason %q", errs[1], src.CutReason)
+	}
+	if inv.n.Load() != before {
+		t.Error("a call past the cut reached the plugin")
+	}
+	// A log cut where a direct channel's calls could not be learnt names
+	// that cause.
+	src.CutReason = "the plugin serving a direct channel could not be asked for the run's calls there"
+	if _, errs, _ = replay(t, r, j, src, nil, one, two); !strings.Contains(errs[1].Error(), src.CutReason) {
+		t.Errorf("cut log: %v, want the reason %q", errs[1], src.CutReason)
+	}
 	if inv.n.Load() != before {
 		t.Error("a call past the cut reached the plugin")
 	}

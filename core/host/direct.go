@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -103,11 +104,13 @@ func (h *Host) directOffers(run *dispatch.Run, opts RunOptions, log bool, advert
 
 // endDirect ends run on every channel it was offered, so that its grants
 // are refused from now on, and adds the calls it made there to its
-// invocation log (when it keeps one) and to the metrics. A channel that
-// cannot be ended (its plugin gone) leaves the log cut where its calls
-// would be: they may have happened, and a replay must not answer past
-// them.
-func (h *Host) endDirect(run *dispatch.Run, started time.Time, channels []*registry.DirectChannel, log *dispatch.RunLog) {
+// invocation log (when it keeps one) and to the metrics. The plugin's
+// report of a channel's calls is the log's; for a channel whose plugin
+// cannot give one (gone, replaced or stuck), the pack's account of the
+// calls it made there (nil when it kept none) takes its place, and
+// without either the log is cut where the calls would be, with the
+// reason: they may have happened, and a replay must not answer past them.
+func (h *Host) endDirect(run *dispatch.Run, started time.Time, channels []*registry.DirectChannel, offers []*wophostv1.DirectChannelOffer, log *dispatch.RunLog, account *wophostv1.DirectCallLog) {
 	if len(channels) == 0 {
 		return
 	}
@@ -115,16 +118,17 @@ func (h *Host) endDirect(run *dispatch.Run, started time.Time, channels []*regis
 		// Without a log nothing waits for the answers (the metrics take
 		// them when they come), so the run's caller does not either: the
 		// grants end one round trip after the run.
-		go h.collectDirect(run, started, channels, nil)
+		go h.collectDirect(run, started, channels, offers, nil, nil)
 		return
 	}
-	h.collectDirect(run, started, channels, log)
+	h.collectDirect(run, started, channels, offers, log, account)
 }
 
-// collectDirect ends run on channels and takes in what they report
-// (endDirect).
-func (h *Host) collectDirect(run *dispatch.Run, started time.Time, channels []*registry.DirectChannel, log *dispatch.RunLog) {
+// collectDirect ends run on channels and takes in what they report, or
+// what account says of the channels that report nothing (endDirect).
+func (h *Host) collectDirect(run *dispatch.Run, started time.Time, channels []*registry.DirectChannel, offers []*wophostv1.DirectChannelOffer, log *dispatch.RunLog, account *wophostv1.DirectCallLog) {
 	answers := make([]*wophostv1.EndRunResponse, len(channels))
+	failures := make([]error, len(channels))
 	var wg sync.WaitGroup
 	for i, ch := range channels {
 		wg.Add(1)
@@ -139,12 +143,7 @@ func (h *Host) collectDirect(run *dispatch.Run, started time.Time, channels []*r
 			defer cancel()
 			resp, err := ch.EndRun(ctx, run.ID, run.Deadline)
 			if err != nil {
-				level := hclog.Debug
-				if log != nil {
-					level = hclog.Warn
-				}
-				h.logger.Log(level, "could not end a run on a direct channel; its calls there are not logged",
-					"run_id", run.ID, "channel", ch.Endpoint.GetAddress(), "error", err)
+				failures[i] = err
 				return
 			}
 			answers[i] = resp
@@ -154,17 +153,53 @@ func (h *Host) collectDirect(run *dispatch.Run, started time.Time, channels []*r
 	observer, _ := h.router.Observer().(dispatch.ReportedCallObserver)
 	// The same caller name the router logs for the node's relayed calls.
 	caller := admission.NodeCaller(run.Pack, run.TypeID)
-	for _, resp := range answers {
-		if resp == nil {
+	accountCut := false
+	for i, resp := range answers {
+		var reported []*wophostv1.DirectCall
+		var dropped int64
+		var cut time.Time
+		var reason, reportedBy string
+		switch {
+		case resp != nil:
+			reported, dropped, cut = resp.GetCalls(), resp.GetDropped(), time.Unix(0, resp.GetCutUnixNano()).UTC()
+			reason = "the run's calls on a direct channel passed the run log's bounds"
+		case log != nil && account != nil:
+			h.logger.Warn("could not end a run on a direct channel; its calls there are logged from the pack's account",
+				"run_id", run.ID, "channel", channels[i].Endpoint.GetAddress(), "error", failures[i])
+			reportedBy = dispatch.ReportedByPack
+			families := map[string]bool{}
+			if i < len(offers) {
+				for _, f := range offers[i].GetFamilies() {
+					families[f] = true
+				}
+			}
+			for _, c := range account.GetCalls() {
+				if families[c.GetFamily()] {
+					reported = append(reported, c)
+				}
+			}
+			if !accountCut && account.GetDropped() > 0 {
+				// The account's cut holds across its channels: it is
+				// taken once.
+				accountCut = true
+				dropped, cut, reason = account.GetDropped(), time.Unix(0, account.GetCutUnixNano()).UTC(), account.GetCutReason()
+			}
+		default:
+			level := hclog.Debug
+			if log != nil {
+				level = hclog.Warn
+			}
+			h.logger.Log(level, "could not end a run on a direct channel, and the pack gave no account of its calls there; the run's log is cut",
+				"run_id", run.ID, "channel", channels[i].Endpoint.GetAddress(), "error", failures[i])
 			if log != nil {
 				// Nothing is known of the channel's calls: the log ends
 				// where the run began.
-				log.AddDirect(nil, 1, started)
+				log.AddDirect(nil, 1, started, fmt.Sprintf("the plugin serving a direct channel could not be asked for the run's calls there (%v), and the pack gave no account of them", failures[i]))
 			}
 			continue
 		}
-		calls := make([]dispatch.Invocation, 0, len(resp.GetCalls()))
-		for _, c := range resp.GetCalls() {
+		calls := make([]dispatch.Invocation, 0, len(reported))
+		for _, c := range reported {
 			var werr *wop.Error
 			if len(c.GetError()) > 0 {
 				werr = &wop.Error{}
@@ -192,7 +227,7 @@ func (h *Host) collectDirect(run *dispatch.Run, started time.Time, channels []*r
 				Caller: caller, Depth: 1, Family: c.GetFamily(), Method: c.GetMethod(),
 				Key:       dispatch.InvocationKey(c.GetFamily(), c.GetMethod(), c.GetPayload()),
 				StartedAt: time.Unix(0, c.GetStartedUnixNano()).UTC(), DurationMicros: c.GetDurationMicros(),
-				Error: werr, Direct: true,
+				Error: werr, Direct: true, ReportedBy: reportedBy,
 			}
 			if werr == nil {
 				inv.Result = c.GetResult()
@@ -200,7 +235,7 @@ func (h *Host) collectDirect(run *dispatch.Run, started time.Time, channels []*r
 			calls = append(calls, inv)
 		}
 		if log != nil {
-			log.AddDirect(calls, int(resp.GetDropped()), time.Unix(0, resp.GetCutUnixNano()).UTC())
+			log.AddDirect(calls, int(dropped), cut, reason)
 		}
 	}
 }

@@ -124,20 +124,20 @@ func (p *Pack) runnable(typeID string) (*loader.Pack, error) {
 // execute runs one node on p's process, serving HostServices to the
 // process at its first run. A process that went away during the run makes
 // the run unavailable, retryable, in the pack's name.
-func (h *Host) execute(ctx context.Context, p *Pack, proc *loader.Pack, req *wophostv1.ExecuteRequest) ([]byte, error) {
+func (h *Host) execute(ctx context.Context, p *Pack, proc *loader.Pack, req *wophostv1.ExecuteRequest) ([]byte, *wophostv1.DirectCallLog, error) {
 	p.live.Lock()
 	if p.served != proc {
 		proc.ServeHostServices(p.hostServices, h.cfg.Host.MaxMessageBytes)
 		p.served = proc
 	}
 	p.live.Unlock()
-	out, err := proc.Execute(ctx, req)
+	out, account, err := proc.Execute(ctx, req)
 	if err != nil && ctx.Err() == nil && (errors.Is(err, loader.ErrUnreachable) || proc.Gone()) {
 		h.logger.Debug("pack unreachable during a run", "pack", p.Name, "type_id", req.GetTypeId(), "error", err)
-		return nil, wop.Errorf(wop.CodeUnavailable, "pack %s exited during the run of %s", p.Name, req.GetTypeId()).
+		return nil, nil, wop.Errorf(wop.CodeUnavailable, "pack %s exited during the run of %s", p.Name, req.GetTypeId()).
 			WithRetryable(true).WithDetails(map[string]string{"pack": p.Name, "typeId": req.GetTypeId()})
 	}
-	return out, err
+	return out, account, err
 }
 
 // stopPack stops p's process, if any, for good.

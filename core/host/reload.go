@@ -349,10 +349,12 @@ func (h *Host) fingerprint(cc *config.Capability, identity string, configJSON []
 		MaxMessageBytes     int
 		Tracing             *tracing.Settings
 		Storage             plugin.Storage
+		// A channel's bound is set at Configure.
+		DirectMaxUnreadBytes int
 	}{
 		cc.PluginPath, cc.SHA256, identity, cc.Families, cc.Env, configJSON,
 		h.cfg.Host.StateDir, h.opts.LogLevel.String(), h.opts.MaxMessageBytes, h.opts.Tracing,
-		h.storageFor(cc),
+		h.storageFor(cc), h.opts.DirectMaxUnreadBytes,
 	})
 	return hex.EncodeToString(sum.Sum(nil))
 }

@@ -183,13 +183,19 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	}
 	cc := run.CallContext("host")
 	cc.Depth = 0
-	out, err := h.execute(ctx, p, proc, &wophostv1.ExecuteRequest{
+	req := &wophostv1.ExecuteRequest{
 		TypeId: typeID, Input: input, Call: hostwire.CallContextToProto(cc), Advertised: advertised,
 		DirectChannels: offers,
-	})
+	}
+	if len(offers) > 0 && calls != nil {
+		// The pack's own account of its direct calls stands in for a
+		// plugin that cannot give the host its own when the run ends.
+		req.DirectLog = &wophostv1.DirectLogRequest{MaxCalls: int64(h.cfg.Host.Runs.LogMaxCalls), MaxBytes: int64(h.cfg.Host.Runs.LogMaxBytes)}
+	}
+	out, account, err := h.execute(ctx, p, proc, req)
 	// The run's grants end with its node: a pack that kept one cannot use
 	// it again, and its calls join the run's log before the record.
-	h.endDirect(run, rec.StartedAt, channels, calls)
+	h.endDirect(run, rec.StartedAt, channels, offers, calls, account)
 	if err != nil {
 		we := wop.AsError(err)
 		if ctx.Err() != nil && (we.Code == wop.CodeUnavailable || we.Code == wop.CodeInternal) {

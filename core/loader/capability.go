@@ -152,7 +152,7 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 		key = hostwire.NewGrantKey()
 		req.DirectChannel = &wophostv1.DirectChannelSettings{
 			GrantKey: key, SocketDir: dir, MaxConcurrentCalls: int32(c.opts.MaxConcurrentCalls), Capability: c.name,
-			Rules: hostwire.RulesToProto(rules),
+			Rules: hostwire.RulesToProto(rules), MaxUnreadBytes: int64(c.opts.DirectMaxUnreadBytes),
 		}
 	}
 	resp, err := c.conn.Client.Configure(ctx, req)

@@ -61,18 +61,36 @@ func (p *Pack) ServeHostServices(impl wophostv1.HostServicesServer, maxBytes int
 // than the node.
 var ErrUnreachable = errors.New("pack process unreachable")
 
-// Execute runs one node. A failure of the connection rather than of the
-// node is ErrUnreachable, wrapping the transport's words.
-func (p *Pack) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) ([]byte, error) {
+// Execute runs one node and returns its output and the pack's account of
+// its direct calls, when the request asked for one and the pack kept it
+// (nil otherwise), whether the node succeeded or failed. A failure of the
+// connection rather than of the node is ErrUnreachable, wrapping the
+// transport's words.
+func (p *Pack) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) ([]byte, *wophostv1.DirectCallLog, error) {
 	req.HostServicesBrokerId = p.broker
 	resp, err := p.conn.Client.Execute(ctx, req)
 	if err != nil {
 		if ctx.Err() == nil && transportFailure(err) {
-			return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+			return nil, nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 		}
-		return nil, hostwire.FromStatus(err)
+		return nil, failureAccount(err), hostwire.FromStatus(err)
 	}
-	return resp.GetOutput(), nil
+	return resp.GetOutput(), resp.GetDirectCalls(), nil
+}
+
+// failureAccount is the account of direct calls a failed node's status
+// carries beside its envelope, or nil.
+func failureAccount(err error) *wophostv1.DirectCallLog {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	for _, d := range st.Details() {
+		if l, ok := d.(*wophostv1.DirectCallLog); ok {
+			return l
+		}
+	}
+	return nil
 }
 
 // transportFailure reports whether err is gRPC's own failure of the

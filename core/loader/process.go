@@ -49,6 +49,10 @@ type Options struct {
 	// MaxConcurrentCalls is the capability block's max_concurrent_calls,
 	// which a plugin's direct channel applies to the calls it takes.
 	MaxConcurrentCalls int
+	// DirectMaxUnreadBytes is the host block's direct_max_unread_bytes,
+	// which a plugin's direct channel holds its callers' unread answers
+	// to.
+	DirectMaxUnreadBytes int
 }
 
 // PhaseError is a start-up failure in a named lifecycle phase.

@@ -8,6 +8,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/wophost/wophost/sdk/internal/direct"
 	"github.com/wophost/wophost/sdk/internal/invoke"
@@ -78,17 +80,55 @@ func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (re
 	}
 	logger := s.logger.With("run_id", call.RunID, "node_id", call.NodeID, "type_id", call.TypeID)
 	host := s.hostCaller(req.GetHostServicesBrokerId())
+	var account *direct.Account
 	if routed, ok := host.(direct.RawCaller); ok && s.direct != nil && len(req.GetDirectChannels()) > 0 {
-		host = direct.NewCaller(routed, s.direct, req.GetDirectChannels(), s.tracer)
+		if dl := req.GetDirectLog(); dl != nil {
+			account = direct.NewAccount(dl.GetMaxCalls(), dl.GetMaxBytes())
+		}
+		host = direct.NewCaller(routed, s.direct, req.GetDirectChannels(), s.tracer, account)
 	}
 	c := newCtx(ctx, host, call, advertised, logger)
 	out, err := invoke.Safely(logger, "node", func() (any, error) { return node(c, req.GetInput()) })
+	calls := account.Seal()
 	if err != nil {
-		return nil, wire.ToStatus(invoke.Failure(ctx, err))
+		return nil, failure(invoke.Failure(ctx, err), calls)
 	}
 	b, we := invoke.Result(out, s.maxBytes, "output of "+req.GetTypeId())
 	if we != nil {
-		return nil, wire.ToStatus(we)
+		return nil, failure(we, calls)
 	}
-	return &wophostv1.ExecuteResponse{Output: b}, nil
+	resp = &wophostv1.ExecuteResponse{Output: b}
+	if calls != nil {
+		// The answer stays within the message size limit: the account
+		// takes what the output leaves.
+		resp.DirectCalls = direct.FitAccount(calls, s.maxBytes-proto.Size(resp)-accountSlack)
+	}
+	return resp, nil
+}
+
+// accountSlack is the room an account's own field takes in an answer
+// (its tag and length).
+const accountSlack = 16
+
+// failureAccountBytes bounds the account a failed node's status carries:
+// a status travels in the gRPC trailers, which the host reads up to
+// 16 MiB, base64-encoded.
+const failureAccountBytes = 4 << 20
+
+// failure is the status of a node's failure we, carrying the pack's
+// account of its direct calls, when it keeps one, beside the envelope.
+func failure(we error, calls *wophostv1.DirectCallLog) error {
+	st := wire.ToStatus(we)
+	if calls == nil {
+		return st
+	}
+	calls = direct.FitAccount(calls, failureAccountBytes)
+	if calls == nil {
+		return st
+	}
+	withCalls, err := status.Convert(st).WithDetails(calls)
+	if err != nil {
+		return st
+	}
+	return withCalls.Err()
 }

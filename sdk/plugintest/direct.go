@@ -68,7 +68,7 @@ func (c *protocolChecks) directChannel(t checkT) {
 	defer pool.Close()
 	call := func(grant []byte) (out []byte, routed bool, err error) {
 		r := &routedCount{}
-		caller := direct.NewCaller(r, pool, []*wophostv1.DirectChannelOffer{{Families: []string{c.first.Family}, Endpoint: ep, Grant: grant}}, noop.NewTracerProvider().Tracer(""))
+		caller := direct.NewCaller(r, pool, []*wophostv1.DirectChannelOffer{{Families: []string{c.first.Family}, Endpoint: ep, Grant: grant}}, noop.NewTracerProvider().Tracer(""), nil)
 		ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
 		defer cancel()
 		out, err = caller.CallRaw(ctx, c.first.Family, c.first.Method, orEmptyObject(c.first.Payload))

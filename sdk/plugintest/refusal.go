@@ -96,7 +96,7 @@ func (c *protocolChecks) refusal(t checkT, pool *direct.Pool, key []byte, ep *wo
 		t.Fatal(err)
 	}
 	r := &routedCount{}
-	caller := direct.NewCaller(r, pool, []*wophostv1.DirectChannelOffer{{Families: []string{row.Call.Family}, Endpoint: ep, Grant: signed}}, noop.NewTracerProvider().Tracer(""))
+	caller := direct.NewCaller(r, pool, []*wophostv1.DirectChannelOffer{{Families: []string{row.Call.Family}, Endpoint: ep, Grant: signed}}, noop.NewTracerProvider().Tracer(""), nil)
 	ctx, cancel := context.WithTimeout(t.Context(), rpcTimeout)
 	defer cancel()
 	out, err := caller.CallRaw(ctx, row.Call.Family, row.Call.Method, row.Call.Payload)

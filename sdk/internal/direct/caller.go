@@ -137,6 +137,9 @@ type Caller struct {
 	pool     *Pool
 	tracer   trace.Tracer
 	byFamily map[string]*channel
+	// account, when the host asked for one, keeps the run's calls on the
+	// channels for the node's answer.
+	account *Account
 }
 
 // channel is one offered channel as a run uses it.
@@ -151,9 +154,10 @@ type channel struct {
 var _ wop.Caller = (*Caller)(nil)
 
 // NewCaller returns the caller of a run offered channels; without offers
-// every call takes the routed path.
-func NewCaller(routed RawCaller, pool *Pool, offers []*wophostv1.DirectChannelOffer, tracer trace.Tracer) *Caller {
-	c := &Caller{routed: routed, pool: pool, tracer: tracer, byFamily: map[string]*channel{}}
+// every call takes the routed path. account, when not nil, keeps each
+// call made on a channel and its outcome.
+func NewCaller(routed RawCaller, pool *Pool, offers []*wophostv1.DirectChannelOffer, tracer trace.Tracer, account *Account) *Caller {
+	c := &Caller{routed: routed, pool: pool, tracer: tracer, byFamily: map[string]*channel{}, account: account}
 	for _, o := range offers {
 		if o.GetEndpoint().GetAddress() == "" || len(o.GetGrant()) == 0 {
 			continue
@@ -179,10 +183,16 @@ func (c *Caller) CallRaw(ctx context.Context, family, method string, payload []b
 	if ch == nil || ch.closed.Load() {
 		return c.routed.CallRaw(ctx, family, method, payload)
 	}
-	out, err, routed := c.direct(ctx, ch, family, method, payload)
-	if routed {
+	entry, open := c.account.begin(family, method, payload)
+	if !open {
 		return c.routed.CallRaw(ctx, family, method, payload)
 	}
+	out, err, routed := c.direct(ctx, ch, family, method, payload)
+	if routed {
+		c.account.skip(entry)
+		return c.routed.CallRaw(ctx, family, method, payload)
+	}
+	c.account.end(entry, out, err)
 	return out, err
 }
 

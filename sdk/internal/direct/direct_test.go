@@ -326,7 +326,7 @@ func TestCallerTakesTheChannelAndFallsBackToTheHost(t *testing.T) {
 	}
 	t.Run("offered family goes direct, others routed", func(t *testing.T) {
 		r := &routed{}
-		c := NewCaller(r, f.pool, offer(f.sign(grant()), f.at), noop.NewTracerProvider().Tracer(""))
+		c := NewCaller(r, f.pool, offer(f.sign(grant()), f.at), noop.NewTracerProvider().Tracer(""), nil)
 		out, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`))
 		if err != nil || !strings.Contains(string(out), `"caller":"pack:acme.pack"`) || r.calls.Load() != 0 {
 			t.Fatalf("direct call: %s, %v, %d routed", out, err, r.calls.Load())
@@ -341,7 +341,7 @@ func TestCallerTakesTheChannelAndFallsBackToTheHost(t *testing.T) {
 		g.RunId = "run_refused"
 		signed := f.sign(g)
 		f.ep.EndRun("run_refused", time.Now().Add(time.Minute))
-		c := NewCaller(r, f.pool, offer(signed, f.at), noop.NewTracerProvider().Tracer(""))
+		c := NewCaller(r, f.pool, offer(signed, f.at), noop.NewTracerProvider().Tracer(""), nil)
 		for range 2 {
 			out, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`))
 			if err != nil || string(out) != `"routed"` {
@@ -355,7 +355,7 @@ func TestCallerTakesTheChannelAndFallsBackToTheHost(t *testing.T) {
 	t.Run("an unreachable channel goes through the host", func(t *testing.T) {
 		r := &routed{}
 		gone := &wophostv1.DirectChannelEndpoint{Address: t.TempDir() + "/gone.sock", Certificate: f.at.GetCertificate()}
-		c := NewCaller(r, f.pool, offer(f.sign(grant()), gone), noop.NewTracerProvider().Tracer(""))
+		c := NewCaller(r, f.pool, offer(f.sign(grant()), gone), noop.NewTracerProvider().Tracer(""), nil)
 		out, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`))
 		if err != nil || string(out) != `"routed"` {
 			t.Fatalf("%s, %v", out, err)
@@ -363,7 +363,7 @@ func TestCallerTakesTheChannelAndFallsBackToTheHost(t *testing.T) {
 	})
 	t.Run("an envelope is the caller's answer, not a fallback", func(t *testing.T) {
 		r := &routed{}
-		c := NewCaller(r, f.pool, offer(f.sign(grant()), f.at), noop.NewTracerProvider().Tracer(""))
+		c := NewCaller(r, f.pool, offer(f.sign(grant()), f.at), noop.NewTracerProvider().Tracer(""), nil)
 		_, err := c.CallRaw(ctx, "acme.kv", "fail", []byte(`{}`))
 		var we *wop.Error
 		if !errors.As(err, &we) || we.Code != wop.CodeNotFound || r.calls.Load() != 0 {
@@ -422,7 +422,7 @@ func TestPluginGoneDuringTheCall(t *testing.T) {
 	}
 	f := newFixtureWith(t, handler, &wophostv1.DirectChannelSettings{})
 	r := &routed{}
-	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""))
+	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""), nil)
 	go func() {
 		<-started
 		f.ep.Close()
@@ -463,7 +463,7 @@ func TestCallCarriesNoTimeoutAndEndsWithTheCaller(t *testing.T) {
 	}
 	f := newFixtureWith(t, handler, &wophostv1.DirectChannelSettings{})
 	r := &routed{}
-	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""))
+	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	go func() {
 		<-started
@@ -501,7 +501,7 @@ func TestConcurrentCallsOnOneConnectionGetTheirOwnAnswers(t *testing.T) {
 		return payload, nil
 	}
 	f := newFixtureWith(t, handler, &wophostv1.DirectChannelSettings{})
-	c := NewCaller(&routed{}, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""))
+	c := NewCaller(&routed{}, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	errs := make(chan error, 40)
@@ -549,7 +549,7 @@ func TestMessageSizeLimitOfTheConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &routed{}
-	c := NewCaller(r, pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: at, Grant: signed}}, noop.NewTracerProvider().Tracer(""))
+	c := NewCaller(r, pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: at, Grant: signed}}, noop.NewTracerProvider().Tracer(""), nil)
 	ctx := context.Background()
 	if _, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`"`+strings.Repeat("y", 600)+`"`)); codeOf(err) != wop.CodeValidation || !strings.Contains(err.Error(), "512-byte message limit") {
 		t.Errorf("request over the limit: %v", err)
@@ -608,7 +608,7 @@ func TestAnotherVersionOfTheFramingIsNotUsed(t *testing.T) {
 	}()
 	at := &wophostv1.DirectChannelEndpoint{Address: path, Certificate: cert.Certificate[0]}
 	r := &routed{}
-	c := NewCaller(r, NewPool(1<<20), []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: at, Grant: []byte("grant")}}, noop.NewTracerProvider().Tracer(""))
+	c := NewCaller(r, NewPool(1<<20), []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: at, Grant: []byte("grant")}}, noop.NewTracerProvider().Tracer(""), nil)
 	if out, err := c.CallRaw(context.Background(), "acme.kv", "get", []byte(`{}`)); err != nil || string(out) != `"routed"` || r.calls.Load() != 1 {
 		t.Fatalf("%s, %v, %d routed", out, err, r.calls.Load())
 	}
@@ -771,7 +771,7 @@ func TestAnotherCertificateOnTheAddressIsNotTrusted(t *testing.T) {
 	}
 	r := &routed{}
 	signed := f.sign(grant())
-	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: forged, Grant: signed}}, noop.NewTracerProvider().Tracer(""))
+	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: forged, Grant: signed}}, noop.NewTracerProvider().Tracer(""), nil)
 	if out, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`)); err != nil || string(out) != `"routed"` || r.calls.Load() != 1 {
 		t.Fatalf("%s, %v, %d routed; want the call through the host", out, err, r.calls.Load())
 	}
@@ -779,7 +779,7 @@ func TestAnotherCertificateOnTheAddressIsNotTrusted(t *testing.T) {
 		t.Fatalf("the handler ran %d calls pinned to another certificate", n)
 	}
 	// The offered certificate reaches the same handler.
-	c = NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: signed}}, noop.NewTracerProvider().Tracer(""))
+	c = NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: signed}}, noop.NewTracerProvider().Tracer(""), nil)
 	if _, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`)); err != nil || ran.Load() != 1 || r.calls.Load() != 1 {
 		t.Fatalf("with the offered certificate: %v, %d ran, %d routed", err, ran.Load(), r.calls.Load())
 	}

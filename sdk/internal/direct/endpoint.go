@@ -44,6 +44,11 @@ type Endpoint struct {
 	// settings are the rules and slots of the current configuration.
 	settings atomic.Pointer[channelSettings]
 
+	// umu guards unreadByPack, the answer bytes of each pack's calls
+	// written to none of its connections yet (unread.go).
+	umu          sync.Mutex
+	unreadByPack map[string]int64
+
 	mu  sync.Mutex
 	key []byte
 	// runs holds the calls of each run with a grant in use; ended the
@@ -63,6 +68,9 @@ type Endpoint struct {
 type channelSettings struct {
 	rules map[string]admission.Rules
 	slots *admission.Slots
+	// maxUnread bounds the answer bytes held for callers that do not
+	// read them, per connection and per pack (unread.go).
+	maxUnread int64
 }
 
 // admitted is one verified grant, with what the admission of its calls
@@ -111,9 +119,10 @@ func RulesToProto(rules map[string]admission.Rules) []*wophostv1.FamilyRules {
 // NewEndpoint returns an endpoint whose calls run on handle, with results
 // bounded by maxBytes as every other message of the process.
 func NewEndpoint(handle Handler, maxBytes int) *Endpoint {
-	e := &Endpoint{handle: handle, maxBytes: maxBytes, writeTimeout: writeTimeout, runs: map[string]*runCalls{}, ended: map[string]time.Time{}}
+	e := &Endpoint{handle: handle, maxBytes: maxBytes, writeTimeout: writeTimeout, runs: map[string]*runCalls{}, ended: map[string]time.Time{},
+		unreadByPack: map[string]int64{}}
 	e.admitted.Store(&sync.Map{})
-	e.settings.Store(&channelSettings{slots: admission.NewSlots(0, "")})
+	e.settings.Store(&channelSettings{slots: admission.NewSlots(0, ""), maxUnread: defaultMaxUnread(maxBytes)})
 	return e
 }
 
@@ -128,7 +137,11 @@ func (e *Endpoint) Open(s *wophostv1.DirectChannelSettings) (*wophostv1.DirectCh
 	defer e.mu.Unlock()
 	e.key = append([]byte(nil), s.GetGrantKey()...)
 	e.admitted.Store(&sync.Map{})
-	set := &channelSettings{rules: RulesFromProto(s.GetRules()), slots: admission.NewSlots(int(s.GetMaxConcurrentCalls()), s.GetCapability())}
+	set := &channelSettings{rules: RulesFromProto(s.GetRules()), slots: admission.NewSlots(int(s.GetMaxConcurrentCalls()), s.GetCapability()),
+		maxUnread: s.GetMaxUnreadBytes()}
+	if set.maxUnread <= 0 {
+		set.maxUnread = defaultMaxUnread(e.maxBytes)
+	}
 	if old := e.settings.Load(); old.slots.Len() == set.slots.Len() {
 		// The calls in flight keep their slots.
 		set.slots = old.slots
@@ -257,12 +270,12 @@ func (e *Endpoint) EndRun(runID string, deadline time.Time) *wophostv1.EndRunRes
 
 // invoke runs one call that arrived on the channel and returns its
 // answer: a refusal of the grant, or the call's outcome, which is logged
-// for the run.
-func (e *Endpoint) invoke(ctx context.Context, req *wophostv1.DirectChannelInvokeRequest) ([]byte, error) {
+// for the run, with the pack its grant names.
+func (e *Endpoint) invoke(ctx context.Context, req *wophostv1.DirectChannelInvokeRequest) ([]byte, string, error) {
 	start := time.Now()
 	a, err := e.admit(req.GetGrant(), start)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	family, method, payload := req.GetFamily(), req.GetMethod(), req.GetPayload()
 	set := e.settings.Load()
@@ -282,7 +295,7 @@ func (e *Endpoint) invoke(ctx context.Context, req *wophostv1.DirectChannelInvok
 		}
 	}
 	a.calls.add(family, method, payload, out, err, start)
-	return out, err
+	return out, a.grant.GetPack(), err
 }
 
 // slot waits for one of the channel's call slots until the call's

@@ -63,10 +63,19 @@ func (e *Endpoint) serve(tc *tls.Conn) {
 		wmu     sync.Mutex
 		mu      sync.Mutex
 		running = map[uint64]context.CancelFunc{}
+		held    = newUnread()
 	)
+	defer held.close()
 	write := func(b []byte) {
 		wmu.Lock()
 		defer wmu.Unlock()
+		held.mu.Lock()
+		closed := held.closed
+		held.mu.Unlock()
+		if closed {
+			// An earlier write failed: the answer goes nowhere.
+			return
+		}
 		err := tc.SetWriteDeadline(time.Now().Add(e.writeTimeout))
 		if err == nil {
 			_, err = tc.Write(b)
@@ -76,11 +85,17 @@ func (e *Endpoint) serve(tc *tls.Conn) {
 			// reads: the connection ends, and the read below with it.
 			// The socket itself, since a TLS close would first wait to
 			// send a close_notify the caller does not read.
+			held.close()
 			_ = tc.NetConn().Close()
 		}
 	}
 	r := bufio.NewReaderSize(tc, 32<<10)
 	for {
+		// A caller that does not read its answers gets no more calls
+		// read until it does (unread.go).
+		if !held.waitRoom(e.settings.Load().maxUnread) {
+			return
+		}
 		f, err := readFrame(r, e.maxBytes)
 		if err != nil {
 			return
@@ -92,12 +107,21 @@ func (e *Endpoint) serve(tc *tls.Conn) {
 			running[f.id] = ccancel
 			mu.Unlock()
 			go func() {
-				answer := e.answer(cctx, f)
+				a := e.answer(cctx, f)
 				mu.Lock()
 				delete(running, f.id)
 				mu.Unlock()
 				ccancel()
-				write(answer)
+				n := int64(len(a.frame))
+				if we := e.hold(held, a.pack, a.capability, n, e.settings.Load().maxUnread); we != nil {
+					// The answer is dropped now rather than held for a
+					// caller that does not read.
+					a.frame = errorFrame(f.id, we, e.maxBytes)
+					n = int64(len(a.frame))
+					e.holdAnyway(held, a.pack, n)
+				}
+				write(a.frame)
+				e.release(held, a.pack, n)
 			}()
 		case kindCancel:
 			mu.Lock()
@@ -113,35 +137,49 @@ func (e *Endpoint) serve(tc *tls.Conn) {
 	}
 }
 
+// answered is the frame of a call's answer, with the pack whose call it
+// was ("" for the host's) and the call's capability name.
+type answered struct {
+	frame            []byte
+	pack, capability string
+}
+
 // answer runs the call frame f, a pack's or the host's, and returns the
 // frame of its answer.
-func (e *Endpoint) answer(ctx context.Context, f frame) []byte {
+func (e *Endpoint) answer(ctx context.Context, f frame) answered {
 	var out []byte
 	var err error
+	var a answered
 	if f.kind == kindRelay {
 		out, err = e.relayed(ctx, f.body)
 	} else {
 		req := &wophostv1.DirectChannelInvokeRequest{}
 		if uerr := proto.Unmarshal(f.body, req); uerr != nil {
-			return errorFrame(f.id, wop.Errorf(wop.CodeValidation, "direct channel: the call cannot be read: %v", uerr), e.maxBytes)
+			a.frame = errorFrame(f.id, wop.Errorf(wop.CodeValidation, "direct channel: the call cannot be read: %v", uerr), e.maxBytes)
+			return a
 		}
-		out, err = e.invoke(ctx, req)
+		a.capability = "host." + req.GetFamily() + "." + req.GetMethod()
+		out, a.pack, err = e.invoke(ctx, req)
 	}
 	var r *refusal
 	switch {
 	case errors.As(err, &r):
-		return encodeFrame(kindRefused, f.id, []byte(r.why))
+		a.frame = encodeFrame(kindRefused, f.id, []byte(r.why))
+		return a
 	case err != nil:
-		return errorFrame(f.id, err, e.maxBytes)
+		a.frame = errorFrame(f.id, err, e.maxBytes)
+		return a
 	}
 	body, err := proto.Marshal(&wophostv1.DirectChannelInvokeResponse{Result: out})
 	if err == nil && len(body) > e.maxBytes {
 		err = wop.Errorf(wop.CodeUpstreamUnavailable, "result of %d bytes is over the %d-byte message limit", len(body), e.maxBytes)
 	}
 	if err != nil {
-		return errorFrame(f.id, err, e.maxBytes)
+		a.frame = errorFrame(f.id, err, e.maxBytes)
+		return a
 	}
-	return encodeFrame(kindResult, f.id, body)
+	a.frame = encodeFrame(kindResult, f.id, body)
+	return a
 }
 
 // errorFrame is the frame carrying err's envelope for call id. An

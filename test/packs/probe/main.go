@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/sdk/pack"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 //go:embed pack.json
@@ -24,6 +25,14 @@ type callInput struct {
 	// payload the node's own input would not carry (a duplicate member).
 	PayloadText string `json:"payloadText,omitempty"`
 	PIDFile     string `json:"pidfile,omitempty"`
+	// Called, when set, is a file the node writes once the call has
+	// answered; the node then waits for the file Until, so that a test
+	// acts between the call and the node's return.
+	Called string `json:"called,omitempty"`
+	Until  string `json:"until,omitempty"`
+	// Fail makes the node fail once Until came, whatever the call
+	// answered.
+	Fail bool `json:"fail,omitempty"`
 }
 
 type sleepInput struct {
@@ -72,6 +81,17 @@ func main() {
 				}
 				var out json.RawMessage
 				err := ctx.Call(in.Family, in.Method, payload, &out)
+				if in.Called != "" {
+					if werr := os.WriteFile(in.Called, []byte("called"), 0o600); werr != nil {
+						return nil, werr
+					}
+					if _, werr := sleepInPack(ctx, &sleepInput{MS: 60000, Until: in.Until}); werr != nil {
+						return nil, werr
+					}
+					if in.Fail {
+						return nil, wop.Errorf("probe.failed", "the node failed after its call, as asked")
+					}
+				}
 				return out, err
 			}),
 			"probe.sleep": pack.TypedNode(func(ctx *pack.Ctx, in *sleepInput) (any, error) {

@@ -1232,8 +1232,15 @@ type ExecuteRequest struct {
 	// direct_channels are the channels this run may use: calls to their
 	// families go straight to the plugin, with the grant.
 	DirectChannels []*DirectChannelOffer `protobuf:"bytes,6,rep,name=direct_channels,json=directChannels,proto3" json:"direct_channels,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// direct_log, set when the run keeps an invocation log and has direct
+	// channels, asks the pack to keep an account of the calls it makes on
+	// them and to hand it over with its answer: in direct_calls of the
+	// ExecuteResponse, or as a DirectCallLog detail of the failure's status
+	// beside its ErrorDetail. The host reads it when a channel's plugin
+	// cannot tell it the run's calls (EndRun fails).
+	DirectLog     *DirectLogRequest `protobuf:"bytes,7,opt,name=direct_log,json=directLog,proto3" json:"direct_log,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
@@ -1308,16 +1315,81 @@ func (x *ExecuteRequest) GetDirectChannels() []*DirectChannelOffer {
 	return nil
 }
 
-type ExecuteResponse struct {
+func (x *ExecuteRequest) GetDirectLog() *DirectLogRequest {
+	if x != nil {
+		return x.DirectLog
+	}
+	return nil
+}
+
+// DirectLogRequest bounds a pack's account of its direct calls: at most
+// max_calls calls and max_bytes bytes of requests and outcomes (0: no
+// bound but the message size limit).
+type DirectLogRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Output        []byte                 `protobuf:"bytes,1,opt,name=output,proto3" json:"output,omitempty"`
+	MaxCalls      int64                  `protobuf:"varint,1,opt,name=max_calls,json=maxCalls,proto3" json:"max_calls,omitempty"`
+	MaxBytes      int64                  `protobuf:"varint,2,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectLogRequest) Reset() {
+	*x = DirectLogRequest{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectLogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectLogRequest) ProtoMessage() {}
+
+func (x *DirectLogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectLogRequest.ProtoReflect.Descriptor instead.
+func (*DirectLogRequest) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *DirectLogRequest) GetMaxCalls() int64 {
+	if x != nil {
+		return x.MaxCalls
+	}
+	return 0
+}
+
+func (x *DirectLogRequest) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+type ExecuteResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Output []byte                 `protobuf:"bytes,1,opt,name=output,proto3" json:"output,omitempty"`
+	// direct_calls is the pack's account of the run's direct calls, when
+	// the request set direct_log.
+	DirectCalls   *DirectCallLog `protobuf:"bytes,2,opt,name=direct_calls,json=directCalls,proto3" json:"direct_calls,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1401,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1414,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{18}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExecuteResponse) GetOutput() []byte {
@@ -1350,6 +1422,86 @@ func (x *ExecuteResponse) GetOutput() []byte {
 		return x.Output
 	}
 	return nil
+}
+
+func (x *ExecuteResponse) GetDirectCalls() *DirectCallLog {
+	if x != nil {
+		return x.DirectCalls
+	}
+	return nil
+}
+
+// DirectCallLog is the pack's account of a run's calls on its direct
+// channels, in the order they started, each with the outcome the node
+// got. dropped counts the calls left out (over the bounds, or still in
+// flight when the node returned); the first of them started at
+// cut_unix_nano, and cut_reason says why.
+type DirectCallLog struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calls         []*DirectCall          `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
+	Dropped       int64                  `protobuf:"varint,2,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	CutUnixNano   int64                  `protobuf:"varint,3,opt,name=cut_unix_nano,json=cutUnixNano,proto3" json:"cut_unix_nano,omitempty"`
+	CutReason     string                 `protobuf:"bytes,4,opt,name=cut_reason,json=cutReason,proto3" json:"cut_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectCallLog) Reset() {
+	*x = DirectCallLog{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectCallLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectCallLog) ProtoMessage() {}
+
+func (x *DirectCallLog) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectCallLog.ProtoReflect.Descriptor instead.
+func (*DirectCallLog) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *DirectCallLog) GetCalls() []*DirectCall {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+func (x *DirectCallLog) GetDropped() int64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+func (x *DirectCallLog) GetCutUnixNano() int64 {
+	if x != nil {
+		return x.CutUnixNano
+	}
+	return 0
+}
+
+func (x *DirectCallLog) GetCutReason() string {
+	if x != nil {
+		return x.CutReason
+	}
+	return ""
 }
 
 type CallRequest struct {
@@ -1364,7 +1516,7 @@ type CallRequest struct {
 
 func (x *CallRequest) Reset() {
 	*x = CallRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1528,7 @@ func (x *CallRequest) String() string {
 func (*CallRequest) ProtoMessage() {}
 
 func (x *CallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1541,7 @@ func (x *CallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRequest.ProtoReflect.Descriptor instead.
 func (*CallRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{19}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CallRequest) GetFamily() string {
@@ -1429,7 +1581,7 @@ type CallResponse struct {
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1441,7 +1593,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1454,7 +1606,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{20}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CallResponse) GetResult() []byte {
@@ -1490,14 +1642,20 @@ type DirectChannelSettings struct {
 	// rules are the rules of each family the plugin serves, which it
 	// applies to every call on the channel as the host applies them to a
 	// relayed call (docs/protocol.md, Facet rules).
-	Rules         []*FamilyRules `protobuf:"bytes,5,rep,name=rules,proto3" json:"rules,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Rules []*FamilyRules `protobuf:"bytes,5,rep,name=rules,proto3" json:"rules,omitempty"`
+	// max_unread_bytes bounds the answer bytes the plugin holds for callers
+	// that do not read them, per connection and per pack: an answer that
+	// would pass it is replaced by an upstream_unavailable error, and a
+	// call that arrives while it is passed is refused so, unrun. 0: twice
+	// the message size limit.
+	MaxUnreadBytes int64 `protobuf:"varint,6,opt,name=max_unread_bytes,json=maxUnreadBytes,proto3" json:"max_unread_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DirectChannelSettings) Reset() {
 	*x = DirectChannelSettings{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1509,7 +1667,7 @@ func (x *DirectChannelSettings) String() string {
 func (*DirectChannelSettings) ProtoMessage() {}
 
 func (x *DirectChannelSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1522,7 +1680,7 @@ func (x *DirectChannelSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelSettings.ProtoReflect.Descriptor instead.
 func (*DirectChannelSettings) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{21}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DirectChannelSettings) GetGrantKey() []byte {
@@ -1560,6 +1718,13 @@ func (x *DirectChannelSettings) GetRules() []*FamilyRules {
 	return nil
 }
 
+func (x *DirectChannelSettings) GetMaxUnreadBytes() int64 {
+	if x != nil {
+		return x.MaxUnreadBytes
+	}
+	return 0
+}
+
 // DirectChannelEndpoint is where a plugin serves its direct channel.
 type DirectChannelEndpoint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1574,7 +1739,7 @@ type DirectChannelEndpoint struct {
 
 func (x *DirectChannelEndpoint) Reset() {
 	*x = DirectChannelEndpoint{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1586,7 +1751,7 @@ func (x *DirectChannelEndpoint) String() string {
 func (*DirectChannelEndpoint) ProtoMessage() {}
 
 func (x *DirectChannelEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1599,7 +1764,7 @@ func (x *DirectChannelEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelEndpoint.ProtoReflect.Descriptor instead.
 func (*DirectChannelEndpoint) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{22}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DirectChannelEndpoint) GetAddress() string {
@@ -1631,7 +1796,7 @@ type DirectChannelOffer struct {
 
 func (x *DirectChannelOffer) Reset() {
 	*x = DirectChannelOffer{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1643,7 +1808,7 @@ func (x *DirectChannelOffer) String() string {
 func (*DirectChannelOffer) ProtoMessage() {}
 
 func (x *DirectChannelOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1656,7 +1821,7 @@ func (x *DirectChannelOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelOffer.ProtoReflect.Descriptor instead.
 func (*DirectChannelOffer) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{23}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DirectChannelOffer) GetFamilies() []string {
@@ -1691,7 +1856,7 @@ type SignedGrant struct {
 
 func (x *SignedGrant) Reset() {
 	*x = SignedGrant{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1868,7 @@ func (x *SignedGrant) String() string {
 func (*SignedGrant) ProtoMessage() {}
 
 func (x *SignedGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1881,7 @@ func (x *SignedGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignedGrant.ProtoReflect.Descriptor instead.
 func (*SignedGrant) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{24}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SignedGrant) GetGrant() []byte {
@@ -1763,7 +1928,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1775,7 +1940,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1788,7 +1953,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{25}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Grant) GetRunId() string {
@@ -1909,7 +2074,7 @@ type GrantedFamily struct {
 
 func (x *GrantedFamily) Reset() {
 	*x = GrantedFamily{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1921,7 +2086,7 @@ func (x *GrantedFamily) String() string {
 func (*GrantedFamily) ProtoMessage() {}
 
 func (x *GrantedFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1934,7 +2099,7 @@ func (x *GrantedFamily) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantedFamily.ProtoReflect.Descriptor instead.
 func (*GrantedFamily) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{26}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GrantedFamily) GetName() string {
@@ -1975,7 +2140,7 @@ type DirectChannelInvokeRequest struct {
 
 func (x *DirectChannelInvokeRequest) Reset() {
 	*x = DirectChannelInvokeRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1987,7 +2152,7 @@ func (x *DirectChannelInvokeRequest) String() string {
 func (*DirectChannelInvokeRequest) ProtoMessage() {}
 
 func (x *DirectChannelInvokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2000,7 +2165,7 @@ func (x *DirectChannelInvokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelInvokeRequest.ProtoReflect.Descriptor instead.
 func (*DirectChannelInvokeRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{27}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DirectChannelInvokeRequest) GetFamily() string {
@@ -2049,7 +2214,7 @@ type DirectChannelInvokeResponse struct {
 
 func (x *DirectChannelInvokeResponse) Reset() {
 	*x = DirectChannelInvokeResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +2226,7 @@ func (x *DirectChannelInvokeResponse) String() string {
 func (*DirectChannelInvokeResponse) ProtoMessage() {}
 
 func (x *DirectChannelInvokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +2239,7 @@ func (x *DirectChannelInvokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelInvokeResponse.ProtoReflect.Descriptor instead.
 func (*DirectChannelInvokeResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{28}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DirectChannelInvokeResponse) GetResult() []byte {
@@ -2096,7 +2261,7 @@ type EndRunRequest struct {
 
 func (x *EndRunRequest) Reset() {
 	*x = EndRunRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2273,7 @@ func (x *EndRunRequest) String() string {
 func (*EndRunRequest) ProtoMessage() {}
 
 func (x *EndRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2286,7 @@ func (x *EndRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRunRequest.ProtoReflect.Descriptor instead.
 func (*EndRunRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{29}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EndRunRequest) GetRunId() string {
@@ -2151,7 +2316,7 @@ type EndRunResponse struct {
 
 func (x *EndRunResponse) Reset() {
 	*x = EndRunResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[30]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2163,7 +2328,7 @@ func (x *EndRunResponse) String() string {
 func (*EndRunResponse) ProtoMessage() {}
 
 func (x *EndRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[30]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2176,7 +2341,7 @@ func (x *EndRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRunResponse.ProtoReflect.Descriptor instead.
 func (*EndRunResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{30}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *EndRunResponse) GetCalls() []*DirectCall {
@@ -2217,7 +2382,7 @@ type DirectCall struct {
 
 func (x *DirectCall) Reset() {
 	*x = DirectCall{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[31]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2229,7 +2394,7 @@ func (x *DirectCall) String() string {
 func (*DirectCall) ProtoMessage() {}
 
 func (x *DirectCall) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[31]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2242,7 +2407,7 @@ func (x *DirectCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectCall.ProtoReflect.Descriptor instead.
 func (*DirectCall) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{31}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DirectCall) GetFamily() string {
@@ -2391,7 +2556,7 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\x06result\x18\x01 \x01(\fR\x06result\"\x11\n" +
 	"\x0fManifestRequest\"/\n" +
 	"\x10ManifestResponse\x12\x1b\n" +
-	"\tpack_json\x18\x01 \x01(\fR\bpackJson\"\xf7\x02\n" +
+	"\tpack_json\x18\x01 \x01(\fR\bpackJson\"\xb4\x03\n" +
 	"\x0eExecuteRequest\x12\x17\n" +
 	"\atype_id\x18\x01 \x01(\tR\x06typeId\x12\x14\n" +
 	"\x05input\x18\x02 \x01(\fR\x05input\x12+\n" +
@@ -2400,19 +2565,31 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"advertised\x18\x04 \x03(\v2*.wophost.v1.ExecuteRequest.AdvertisedEntryR\n" +
 	"advertised\x125\n" +
 	"\x17host_services_broker_id\x18\x05 \x01(\rR\x14hostServicesBrokerId\x12G\n" +
-	"\x0fdirect_channels\x18\x06 \x03(\v2\x1e.wophost.v1.DirectChannelOfferR\x0edirectChannels\x1a=\n" +
+	"\x0fdirect_channels\x18\x06 \x03(\v2\x1e.wophost.v1.DirectChannelOfferR\x0edirectChannels\x12;\n" +
+	"\n" +
+	"direct_log\x18\a \x01(\v2\x1c.wophost.v1.DirectLogRequestR\tdirectLog\x1a=\n" +
 	"\x0fAdvertisedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\")\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"L\n" +
+	"\x10DirectLogRequest\x12\x1b\n" +
+	"\tmax_calls\x18\x01 \x01(\x03R\bmaxCalls\x12\x1b\n" +
+	"\tmax_bytes\x18\x02 \x01(\x03R\bmaxBytes\"g\n" +
 	"\x0fExecuteResponse\x12\x16\n" +
-	"\x06output\x18\x01 \x01(\fR\x06output\"\x84\x01\n" +
+	"\x06output\x18\x01 \x01(\fR\x06output\x12<\n" +
+	"\fdirect_calls\x18\x02 \x01(\v2\x19.wophost.v1.DirectCallLogR\vdirectCalls\"\x9a\x01\n" +
+	"\rDirectCallLog\x12,\n" +
+	"\x05calls\x18\x01 \x03(\v2\x16.wophost.v1.DirectCallR\x05calls\x12\x18\n" +
+	"\adropped\x18\x02 \x01(\x03R\adropped\x12\"\n" +
+	"\rcut_unix_nano\x18\x03 \x01(\x03R\vcutUnixNano\x12\x1d\n" +
+	"\n" +
+	"cut_reason\x18\x04 \x01(\tR\tcutReason\"\x84\x01\n" +
 	"\vCallRequest\x12\x16\n" +
 	"\x06family\x18\x01 \x01(\tR\x06family\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x18\n" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12+\n" +
 	"\x04call\x18\x04 \x01(\v2\x17.wophost.v1.CallContextR\x04call\"&\n" +
 	"\fCallResponse\x12\x16\n" +
-	"\x06result\x18\x01 \x01(\fR\x06result\"\xd4\x01\n" +
+	"\x06result\x18\x01 \x01(\fR\x06result\"\xfe\x01\n" +
 	"\x15DirectChannelSettings\x12\x1b\n" +
 	"\tgrant_key\x18\x01 \x01(\fR\bgrantKey\x12\x1d\n" +
 	"\n" +
@@ -2421,7 +2598,8 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\n" +
 	"capability\x18\x04 \x01(\tR\n" +
 	"capability\x12-\n" +
-	"\x05rules\x18\x05 \x03(\v2\x17.wophost.v1.FamilyRulesR\x05rules\"S\n" +
+	"\x05rules\x18\x05 \x03(\v2\x17.wophost.v1.FamilyRulesR\x05rules\x12(\n" +
+	"\x10max_unread_bytes\x18\x06 \x01(\x03R\x0emaxUnreadBytes\"S\n" +
 	"\x15DirectChannelEndpoint\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12 \n" +
 	"\vcertificate\x18\x02 \x01(\fR\vcertificate\"\x85\x01\n" +
@@ -2503,7 +2681,7 @@ func file_wophost_v1_wophost_proto_rawDescGZIP() []byte {
 	return file_wophost_v1_wophost_proto_rawDescData
 }
 
-var file_wophost_v1_wophost_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_wophost_v1_wophost_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_wophost_v1_wophost_proto_goTypes = []any{
 	(*CallContext)(nil),                 // 0: wophost.v1.CallContext
 	(*ErrorDetail)(nil),                 // 1: wophost.v1.ErrorDetail
@@ -2523,65 +2701,70 @@ var file_wophost_v1_wophost_proto_goTypes = []any{
 	(*ManifestRequest)(nil),             // 15: wophost.v1.ManifestRequest
 	(*ManifestResponse)(nil),            // 16: wophost.v1.ManifestResponse
 	(*ExecuteRequest)(nil),              // 17: wophost.v1.ExecuteRequest
-	(*ExecuteResponse)(nil),             // 18: wophost.v1.ExecuteResponse
-	(*CallRequest)(nil),                 // 19: wophost.v1.CallRequest
-	(*CallResponse)(nil),                // 20: wophost.v1.CallResponse
-	(*DirectChannelSettings)(nil),       // 21: wophost.v1.DirectChannelSettings
-	(*DirectChannelEndpoint)(nil),       // 22: wophost.v1.DirectChannelEndpoint
-	(*DirectChannelOffer)(nil),          // 23: wophost.v1.DirectChannelOffer
-	(*SignedGrant)(nil),                 // 24: wophost.v1.SignedGrant
-	(*Grant)(nil),                       // 25: wophost.v1.Grant
-	(*GrantedFamily)(nil),               // 26: wophost.v1.GrantedFamily
-	(*DirectChannelInvokeRequest)(nil),  // 27: wophost.v1.DirectChannelInvokeRequest
-	(*DirectChannelInvokeResponse)(nil), // 28: wophost.v1.DirectChannelInvokeResponse
-	(*EndRunRequest)(nil),               // 29: wophost.v1.EndRunRequest
-	(*EndRunResponse)(nil),              // 30: wophost.v1.EndRunResponse
-	(*DirectCall)(nil),                  // 31: wophost.v1.DirectCall
-	nil,                                 // 32: wophost.v1.ConfigureResponse.FacetsEntry
-	nil,                                 // 33: wophost.v1.ConfigureResponse.DetailsEntry
-	nil,                                 // 34: wophost.v1.ExecuteRequest.AdvertisedEntry
+	(*DirectLogRequest)(nil),            // 18: wophost.v1.DirectLogRequest
+	(*ExecuteResponse)(nil),             // 19: wophost.v1.ExecuteResponse
+	(*DirectCallLog)(nil),               // 20: wophost.v1.DirectCallLog
+	(*CallRequest)(nil),                 // 21: wophost.v1.CallRequest
+	(*CallResponse)(nil),                // 22: wophost.v1.CallResponse
+	(*DirectChannelSettings)(nil),       // 23: wophost.v1.DirectChannelSettings
+	(*DirectChannelEndpoint)(nil),       // 24: wophost.v1.DirectChannelEndpoint
+	(*DirectChannelOffer)(nil),          // 25: wophost.v1.DirectChannelOffer
+	(*SignedGrant)(nil),                 // 26: wophost.v1.SignedGrant
+	(*Grant)(nil),                       // 27: wophost.v1.Grant
+	(*GrantedFamily)(nil),               // 28: wophost.v1.GrantedFamily
+	(*DirectChannelInvokeRequest)(nil),  // 29: wophost.v1.DirectChannelInvokeRequest
+	(*DirectChannelInvokeResponse)(nil), // 30: wophost.v1.DirectChannelInvokeResponse
+	(*EndRunRequest)(nil),               // 31: wophost.v1.EndRunRequest
+	(*EndRunResponse)(nil),              // 32: wophost.v1.EndRunResponse
+	(*DirectCall)(nil),                  // 33: wophost.v1.DirectCall
+	nil,                                 // 34: wophost.v1.ConfigureResponse.FacetsEntry
+	nil,                                 // 35: wophost.v1.ConfigureResponse.DetailsEntry
+	nil,                                 // 36: wophost.v1.ExecuteRequest.AdvertisedEntry
 }
 var file_wophost_v1_wophost_proto_depIdxs = []int32{
 	4,  // 0: wophost.v1.DescribeResponse.families:type_name -> wophost.v1.FamilyDescription
 	5,  // 1: wophost.v1.FamilyDescription.facet_rules:type_name -> wophost.v1.FacetRule
 	5,  // 2: wophost.v1.FamilyRules.facet_rules:type_name -> wophost.v1.FacetRule
 	10, // 3: wophost.v1.ConfigureRequest.storage:type_name -> wophost.v1.StorageSettings
-	21, // 4: wophost.v1.ConfigureRequest.direct_channel:type_name -> wophost.v1.DirectChannelSettings
-	32, // 5: wophost.v1.ConfigureResponse.facets:type_name -> wophost.v1.ConfigureResponse.FacetsEntry
+	23, // 4: wophost.v1.ConfigureRequest.direct_channel:type_name -> wophost.v1.DirectChannelSettings
+	34, // 5: wophost.v1.ConfigureResponse.facets:type_name -> wophost.v1.ConfigureResponse.FacetsEntry
 	12, // 6: wophost.v1.ConfigureResponse.diagnostics:type_name -> wophost.v1.ConfigDiagnostic
 	12, // 7: wophost.v1.ConfigureResponse.warnings:type_name -> wophost.v1.ConfigDiagnostic
-	33, // 8: wophost.v1.ConfigureResponse.details:type_name -> wophost.v1.ConfigureResponse.DetailsEntry
-	22, // 9: wophost.v1.ConfigureResponse.direct_channel:type_name -> wophost.v1.DirectChannelEndpoint
+	35, // 8: wophost.v1.ConfigureResponse.details:type_name -> wophost.v1.ConfigureResponse.DetailsEntry
+	24, // 9: wophost.v1.ConfigureResponse.direct_channel:type_name -> wophost.v1.DirectChannelEndpoint
 	0,  // 10: wophost.v1.InvokeRequest.call:type_name -> wophost.v1.CallContext
 	0,  // 11: wophost.v1.ExecuteRequest.call:type_name -> wophost.v1.CallContext
-	34, // 12: wophost.v1.ExecuteRequest.advertised:type_name -> wophost.v1.ExecuteRequest.AdvertisedEntry
-	23, // 13: wophost.v1.ExecuteRequest.direct_channels:type_name -> wophost.v1.DirectChannelOffer
-	0,  // 14: wophost.v1.CallRequest.call:type_name -> wophost.v1.CallContext
-	6,  // 15: wophost.v1.DirectChannelSettings.rules:type_name -> wophost.v1.FamilyRules
-	22, // 16: wophost.v1.DirectChannelOffer.endpoint:type_name -> wophost.v1.DirectChannelEndpoint
-	26, // 17: wophost.v1.Grant.families:type_name -> wophost.v1.GrantedFamily
-	31, // 18: wophost.v1.EndRunResponse.calls:type_name -> wophost.v1.DirectCall
-	2,  // 19: wophost.v1.Capability.Describe:input_type -> wophost.v1.DescribeRequest
-	7,  // 20: wophost.v1.Capability.ConfigSchema:input_type -> wophost.v1.ConfigSchemaRequest
-	9,  // 21: wophost.v1.Capability.Configure:input_type -> wophost.v1.ConfigureRequest
-	13, // 22: wophost.v1.Capability.Invoke:input_type -> wophost.v1.InvokeRequest
-	29, // 23: wophost.v1.Capability.EndRun:input_type -> wophost.v1.EndRunRequest
-	15, // 24: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
-	17, // 25: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
-	19, // 26: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
-	3,  // 27: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
-	8,  // 28: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
-	11, // 29: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
-	14, // 30: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
-	30, // 31: wophost.v1.Capability.EndRun:output_type -> wophost.v1.EndRunResponse
-	16, // 32: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
-	18, // 33: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
-	20, // 34: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
-	27, // [27:35] is the sub-list for method output_type
-	19, // [19:27] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	36, // 12: wophost.v1.ExecuteRequest.advertised:type_name -> wophost.v1.ExecuteRequest.AdvertisedEntry
+	25, // 13: wophost.v1.ExecuteRequest.direct_channels:type_name -> wophost.v1.DirectChannelOffer
+	18, // 14: wophost.v1.ExecuteRequest.direct_log:type_name -> wophost.v1.DirectLogRequest
+	20, // 15: wophost.v1.ExecuteResponse.direct_calls:type_name -> wophost.v1.DirectCallLog
+	33, // 16: wophost.v1.DirectCallLog.calls:type_name -> wophost.v1.DirectCall
+	0,  // 17: wophost.v1.CallRequest.call:type_name -> wophost.v1.CallContext
+	6,  // 18: wophost.v1.DirectChannelSettings.rules:type_name -> wophost.v1.FamilyRules
+	24, // 19: wophost.v1.DirectChannelOffer.endpoint:type_name -> wophost.v1.DirectChannelEndpoint
+	28, // 20: wophost.v1.Grant.families:type_name -> wophost.v1.GrantedFamily
+	33, // 21: wophost.v1.EndRunResponse.calls:type_name -> wophost.v1.DirectCall
+	2,  // 22: wophost.v1.Capability.Describe:input_type -> wophost.v1.DescribeRequest
+	7,  // 23: wophost.v1.Capability.ConfigSchema:input_type -> wophost.v1.ConfigSchemaRequest
+	9,  // 24: wophost.v1.Capability.Configure:input_type -> wophost.v1.ConfigureRequest
+	13, // 25: wophost.v1.Capability.Invoke:input_type -> wophost.v1.InvokeRequest
+	31, // 26: wophost.v1.Capability.EndRun:input_type -> wophost.v1.EndRunRequest
+	15, // 27: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
+	17, // 28: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
+	21, // 29: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
+	3,  // 30: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
+	8,  // 31: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
+	11, // 32: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
+	14, // 33: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
+	32, // 34: wophost.v1.Capability.EndRun:output_type -> wophost.v1.EndRunResponse
+	16, // 35: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
+	19, // 36: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
+	22, // 37: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
+	30, // [30:38] is the sub-list for method output_type
+	22, // [22:30] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_wophost_v1_wophost_proto_init() }
@@ -2595,7 +2778,7 @@ func file_wophost_v1_wophost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wophost_v1_wophost_proto_rawDesc), len(file_wophost_v1_wophost_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
