@@ -36,8 +36,14 @@ type replayOutcome struct {
 // (docs/replay.md).
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	runID, ok := strings.CutSuffix(r.PathValue("run"), replaySuffix)
-	if !ok || !host.IsRunID(runID) {
+	if !ok {
 		writeError(w, wop.Errorf(wop.CodeNotFound, "no route POST %s; runs replay at POST /v1/runs/{runId}:replay", clip(r.URL.Path, maxEchoBytes)))
+		return
+	}
+	if !host.IsRunID(runID) {
+		// Refused before any record is looked up, and not quoted: the id
+		// is the caller's and may be any length.
+		writeError(w, wop.Errorf(wop.CodeNotFound, "no run has this id: a run id is run_ and 1 to %d lowercase hex digits", host.MaxRunIDHexDigits))
 		return
 	}
 	var req replayRequest
@@ -59,8 +65,16 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := b.RunRecord(r.Context(), runID)
 	if err != nil {
-		if wop.CodeOf(err) != host.CodeRunExpired && errors.Is(err, fs.ErrNotExist) {
+		var we *wop.Error
+		switch {
+		case wop.CodeOf(err) != host.CodeRunExpired && errors.Is(err, fs.ErrNotExist):
 			err = wop.Errorf(wop.CodeNotFound, "no run record %s", runID)
+		case !errors.As(err, &we):
+			// A storage failure: its text names files or the database,
+			// which are the operator's to read in the log, not the
+			// caller's.
+			s.opts.Logger.Error("run record unreadable", "run_id", runID, "error", err)
+			err = wop.Errorf(wop.CodeInternal, "the record of run %s cannot be read; the host's log says why", runID)
 		}
 		writeError(w, err)
 		return

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/wophost/wophost/core/dispatch"
@@ -70,7 +72,7 @@ func ReadRunRecord(path string) (*RunRecord, error) {
 // is none (never written, or pruned by retention).
 func (h *Host) RunRecord(ctx context.Context, runID string) (*RunRecord, error) {
 	if !IsRunID(runID) {
-		return nil, fmt.Errorf("%q is not a run id (run_ and hex digits)", runID)
+		return nil, errNotARunID(runID)
 	}
 	store, err := h.state.runRecords(ctx)
 	if err != nil {
@@ -81,6 +83,14 @@ func (h *Host) RunRecord(ctx context.Context, runID string) (*RunRecord, error) 
 		return nil, err
 	}
 	return parseRunRecord(data, runID)
+}
+
+// errNotARunID refuses an id outside the run id grammar before any file
+// or row is looked up: not_found, matching fs.ErrNotExist too, and
+// quoting none of the id, which may be long.
+func errNotARunID(runID string) error {
+	return errors.Join(wop.Errorf(wop.CodeNotFound,
+		"no run has this id (%d bytes): a run id is run_ and 1 to %d lowercase hex digits", len(runID), MaxRunIDHexDigits), fs.ErrNotExist)
 }
 
 // parseRunRecord decodes and checks a record's bytes; name says which

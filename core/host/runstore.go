@@ -188,9 +188,15 @@ func (p *pgRunRecords) prune(ctx context.Context, now time.Time, maxAge time.Dur
 	return removed, kept, nil
 }
 
-// IsRunID reports whether s has the shape of a run id: "run_" and
-// lowercase hex, as a run record is named.
+// MaxRunIDHexDigits bounds the hex part of a run id. The host names its
+// runs with 24 digits; the bound leaves room and keeps every record's name
+// far below a file system's 255 bytes.
+const MaxRunIDHexDigits = 64
+
+// IsRunID reports whether s has the shape of a run id: "run_" and 1 to
+// MaxRunIDHexDigits lowercase hex digits, as a run record is named. It is
+// checked before any file or row is looked up.
 func IsRunID(s string) bool {
 	hex, ok := strings.CutPrefix(s, "run_")
-	return ok && hex != "" && strings.Trim(hex, "0123456789abcdef") == ""
+	return ok && hex != "" && len(hex) <= MaxRunIDHexDigits && strings.Trim(hex, "0123456789abcdef") == ""
 }
