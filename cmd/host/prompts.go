@@ -554,9 +554,6 @@ func (f *replayFlags) resolve(args []string, c *callFlags, stdin io.Reader, read
 	if c.input != "" {
 		return "", nil, opts, errors.New("--input cannot be used with --replay: a replay runs the recorded input")
 	}
-	if c.idempotencyKey != "" {
-		return "", nil, opts, errors.New("--idempotency-key cannot be used with --replay: a replay runs the recorded node again on purpose")
-	}
 	if read == nil {
 		return "", nil, opts, nil // a run id, read once the host has started
 	}

@@ -137,3 +137,34 @@ func TestReplayLongRunIDAndStorageFailure(t *testing.T) {
 		}
 	}
 }
+
+// A replay's Idempotency-Key reaches the run with the caller's scope; a
+// kept answer carries OpenWOP-Idempotent-Replay; a malformed key is
+// refused before the record is read.
+func TestReplayIdempotencyKey(t *testing.T) {
+	f := newFake()
+	rec := &host.RunRecord{RunID: replayRunID, TypeID: "kvdemo.remember", Input: json.RawMessage(`{"key":"a"}`)}
+	f.records = map[string]*host.RunRecord{replayRunID: rec}
+	f.res = &host.RunResult{RunID: "run_new", Output: json.RawMessage(`{}`), Replayed: true}
+	s := New(NewCurrent(f), Options{MaxBodyBytes: 1 << 20})
+	const key = "replay-key-0123456789abcdef"
+	req := httptest.NewRequest("POST", "/v1/runs/"+replayRunID+":replay", strings.NewReader(`{"live":["aiEnvelope"]}`))
+	req.Header.Set("Idempotency-Key", key)
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	if w.Code != http.StatusOK || f.opts.IdempotencyKey != key || f.opts.Replay != rec {
+		t.Fatalf("status %d %s; run options %+v", w.Code, w.Body, f.opts)
+	}
+	if got := w.Header()[HeaderIdempotentReplay]; len(got) != 1 || got[0] != "true" {
+		t.Errorf("a kept answer with %s %q", HeaderIdempotentReplay, got)
+	}
+	// The body's spelling must agree with the header's.
+	req = httptest.NewRequest("POST", "/v1/runs/"+replayRunID+":replay", strings.NewReader(`{"idempotencyKey":"another-key-0123456789abcdef"}`))
+	req.Header.Set("Idempotency-Key", key)
+	w = httptest.NewRecorder()
+	f.calls = 0
+	s.ServeHTTP(w, req)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "idempotency_key_invalid") || f.calls != 0 {
+		t.Errorf("two different keys: %d %s, %d runs", w.Code, w.Body, f.calls)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -142,5 +143,58 @@ func TestReplayServeRefusesUntrustedRecords(t *testing.T) {
 	}
 	if _, m2 := e.counts(); m2 != m1 {
 		t.Errorf("refused replays made %d tool calls", m2-m1)
+	}
+}
+
+// A keyed replay runs once: a retry with the same key gets the kept
+// answer (the same run, OpenWOP-Idempotent-Replay) and the live tool call
+// is not made again; the key on another replay request, or on an
+// execute, is a mismatch; a key outside the grammar is 400.
+func TestReplayServeIdempotencyKey(t *testing.T) {
+	e := newReplayEnv(t, "")
+	d := startServe(t, e.cfg)
+	if r := remember(t, d.base, "greeting", "hello from the kv plugin", ""); !r.ok() {
+		t.Fatalf("remember: %d %s", r.status, r.body)
+	}
+	wc := executeNode(t, d.base, "kvdemo.wordcount", `{"input":{"key":"greeting"}}`, nil)
+	if !wc.ok() {
+		t.Fatalf("wordcount: %d %s", wc.status, wc.body)
+	}
+	key := map[string]string{"Idempotency-Key": newKey("replay")}
+	_, m0 := e.counts()
+	status, first, h1 := replayRaw(t, d.base, wc.RunID, `{"live":["mcp.callTool"]}`, key)
+	_, m1 := e.counts()
+	var r1, r2 replayReply
+	if err := json.Unmarshal([]byte(first), &r1); err != nil || status != 200 || r1.Status != "succeeded" || r1.Replay == nil || !r1.Replay.Branch {
+		t.Fatalf("keyed branch: %d %s", status, first)
+	}
+	if m1 != m0+1 || h1.Get("OpenWOP-Idempotent-Replay") != "" {
+		t.Fatalf("keyed branch: %d tool calls, header %q; want 1, none", m1-m0, h1.Get("OpenWOP-Idempotent-Replay"))
+	}
+	// The retry, with the live calls in another order and repeated.
+	status, again, h2 := replayRaw(t, d.base, wc.RunID, `{"live":["mcp.callTool","mcp.callTool"]}`, key)
+	if err := json.Unmarshal([]byte(again), &r2); err != nil || status != 200 || r2.RunID != r1.RunID || string(r2.Output) != string(r1.Output) {
+		t.Fatalf("retry: %d %s; want the kept answer of run %s", status, again, r1.RunID)
+	}
+	if h2.Get("OpenWOP-Idempotent-Replay") != "true" || r2.Replay == nil || !reflect.DeepEqual(r2.Replay, r1.Replay) {
+		t.Errorf("retry: header %q, summary %+v; want true and the first summary %+v", h2.Get("OpenWOP-Idempotent-Replay"), r2.Replay, r1.Replay)
+	}
+	if _, m2 := e.counts(); m2 != m1 {
+		t.Errorf("the retried branch made %d more tool calls", m2-m1)
+	}
+
+	status, body, _ := replayRaw(t, d.base, wc.RunID, "", key)
+	if code, _ := refusalReason(t, body); status != 409 || code != "idempotency_key_mismatch" {
+		t.Errorf("the key on a replay without live calls: %d %s; want 409 idempotency_key_mismatch", status, body)
+	}
+	if r := executeNode(t, d.base, "kvdemo.wordcount", `{"input":{"key":"greeting"}}`, key); r.status != 409 || !strings.Contains(r.body, "idempotency_key_mismatch") {
+		t.Errorf("the key on an execute: %d %s; want 409 idempotency_key_mismatch", r.status, r.body)
+	}
+	status, body, _ = replayRaw(t, d.base, wc.RunID, "", map[string]string{"Idempotency-Key": "short"})
+	if code, _ := refusalReason(t, body); status != 400 || code != "idempotency_key_invalid" {
+		t.Errorf("a malformed key: %d %s; want 400 idempotency_key_invalid", status, body)
+	}
+	if _, m3 := e.counts(); m3 != m1 {
+		t.Errorf("refused requests made %d tool calls", m3-m1)
 	}
 }
