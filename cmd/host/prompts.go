@@ -625,6 +625,9 @@ func describeReplay(s *dispatch.ReplaySummary) string {
 	if s.Branch {
 		kind = "branch (calls with effects ran live)"
 	}
+	if s.Node == dispatch.NodeFromRecord {
+		return fmt.Sprintf("replay of %s: a side-effect node, answered from its record; none of its code ran", s.Source)
+	}
 	line := fmt.Sprintf("%s of %s: %d calls served from the log, %d run live, %d diverged", kind, s.Source, s.Served, s.Live, s.Diverged)
 	if len(s.Divergences) > 0 {
 		d := s.Divergences[0]

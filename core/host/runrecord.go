@@ -43,9 +43,12 @@ type RunRecord struct {
 	Input      json.RawMessage `json:"input"`
 	StartedAt  time.Time       `json:"startedAt"`
 	FinishedAt time.Time       `json:"finishedAt"`
-	// Outcome is "succeeded" or "failed"; Error is set when it failed.
-	Outcome string     `json:"outcome"`
-	Error   *wop.Error `json:"error,omitempty"`
+	// Outcome is "succeeded" or "failed"; Error is set when it failed,
+	// Output when it succeeded: a replay answers a side-effect node with
+	// them.
+	Outcome string          `json:"outcome"`
+	Error   *wop.Error      `json:"error,omitempty"`
+	Output  json.RawMessage `json:"output,omitempty"`
 	// ReplayOf is the run id this run replayed, if any.
 	ReplayOf string `json:"replayOf,omitempty"`
 	// Prompts lists every prompt the run resolved, each reference once.
@@ -236,7 +239,9 @@ func writeRunRecord(dir string, rec *RunRecord, synced func(path string)) (path 
 // res.RecordError, and makes the host refuse new runs until the state
 // directory (or the database) takes writes again.
 func (h *Host) record(rec *RunRecord, trace *dispatch.PromptTrace, calls *dispatch.RunLog, opts RunOptions, res *RunResult, runErr error) error {
-	res.Prompts = trace.Resolved()
+	if trace != nil {
+		res.Prompts = trace.Resolved()
+	}
 	if calls != nil {
 		res.Replay = calls.Summary()
 	}
@@ -250,8 +255,14 @@ func (h *Host) record(rec *RunRecord, trace *dispatch.PromptTrace, calls *dispat
 		rec.Replay = res.Replay
 	}
 	rec.Outcome = OutcomeSucceeded
+	if !h.holdsSecret(res.Output) {
+		// An output holding a configured secret is left out, as a logged
+		// answer is: a replay of a side-effect node then fails with
+		// replay_source_missing rather than answer without it.
+		rec.Output = res.Output
+	}
 	if runErr != nil {
-		rec.Outcome, rec.Error = OutcomeFailed, wop.AsError(runErr)
+		rec.Outcome, rec.Error, rec.Output = OutcomeFailed, wop.AsError(runErr), nil
 	}
 	path, err := h.state.writeRunRecord(rec)
 	if err != nil {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/host"
 )
 
@@ -196,5 +198,83 @@ func TestReplayServeIdempotencyKey(t *testing.T) {
 	}
 	if _, m3 := e.counts(); m3 != m1 {
 		t.Errorf("refused requests made %d tool calls", m3-m1)
+	}
+}
+
+// A node with the role side-effect is answered from its record on replay:
+// its code, which appends a line to a file, does not run, by the CLI or
+// over HTTP, and the replay answers the recorded output; named in live,
+// the node runs again and the replay is a branch.
+func TestReplaySideEffectNodeFromRecord(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfigAsIs(t, fmt.Sprintf(`
+host {
+  plugin_dir = %q
+  state_dir  = %q
+  http {
+    listen = "127.0.0.1:0"
+  }
+}
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+pack "private.wophost.probe" { path = %q }
+`, bin.dir, filepath.Join(dir, "state"), probePack(t)))
+	effects := filepath.Join(dir, "effects.txt")
+	lines := func() int {
+		data, err := os.ReadFile(effects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(data), "\n")
+	}
+	orig := runJSONIn(t, cfg, fmt.Sprintf(`{"file":%q,"line":"recorded"}`, effects), "probe.append", "--input", "-")
+	if orig.code != 0 || strings.TrimSpace(orig.stdout) != `{"lines":1}` && !strings.Contains(orig.stdout, `"lines": 1`) || lines() != 1 {
+		t.Fatalf("record: exit %d, %d lines\n%s%s", orig.code, lines(), orig.stdout, orig.stderr)
+	}
+
+	rep := runJSON(t, cfg, "--replay", orig.line.RunID)
+	if rep.code != 0 || rep.stdout != orig.stdout {
+		t.Fatalf("replay: exit %d\n%s%s\nwant output %s", rep.code, rep.stdout, rep.stderr, orig.stdout)
+	}
+	if n := lines(); n != 1 {
+		t.Errorf("the replay ran the node's code: the file holds %d lines", n)
+	}
+	if s := rep.line.Replay; s == nil || s.Node != dispatch.NodeFromRecord || s.Branch || s.Source != orig.line.RunID {
+		t.Errorf("summary %+v; want the node answered from its record", s)
+	}
+	// The replay's record replays in turn, again without running the node.
+	again := runJSON(t, cfg, "--replay", rep.line.RunID)
+	if again.code != 0 || again.stdout != orig.stdout || lines() != 1 {
+		t.Errorf("replay of the replay: exit %d, %d lines\n%s%s", again.code, lines(), again.stdout, again.stderr)
+	}
+	// Naming another node, or a family, in live changes nothing.
+	if near := runJSON(t, cfg, "--replay", orig.line.RunID, "--live", "probe.appen,test.echo"); near.code != 0 || lines() != 1 {
+		t.Errorf("live naming a near miss: exit %d, %d lines\n%s", near.code, lines(), near.stderr)
+	}
+
+	// Named in live, the node runs again: a branch.
+	branch := runJSON(t, cfg, "--replay", orig.line.RunID, "--live", "probe.append")
+	if branch.code != 0 || lines() != 2 || !strings.Contains(branch.stdout, "2") {
+		t.Errorf("branch: exit %d, %d lines\n%s%s", branch.code, lines(), branch.stdout, branch.stderr)
+	}
+	if s := branch.line.Replay; s == nil || !s.Branch || s.Node != "" {
+		t.Errorf("branch summary %+v; want a branch that ran the node", s)
+	}
+
+	// Over HTTP, the same.
+	d := startServe(t, cfg)
+	status, body, _ := replayRaw(t, d.base, orig.line.RunID, "", nil)
+	var r replayReply
+	if err := json.Unmarshal([]byte(body), &r); err != nil || status != 200 || r.Status != "succeeded" || r.Replay == nil || r.Replay.Node != dispatch.NodeFromRecord {
+		t.Errorf("POST replay: %d %s", status, body)
+	}
+	if n := lines(); n != 2 {
+		t.Errorf("the HTTP replay ran the node's code: the file holds %d lines; want 2", n)
+	}
+	status, body, _ = replayRaw(t, d.base, orig.line.RunID, `{"live":["probe.append"]}`, nil)
+	if status != 200 || lines() != 3 {
+		t.Errorf("POST branch: %d %s, %d lines; want 3", status, body, lines())
 	}
 }
