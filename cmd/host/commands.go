@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/httpstatus"
 	"github.com/wophost/wophost/core/idempotency"
@@ -119,6 +120,14 @@ func (g *globals) withHostFor(listing bool, fn func(ctx context.Context, h *host
 	return fn(ctx, h)
 }
 
+// refusedRecord reports whether err refuses the run record a replay
+// names (pruned, or not to be trusted): printed as the error envelope,
+// as HTTP answers it.
+func refusedRecord(err error) bool {
+	code := wop.CodeOf(err)
+	return code == host.CodeRunExpired || code == dispatch.CodeReplaySourceMissing
+}
+
 func runCommand(g *globals) *cobra.Command {
 	var f callFlags
 	var rf replayFlags
@@ -139,7 +148,7 @@ func runCommand(g *globals) *cobra.Command {
 				read = host.ReadRunRecord
 			}
 			typeID, input, opts, err := rf.resolve(args, &f, g.stdin, read)
-			if wop.CodeOf(err) == host.CodeRunExpired {
+			if refusedRecord(err) {
 				return g.printRefusal(err)
 			}
 			if err != nil {
@@ -157,7 +166,7 @@ func runCommand(g *globals) *cobra.Command {
 					typeID, input, opts, err = rf.resolve(args, &f, g.stdin, func(id string) (*host.RunRecord, error) {
 						return h.RunRecord(ctx, id)
 					})
-					if wop.CodeOf(err) == host.CodeRunExpired {
+					if refusedRecord(err) {
 						return g.printRefusal(err)
 					}
 					if err != nil {

@@ -622,9 +622,6 @@ func (f *replayFlags) resolve(args []string, c *callFlags, stdin io.Reader, read
 	if c.input != "" {
 		return "", nil, opts, errors.New("--input cannot be used with --replay: a replay runs the recorded input")
 	}
-	if c.idempotencyKey != "" {
-		return "", nil, opts, errors.New("--idempotency-key cannot be used with --replay: a replay runs the recorded node again on purpose")
-	}
 	if read == nil {
 		return "", nil, opts, nil // a run id, read once the host has started
 	}
@@ -695,6 +692,9 @@ func describeReplay(s *dispatch.ReplaySummary) string {
 	kind := "replay"
 	if s.Branch {
 		kind = "branch (calls with effects ran live)"
+	}
+	if s.Node == dispatch.NodeFromRecord {
+		return fmt.Sprintf("replay of %s: a side-effect node, answered from its record; none of its code ran", s.Source)
 	}
 	line := fmt.Sprintf("%s of %s: %d calls served from the log, %d run live, %d diverged", kind, s.Source, s.Served, s.Live, s.Diverged)
 	if len(s.Divergences) > 0 {

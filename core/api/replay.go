@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/httpstatus"
+	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -23,6 +25,9 @@ type replayRequest struct {
 	// replay becomes a branch.
 	Live      []string `json:"live,omitempty"`
 	TimeoutMs int64    `json:"timeoutMs,omitempty"`
+	// IdempotencyKey is the body's spelling of the Idempotency-Key
+	// header, as on an execute.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // replayOutcome is the answer of a replay: the run's outcome, as an
@@ -36,8 +41,14 @@ type replayOutcome struct {
 // (docs/replay.md).
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	runID, ok := strings.CutSuffix(r.PathValue("run"), replaySuffix)
-	if !ok || !host.IsRunID(runID) {
+	if !ok {
 		writeError(w, wop.Errorf(wop.CodeNotFound, "no route POST %s; runs replay at POST /v1/runs/{runId}:replay", clip(r.URL.Path, maxEchoBytes)))
+		return
+	}
+	if !host.IsRunID(runID) {
+		// Refused before any record is looked up, and not quoted: the id
+		// is the caller's and may be any length.
+		writeError(w, wop.Errorf(wop.CodeNotFound, "no run has this id: a run id is run_ and 1 to %d lowercase hex digits", host.MaxRunIDHexDigits))
 		return
 	}
 	var req replayRequest
@@ -51,6 +62,11 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wop.Errorf(wop.CodeValidation, `field "timeoutMs": must not be negative`))
 		return
 	}
+	key, err := idempotencyKey(r, req.IdempotencyKey)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	b, release := s.current.Acquire()
 	defer release()
 	if b == nil {
@@ -59,19 +75,38 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := b.RunRecord(r.Context(), runID)
 	if err != nil {
-		if wop.CodeOf(err) != host.CodeRunExpired && errors.Is(err, fs.ErrNotExist) {
+		var we *wop.Error
+		switch {
+		case wop.CodeOf(err) != host.CodeRunExpired && errors.Is(err, fs.ErrNotExist):
 			err = wop.Errorf(wop.CodeNotFound, "no run record %s", runID)
+		case !errors.As(err, &we):
+			// A storage failure: its text names files or the database,
+			// which are the operator's to read in the log, not the
+			// caller's.
+			s.opts.Logger.Error("run record unreadable", "run_id", runID, "error", err)
+			err = wop.Errorf(wop.CodeInternal, "the record of run %s cannot be read; the host's log says why", runID)
 		}
 		writeError(w, err)
 		return
 	}
-	res, err := b.Run(r.Context(), rec.TypeID, rec.Input, host.RunOptions{
-		Timeout:     time.Duration(req.TimeoutMs) * time.Millisecond,
-		Traceparent: r.Header.Get("traceparent"),
-		Record:      true,
-		Replay:      rec,
-		Live:        req.Live,
+	ctx := r.Context()
+	if key != "" {
+		// As for an execute: a keyed replay goes on to its outcome when
+		// the client goes away, so that the retry gets that outcome.
+		ctx = context.WithoutCancel(ctx)
+	}
+	res, err := b.Run(ctx, rec.TypeID, rec.Input, host.RunOptions{
+		Timeout:          time.Duration(req.TimeoutMs) * time.Millisecond,
+		IdempotencyKey:   key,
+		IdempotencyScope: idempotency.Scope(s.credential(r)),
+		Traceparent:      r.Header.Get("traceparent"),
+		Record:           true,
+		Replay:           rec,
+		Live:             req.Live,
 	})
+	if res != nil && res.Replayed {
+		w.Header()[HeaderIdempotentReplay] = []string{"true"}
+	}
 	if res == nil || res.RunID == "" {
 		writeError(w, err)
 		return

@@ -98,3 +98,73 @@ func TestReplayRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A run id past the grammar's bound is refused before any record is
+// looked up, and the answer quotes none of it; a storage failure answers
+// without the file's path.
+func TestReplayLongRunIDAndStorageFailure(t *testing.T) {
+	f := newFake()
+	f.recordErr = fmt.Errorf("open /var/lib/secret-state/runs/%s.json: input/output error", replayRunID)
+	s := New(NewCurrent(f), Options{MaxBodyBytes: 1 << 20})
+
+	long := "run_" + strings.Repeat("a", 5000)
+	atBound := "run_" + strings.Repeat("a", host.MaxRunIDHexDigits)
+	for _, tc := range []struct {
+		id     string
+		status int
+		code   string
+	}{
+		{long, http.StatusNotFound, "not_found"},
+		{atBound + "a", http.StatusNotFound, "not_found"},
+		{"run_ABC", http.StatusNotFound, "not_found"},
+		// At the bound the id is looked up, and the store's failure
+		// answers without the path.
+		{atBound, http.StatusInternalServerError, "internal_error"},
+	} {
+		w := replayRequestTo(s, "/v1/runs/"+tc.id+":replay", "")
+		var env struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(w.Body.Bytes(), &env)
+		if w.Code != tc.status || env.Error != tc.code {
+			t.Errorf("%d-byte id: status %d %s, want %d %s", len(tc.id), w.Code, w.Body, tc.status, tc.code)
+		}
+		if strings.Contains(w.Body.String(), strings.Repeat("a", host.MaxRunIDHexDigits+1)) || strings.Contains(w.Body.String(), "secret-state") || w.Body.Len() > 400 {
+			t.Errorf("%d-byte id: the answer echoes the id or a path: %s", len(tc.id), w.Body)
+		}
+		if f.calls != 0 {
+			t.Errorf("%d-byte id: the node ran", len(tc.id))
+		}
+	}
+}
+
+// A replay's Idempotency-Key reaches the run with the caller's scope; a
+// kept answer carries OpenWOP-Idempotent-Replay; a malformed key is
+// refused before the record is read.
+func TestReplayIdempotencyKey(t *testing.T) {
+	f := newFake()
+	rec := &host.RunRecord{RunID: replayRunID, TypeID: "kvdemo.remember", Input: json.RawMessage(`{"key":"a"}`)}
+	f.records = map[string]*host.RunRecord{replayRunID: rec}
+	f.res = &host.RunResult{RunID: "run_new", Output: json.RawMessage(`{}`), Replayed: true}
+	s := New(NewCurrent(f), Options{MaxBodyBytes: 1 << 20})
+	const key = "replay-key-0123456789abcdef"
+	req := httptest.NewRequest("POST", "/v1/runs/"+replayRunID+":replay", strings.NewReader(`{"live":["aiEnvelope"]}`))
+	req.Header.Set("Idempotency-Key", key)
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	if w.Code != http.StatusOK || f.opts.IdempotencyKey != key || f.opts.Replay != rec {
+		t.Fatalf("status %d %s; run options %+v", w.Code, w.Body, f.opts)
+	}
+	if got := w.Header()[HeaderIdempotentReplay]; len(got) != 1 || got[0] != "true" {
+		t.Errorf("a kept answer with %s %q", HeaderIdempotentReplay, got)
+	}
+	// The body's spelling must agree with the header's.
+	req = httptest.NewRequest("POST", "/v1/runs/"+replayRunID+":replay", strings.NewReader(`{"idempotencyKey":"another-key-0123456789abcdef"}`))
+	req.Header.Set("Idempotency-Key", key)
+	w = httptest.NewRecorder()
+	f.calls = 0
+	s.ServeHTTP(w, req)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "idempotency_key_invalid") || f.calls != 0 {
+		t.Errorf("two different keys: %d %s, %d runs", w.Code, w.Body, f.calls)
+	}
+}

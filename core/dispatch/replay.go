@@ -38,6 +38,9 @@ type ReplaySource struct {
 	// Live, when set, picks calls to run for real although they have
 	// effects: the replay becomes a branch.
 	Live func(family, method string) bool
+	// Branch marks the replay a branch from its start: the node's own
+	// code has effects and runs again.
+	Branch bool
 }
 
 // Divergence is one difference between a replay and its source run.
@@ -61,6 +64,9 @@ type ReplaySummary struct {
 	Source string `json:"source"`
 	// Branch is set when calls with effects ran for real (ReplaySource.Live).
 	Branch bool `json:"branch"`
+	// Node is NodeFromRecord when the node itself was answered from the
+	// source run's record and none of its code ran (a side-effect node).
+	Node string `json:"node,omitempty"`
 	// Served calls were answered from the source log, Live ones ran.
 	Served   int `json:"served"`
 	Live     int `json:"live"`
@@ -68,6 +74,10 @@ type ReplaySummary struct {
 	// Divergences lists the first maxDivergences differences, in order.
 	Divergences []Divergence `json:"divergences,omitempty"`
 }
+
+// NodeFromRecord is ReplaySummary.Node for a node answered from its
+// record.
+const NodeFromRecord = "record"
 
 // maxDivergences bounds the divergences a summary lists; Diverged counts
 // them all.
@@ -153,6 +163,7 @@ type replayState struct {
 func newReplayState(src *ReplaySource) *replayState {
 	s := &replayState{src: src, byKey: map[string][]int{}, next: map[string]int{}}
 	s.summary.Source = src.RunID
+	s.branched = src.Branch
 	if src.Log != nil {
 		s.used = make([]bool, len(src.Log.Calls))
 		for i, c := range src.Log.Calls {

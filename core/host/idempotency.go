@@ -139,9 +139,17 @@ func (s *state) renewOnce(ctx context.Context) {
 
 // runKeyed runs a node under an idempotency key; see state.runKeyed.
 func (h *Host) runKeyed(ctx context.Context, typeID string, input json.RawMessage, opts RunOptions) (*RunResult, error) {
-	return h.state.runKeyed(ctx, typeID, input, opts, h.runBound(ctx, opts), func() (*RunResult, error) {
+	res, err := h.state.runKeyed(ctx, typeID, input, opts, h.runBound(ctx, opts), func() (*RunResult, error) {
 		return h.run(ctx, typeID, input, opts)
 	})
+	if res != nil && res.Replayed && opts.Replay != nil && res.RunID != "" {
+		// The kept answer of a replay carries its summary, which the
+		// replay's own record holds.
+		if rec, rerr := h.RunRecord(ctx, res.RunID); rerr == nil {
+			res.Replay = rec.Replay
+		}
+	}
+	return res, err
 }
 
 // runKeyed runs a node through run under an idempotency key (OpenWOP's
@@ -158,11 +166,13 @@ func (s *state) runKeyed(ctx context.Context, typeID string, input json.RawMessa
 	if err := idempotency.CheckKey(opts.IdempotencyKey); err != nil {
 		return nil, err
 	}
-	if opts.Replay != nil {
-		return nil, wop.Errorf(idempotency.CodeKeyInvalid, "a replay of a run record cannot carry an idempotency key: it runs the recorded node again on purpose")
-	}
 	id := idempotency.ID(opts.IdempotencyScope, opts.IdempotencyKey)
 	digest := idempotency.RequestDigest(typeID, input)
+	if opts.Replay != nil {
+		// A replay is asked for by its source run and its live calls; the
+		// recorded node and input follow from the source.
+		digest = idempotency.ReplayDigest(opts.Replay.RunID, opts.Live)
+	}
 	ttl := s.retention.IdempotencyKeys
 	store, err := s.idempotencyStore()
 	if err != nil {

@@ -325,10 +325,11 @@ func TestKeyedGrammarAndScopes(t *testing.T) {
 			t.Fatalf("scope %q: %+v, %v; want a run of its own", scope, res, err)
 		}
 	}
-	// A replay of a run record cannot carry a key.
-	opts := RunOptions{IdempotencyKey: testKey, Replay: &RunRecord{RunID: "run_x"}}
-	if _, err := f.s.runKeyed(context.Background(), "a.b", json.RawMessage(`{}`), opts, time.Minute, nil); wop.CodeOf(err) != idempotency.CodeKeyInvalid {
-		t.Fatalf("replay with a key: %v", err)
+	// A replay is another request than the execute the key was used
+	// for: a mismatch, and nothing runs.
+	opts := RunOptions{IdempotencyKey: testKey, Replay: &RunRecord{RunID: "run_1"}}
+	if _, err := f.s.runKeyed(context.Background(), "a.b", json.RawMessage(`{}`), opts, time.Minute, nil); wop.CodeOf(err) != idempotency.CodeKeyMismatch {
+		t.Fatalf("replay with the key of an execute: %v", err)
 	}
 }
 

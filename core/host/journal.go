@@ -3,10 +3,12 @@ package host
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -100,7 +102,9 @@ func (h *Host) trackCalls(runID string, opts RunOptions) (*dispatch.RunLog, func
 		if err != nil {
 			return nil, nil, err
 		}
-		src = &dispatch.ReplaySource{RunID: opts.Replay.RunID, Log: opts.Replay.Invocations, Live: live}
+		src = &dispatch.ReplaySource{RunID: opts.Replay.RunID, Log: opts.Replay.Invocations, Live: live,
+			// A side-effect node named in live runs again, effects and all.
+			Branch: slices.Contains(opts.Live, opts.Replay.TypeID) && h.nodeRole(opts.Replay.TypeID) == packmanifest.RoleSideEffect}
 	} else if len(opts.Live) > 0 {
 		return nil, nil, wop.Errorf(wop.CodeValidation, "live calls are chosen only for a replay")
 	}
@@ -111,6 +115,18 @@ func (h *Host) trackCalls(runID string, opts RunOptions) (*dispatch.RunLog, func
 	}
 	l, stop := h.journal.Track(runID, dispatch.LogLimits{MaxCalls: runs.LogMaxCalls, MaxBytes: runs.LogMaxBytes}, src)
 	return l, stop, nil
+}
+
+// nodeRole is the role the loaded manifest gives node typeID, or "".
+func (h *Host) nodeRole(typeID string) string {
+	h.mu.RLock()
+	p, ok := h.byTypeID[typeID]
+	h.mu.RUnlock()
+	if !ok || p.manifest == nil {
+		return ""
+	}
+	node, _ := p.manifest.Node(typeID)
+	return node.Role
 }
 
 // replayOutcome applies a replay's verdict to the node's outcome: a call

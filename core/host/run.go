@@ -1,13 +1,16 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/tracing"
@@ -157,6 +160,12 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	rec := &RunRecord{
 		RunID: run.ID, TypeID: typeID, Pack: p.Name, PackVersion: p.Version, Input: input, StartedAt: time.Now().UTC(),
 	}
+	if opts.Replay != nil && node.Role == packmanifest.RoleSideEffect && !slices.Contains(opts.Live, typeID) {
+		if _, err := liveMatcher(opts.Live); err != nil {
+			return nil, err
+		}
+		return h.replayFromRecord(rec, opts)
+	}
 	var replay []dispatch.ResolvedPrompt
 	if opts.Replay != nil {
 		rec.ReplayOf = opts.Replay.RunID
@@ -212,6 +221,37 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	out, err = replayOutcome(calls, out, nil)
 	res := &RunResult{RunID: run.ID, Output: out}
 	return res, h.record(rec, promptTrace, calls, opts, res, err)
+}
+
+// replayFromRecord answers a replay of a side-effect node from its
+// source run's record: the recorded output or error, none of the node's
+// code run (OpenWOP: a side-effect node is never performed again on
+// replay). A record without the outcome fails with replay_source_missing,
+// having performed nothing. The replay's record carries the source's
+// prompts and invocation log, so that it replays in turn.
+func (h *Host) replayFromRecord(rec *RunRecord, opts RunOptions) (*RunResult, error) {
+	src := opts.Replay
+	rec.ReplayOf, rec.Prompts, rec.Invocations = src.RunID, src.Prompts, src.Invocations
+	res := &RunResult{RunID: rec.RunID, Prompts: src.Prompts, Replay: &dispatch.ReplaySummary{Source: src.RunID, Node: dispatch.NodeFromRecord}}
+	rec.Replay = res.Replay
+	var err error
+	switch {
+	case src.Outcome == OutcomeSucceeded && len(src.Output) > 0:
+		// The record's file indents the output; the node answered it
+		// without insignificant whitespace, as it is answered again.
+		var out bytes.Buffer
+		if cerr := json.Compact(&out, src.Output); cerr != nil {
+			return nil, wop.Errorf(dispatch.CodeReplaySourceMissing, "the recorded output of run %s is not JSON: %v", src.RunID, cerr)
+		}
+		res.Output = out.Bytes()
+	case src.Outcome == OutcomeFailed && src.Error != nil:
+		err = src.Error
+	default:
+		err = wop.Errorf(dispatch.CodeReplaySourceMissing,
+			"node %s has the role side-effect and the record of run %s holds no outcome to answer it with (its output held a secret of the configuration); nothing was run", rec.TypeID, src.RunID).
+			WithDetails(map[string]string{"sourceRunId": src.RunID, "reason": "outcome_missing"})
+	}
+	return res, h.record(rec, nil, nil, opts, res, err)
 }
 
 // ServesNode reports whether a loaded pack serves the node typeID.

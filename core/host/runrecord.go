@@ -3,11 +3,16 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/internal/canonjson"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -38,9 +43,12 @@ type RunRecord struct {
 	Input      json.RawMessage `json:"input"`
 	StartedAt  time.Time       `json:"startedAt"`
 	FinishedAt time.Time       `json:"finishedAt"`
-	// Outcome is "succeeded" or "failed"; Error is set when it failed.
-	Outcome string     `json:"outcome"`
-	Error   *wop.Error `json:"error,omitempty"`
+	// Outcome is "succeeded" or "failed"; Error is set when it failed,
+	// Output when it succeeded: a replay answers a side-effect node with
+	// them.
+	Outcome string          `json:"outcome"`
+	Error   *wop.Error      `json:"error,omitempty"`
+	Output  json.RawMessage `json:"output,omitempty"`
 	// ReplayOf is the run id this run replayed, if any.
 	ReplayOf string `json:"replayOf,omitempty"`
 	// Prompts lists every prompt the run resolved, each reference once.
@@ -52,6 +60,10 @@ type RunRecord struct {
 	// Replay says what a replay did with each call (served from its
 	// source's log, run live, diverged); set on a replay's record.
 	Replay *dispatch.ReplaySummary `json:"replay,omitempty"`
+	// Digest is "sha256:" and the hex SHA-256 of the record's canonical
+	// JSON (RFC 8785) without this member, set when the record is written
+	// and checked when it is read (checkRecordDigest).
+	Digest string `json:"digest,omitempty"`
 }
 
 // ReadRunRecord reads a run record written by a run to a file.
@@ -70,7 +82,7 @@ func ReadRunRecord(path string) (*RunRecord, error) {
 // is none (never written, or pruned by retention).
 func (h *Host) RunRecord(ctx context.Context, runID string) (*RunRecord, error) {
 	if !IsRunID(runID) {
-		return nil, fmt.Errorf("%q is not a run id (run_ and hex digits)", runID)
+		return nil, errNotARunID(runID)
 	}
 	store, err := h.state.runRecords(ctx)
 	if err != nil {
@@ -83,33 +95,124 @@ func (h *Host) RunRecord(ctx context.Context, runID string) (*RunRecord, error) 
 	return parseRunRecord(data, runID)
 }
 
-// parseRunRecord decodes and checks a record's bytes; name says which
-// record in errors.
+// errNotARunID refuses an id outside the run id grammar before any file
+// or row is looked up: not_found, matching fs.ErrNotExist too, and
+// quoting none of the id, which may be long.
+func errNotARunID(runID string) error {
+	return errors.Join(wop.Errorf(wop.CodeNotFound,
+		"no run has this id (%d bytes): a run id is run_ and 1 to %d lowercase hex digits", len(runID), MaxRunIDHexDigits), fs.ErrNotExist)
+}
+
+// Reasons a run record cannot be replayed from (details.reason of
+// replay_source_missing).
+const (
+	// RecordTruncated: the record's JSON ends before its value does.
+	RecordTruncated = "truncated"
+	// RecordMalformed: the record is not JSON, or not a run record.
+	RecordMalformed = "malformed"
+	// RecordDigestMissing: the record carries no digest.
+	RecordDigestMissing = "digest_missing"
+	// RecordDigestMismatch: the record's content is not what its digest
+	// was computed over: it was altered after it was written.
+	RecordDigestMismatch = "digest_mismatch"
+	// RecordLink: the record's file is a symbolic link, or no regular
+	// file.
+	RecordLink = "link"
+)
+
+// errRecordUnusable refuses a replay from the record of runID, which
+// exists and cannot be trusted for reason: replay_source_missing, naming
+// no file.
+func errRecordUnusable(runID, reason, format string, args ...any) error {
+	return wop.Errorf(dispatch.CodeReplaySourceMissing, "the record of run %s cannot be replayed: %s", runID, fmt.Sprintf(format, args...)).
+		WithDetails(map[string]string{"runId": runID, "reason": reason})
+}
+
+// parseRunRecord checks a record's digest, then decodes and checks its
+// bytes; name says which record in errors. A record that fails is
+// replay_source_missing, its details.reason one of the Record* reasons.
 func parseRunRecord(data []byte, name string) (*RunRecord, error) {
+	if err := checkRecordDigest(data, name); err != nil {
+		return nil, err
+	}
 	var rec RunRecord
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rec); err != nil {
-		return nil, fmt.Errorf("run record %s: %w", name, err)
+		return nil, errRecordUnusable(name, RecordMalformed, "%v", err)
 	}
 	switch {
 	case rec.TypeID == "":
-		return nil, fmt.Errorf("run record %s: field typeId is empty", name)
+		return nil, errRecordUnusable(name, RecordMalformed, "field typeId is empty")
 	case len(rec.Input) == 0 || !json.Valid(rec.Input):
-		return nil, fmt.Errorf("run record %s: field input is not JSON", name)
+		return nil, errRecordUnusable(name, RecordMalformed, "field input is not JSON")
 	}
 	for i, p := range rec.Prompts {
 		if p.PromptID == "" || p.Name == "" || p.Digest == "" {
-			return nil, fmt.Errorf("run record %s: prompts[%d] lacks promptId, name or digest", name, i)
+			return nil, errRecordUnusable(name, RecordMalformed, "prompts[%d] lacks promptId, name or digest", i)
 		}
 	}
 	return &rec, nil
 }
 
-// encodeRunRecord is the bytes of rec as its file holds them.
+// checkRecordDigest checks that data is one JSON object whose digest
+// member is the digest of the rest (recordDigest).
+func checkRecordDigest(data []byte, name string) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(data, &members); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) && syn.Offset >= int64(len(bytes.TrimRight(data, " \t\r\n"))) {
+			return errRecordUnusable(name, RecordTruncated, "it ends after %d bytes, before its JSON does", len(data))
+		}
+		return errRecordUnusable(name, RecordMalformed, "it is not a JSON object: %v", err)
+	}
+	raw, ok := members["digest"]
+	if !ok {
+		return errRecordUnusable(name, RecordDigestMissing, "it carries no digest, so nothing shows it is what was written")
+	}
+	var stated string
+	if err := json.Unmarshal(raw, &stated); err != nil {
+		return errRecordUnusable(name, RecordMalformed, "its digest is not a string")
+	}
+	delete(members, "digest")
+	rest, err := json.Marshal(members)
+	if err != nil {
+		return errRecordUnusable(name, RecordMalformed, "%v", err)
+	}
+	got, err := recordDigest(rest)
+	if err != nil {
+		return errRecordUnusable(name, RecordMalformed, "%v", err)
+	}
+	if got != stated {
+		return errRecordUnusable(name, RecordDigestMismatch, "its content does not match its digest: it changed after it was written")
+	}
+	return nil
+}
+
+// recordDigest is "sha256:" and the hex SHA-256 of the canonical form of
+// the JSON text data.
+func recordDigest(data []byte) (string, error) {
+	canon, err := canonjson.Transform(data)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canon)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// encodeRunRecord is the bytes of rec as its file holds them, with its
+// digest set.
 func encodeRunRecord(rec *RunRecord) ([]byte, error) {
 	if rec.Prompts == nil {
 		rec.Prompts = []dispatch.ResolvedPrompt{}
+	}
+	rec.Digest = ""
+	plain, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode run record: %w", err)
+	}
+	if rec.Digest, err = recordDigest(plain); err != nil {
+		return nil, fmt.Errorf("encode run record: %w", err)
 	}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
@@ -136,7 +239,9 @@ func writeRunRecord(dir string, rec *RunRecord, synced func(path string)) (path 
 // res.RecordError, and makes the host refuse new runs until the state
 // directory (or the database) takes writes again.
 func (h *Host) record(rec *RunRecord, trace *dispatch.PromptTrace, calls *dispatch.RunLog, opts RunOptions, res *RunResult, runErr error) error {
-	res.Prompts = trace.Resolved()
+	if trace != nil {
+		res.Prompts = trace.Resolved()
+	}
 	if calls != nil {
 		res.Replay = calls.Summary()
 	}
@@ -150,8 +255,14 @@ func (h *Host) record(rec *RunRecord, trace *dispatch.PromptTrace, calls *dispat
 		rec.Replay = res.Replay
 	}
 	rec.Outcome = OutcomeSucceeded
+	if !h.holdsSecret(res.Output) {
+		// An output holding a configured secret is left out, as a logged
+		// answer is: a replay of a side-effect node then fails with
+		// replay_source_missing rather than answer without it.
+		rec.Output = res.Output
+	}
 	if runErr != nil {
-		rec.Outcome, rec.Error = OutcomeFailed, wop.AsError(runErr)
+		rec.Outcome, rec.Error, rec.Output = OutcomeFailed, wop.AsError(runErr), nil
 	}
 	path, err := h.state.writeRunRecord(rec)
 	if err != nil {

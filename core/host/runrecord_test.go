@@ -1,13 +1,19 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -61,5 +67,30 @@ func TestReadRunRecordRefusesBadRecords(t *testing.T) {
 	}
 	if _, err := ReadRunRecord(filepath.Join(dir, "missing.json")); !os.IsNotExist(err) {
 		t.Errorf("missing record: %v", err)
+	}
+}
+
+// A run id outside the grammar is not_found before any file is touched:
+// the state directory here is a file, so any lookup would fail otherwise.
+func TestRunRecordChecksTheIDFirst(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(stateDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := New(&config.Config{Host: config.Host{
+		StateDir: stateDir, MaxMessageBytes: 64 << 10, RunTimeout: time.Minute, Retention: config.DefaultRetention(),
+	}}, config.NewLoader(), hclog.NewNullLogger(), "test")
+	for _, id := range []string{"run_" + strings.Repeat("f", MaxRunIDHexDigits+1), "run_" + strings.Repeat("f", 5000), "run_", "run_F", "run_1/../x"} {
+		_, err := h.RunRecord(context.Background(), id)
+		if wop.CodeOf(err) != wop.CodeNotFound || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%d-byte id: %.200v; want not_found", len(id), err)
+		}
+		if err != nil && (strings.Contains(err.Error(), stateDir) || strings.Contains(err.Error(), "ffffffff")) {
+			t.Errorf("%d-byte id: the error names the path or the id: %.200v", len(id), err)
+		}
+	}
+	// At the bound the store is looked up (and fails here, on the file).
+	if _, err := h.RunRecord(context.Background(), "run_"+strings.Repeat("f", MaxRunIDHexDigits)); wop.CodeOf(err) == wop.CodeNotFound {
+		t.Errorf("an id at the bound was refused as malformed: %v", err)
 	}
 }

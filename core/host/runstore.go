@@ -62,7 +62,7 @@ func (f *fileRunRecords) put(_ context.Context, runID string, data []byte) (stri
 }
 
 func (f *fileRunRecords) get(_ context.Context, runID string) ([]byte, error) {
-	data, err := readRunRecordFile(filepath.Join(f.dir, runID+".json"))
+	data, err := readRunRecordIn(f.dir, runID)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return data, err
 	}
@@ -93,6 +93,45 @@ func readRunRecordFile(path string) ([]byte, error) {
 	}
 	if len(data) > maxRunRecordBytes {
 		return nil, fmt.Errorf("run record %s is over %d bytes", path, maxRunRecordBytes)
+	}
+	return data, nil
+}
+
+// readRunRecordIn reads the record of runID inside dir through os.Root,
+// never through a symbolic link: the file opened must be the regular
+// file dir holds under the record's name, which a link to it (inside the
+// directory or not) is not. A link is replay_source_missing with the
+// reason RecordLink.
+func readRunRecordIn(dir, runID string) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	name := runID + ".json"
+	info, err := root.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, errRecordUnusable(runID, RecordLink, "its file is a symbolic link or no regular file, which a record never is")
+	}
+	file, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	// Open follows a link that stays inside the root: the file opened
+	// must be the one Lstat saw, not a link put in its place since.
+	if opened, err := file.Stat(); err != nil || !os.SameFile(info, opened) {
+		return nil, errRecordUnusable(runID, RecordLink, "its file was replaced while it was opened")
+	}
+	data, err := io.ReadAll(io.LimitReader(file, maxRunRecordBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read run record %s: %w", runID, err)
+	}
+	if len(data) > maxRunRecordBytes {
+		return nil, fmt.Errorf("run record %s is over %d bytes", runID, maxRunRecordBytes)
 	}
 	return data, nil
 }
@@ -188,9 +227,15 @@ func (p *pgRunRecords) prune(ctx context.Context, now time.Time, maxAge time.Dur
 	return removed, kept, nil
 }
 
-// IsRunID reports whether s has the shape of a run id: "run_" and
-// lowercase hex, as a run record is named.
+// MaxRunIDHexDigits bounds the hex part of a run id. The host names its
+// runs with 24 digits; the bound leaves room and keeps every record's name
+// far below a file system's 255 bytes.
+const MaxRunIDHexDigits = 64
+
+// IsRunID reports whether s has the shape of a run id: "run_" and 1 to
+// MaxRunIDHexDigits lowercase hex digits, as a run record is named. It is
+// checked before any file or row is looked up.
 func IsRunID(s string) bool {
 	hex, ok := strings.CutPrefix(s, "run_")
-	return ok && hex != "" && strings.Trim(hex, "0123456789abcdef") == ""
+	return ok && hex != "" && len(hex) <= MaxRunIDHexDigits && strings.Trim(hex, "0123456789abcdef") == ""
 }

@@ -55,6 +55,10 @@ const (
 	// CodeReplayDivergedAtRefusal refuses a replay that diverged from its
 	// source run's invocation log at a refusal (409 Conflict).
 	CodeReplayDivergedAtRefusal = dispatch.CodeReplayDivergedAtRefusal
+	// CodeReplaySourceMissing refuses a replay whose source run's record
+	// exists and cannot be trusted: cut short, altered, or a link (409
+	// Conflict).
+	CodeReplaySourceMissing = dispatch.CodeReplaySourceMissing
 )
 
 // The host's vendor codes: refusals no registered code describes.
@@ -108,6 +112,7 @@ func statusTable() map[string]int {
 		// Replays of run records.
 		CodeRunExpired:              http.StatusGone,
 		CodeReplayDivergedAtRefusal: http.StatusConflict,
+		CodeReplaySourceMissing:     http.StatusConflict,
 	}
 }
 

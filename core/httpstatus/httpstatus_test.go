@@ -50,6 +50,7 @@ func TestRefusal(t *testing.T) {
 		{"signature", wop.Errorf("pack_signature_invalid", "m").WithDetails(map[string]string{"reason": "key_unknown"}), 400, "pack_signature_invalid", `{"reason":"key_unknown","retryable":false}`},
 		{"run expired", wop.Errorf(CodeRunExpired, "m").WithDetails(map[string]string{"runId": "run_01"}), 410, "run_expired", `{"retryable":false,"runId":"run_01"}`},
 		{"replay diverged", wop.Errorf(CodeReplayDivergedAtRefusal, "m"), 409, "replay_diverged_at_refusal", `{"retryable":false}`},
+		{"replay source missing", wop.Errorf(CodeReplaySourceMissing, "m"), 409, "replay_source_missing", `{"retryable":false}`},
 	} {
 		status, env := Refusal(tc.err)
 		if status != tc.status || env.Error != tc.code || string(env.Details) != tc.details || env.Message == "" {

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -31,6 +32,25 @@ func RequestDigest(typeID string, input []byte) string {
 	} else {
 		h.Write([]byte{'r'})
 		h.Write(input)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// ReplayDigest is the identity of a replay request: the run replayed and
+// the calls it runs live, in any order and repeated or not. It never
+// equals a RequestDigest, so a key used for an execution is a mismatch
+// on a replay, and the reverse.
+func ReplayDigest(sourceRunID string, live []string) string {
+	specs := slices.Clone(live)
+	slices.Sort(specs)
+	specs = slices.Compact(specs)
+	h := sha256.New()
+	h.Write([]byte("wophost run replay v1\x00"))
+	// Each part is length-prefixed, so no two lists of parts write the
+	// same bytes.
+	for _, part := range append([]string{sourceRunID}, specs...) {
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(part))))
+		h.Write([]byte(part))
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -134,6 +134,11 @@ type PeerMeta struct {
 	Optional bool     `json:"optional,omitempty"`
 }
 
+// RoleSideEffect is the node role of OpenWOP that marks a node as acting
+// on the world itself: a replay answers such a node from its record
+// instead of running its code (docs/replay.md).
+const RoleSideEffect = "side-effect"
+
 // Node is one node type of the pack.
 type Node struct {
 	TypeID       string   `json:"typeId"`

@@ -283,7 +283,8 @@ func TestReplayExamplePacks(t *testing.T) {
 		// served is how many calls the replay answers from the log.
 		served int
 	}{
-		{"kvdemo.remember", "remember.json", false, false, 1}, // acme.kv.put; acme.kv.get is pure
+		// A side-effect node: answered from its record, no call made.
+		{"kvdemo.remember", "remember.json", false, false, 0},
 		{"kvdemo.recall", "recall.json", false, false, 0},
 		{"kvdemo.describe", "recall.json", true, false, 1},          // aiEnvelope.generate
 		{"kvdemo.wordcount", "recall.json", false, true, 1},         // mcp.callTool
@@ -311,7 +312,8 @@ func TestReplayExamplePacks(t *testing.T) {
 				t.Errorf("during the replay the provider got %d requests and the MCP server %d tool calls; want none", p2-p1, m2-m1)
 			}
 			s := rep.line.Replay
-			if s == nil || s.Source != orig.line.RunID || s.Diverged != 0 || s.Branch || s.Served != n.served {
+			if s == nil || s.Source != orig.line.RunID || s.Diverged != 0 || s.Branch || s.Served != n.served ||
+				(s.Node == dispatch.NodeFromRecord) != (n.typeID == "kvdemo.remember") {
 				t.Fatalf("replay summary %+v; want source %s, %d served, 0 diverged, no branch", s, orig.line.RunID, n.served)
 			}
 			if rep.line.RunID == orig.line.RunID {
@@ -502,7 +504,9 @@ func TestReplayVendorPurity(t *testing.T) {
 		if res := e.kvCall(t, "put", fmt.Sprintf(`{"key":%q,"value":"second"}`, key)); res.code != 0 {
 			t.Fatalf("put: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 		}
-		rep := runJSON(t, e.cfg, "--replay", orig.line.RunID)
+		// kvdemo.remember is a side-effect node: named in live, its code
+		// runs again, and its calls still go by the log.
+		rep := runJSON(t, e.cfg, "--replay", orig.line.RunID, "--live", "kvdemo.remember")
 		if rep.code != 0 {
 			t.Fatalf("replay: exit %d\n%s%s", rep.code, rep.stdout, rep.stderr)
 		}
@@ -512,8 +516,8 @@ func TestReplayVendorPurity(t *testing.T) {
 			t.Errorf("after the replay the store holds %s; want second@2", got)
 		}
 		s := rep.line.Replay
-		if s == nil || s.Served != 1 || s.Live != 1 || s.Diverged != 1 || s.Branch {
-			t.Fatalf("summary %+v; want 1 served, 1 live, 1 diverged", s)
+		if s == nil || s.Served != 1 || s.Live != 1 || s.Diverged != 1 || !s.Branch {
+			t.Fatalf("summary %+v; want a branch, 1 served, 1 live, 1 diverged", s)
 		}
 		if d := s.Divergences[0]; d.Seq != 2 || d.Family != "acme.kv" || d.Method != "get" || d.Key != d.RecordedKey ||
 			!strings.Contains(d.Reason, "answered differently") {
@@ -529,7 +533,7 @@ func TestReplayVendorPurity(t *testing.T) {
 		if res := e.kvCall(t, "delete", fmt.Sprintf(`{"key":%q}`, key)); res.code != 0 {
 			t.Fatalf("delete: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 		}
-		rep := runJSON(t, e.cfg, "--replay", orig.line.RunID)
+		rep := runJSON(t, e.cfg, "--replay", orig.line.RunID, "--live", "kvdemo.remember")
 		out := decodeFailed(t, rep)
 		if out.Error.Code != dispatch.CodeReplayDivergedAtRefusal || out.Error.Details.Cause.Code != "acme.key_not_found" {
 			t.Errorf("outcome %+v; want %s caused by acme.key_not_found", out.Error, dispatch.CodeReplayDivergedAtRefusal)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wophost/wophost/sdk/pack"
@@ -111,6 +112,30 @@ func main() {
 				var out json.RawMessage
 				err := ctx.Call("test.echo", "sleep", in, &out)
 				return out, err
+			}),
+			// probe.append acts on the world from pack code: it appends a
+			// line to a file and answers how many lines the file holds,
+			// so a test counts every time the node's code runs.
+			"probe.append": pack.TypedNode(func(ctx *pack.Ctx, in *struct {
+				File string `json:"file"`
+				Line string `json:"line"`
+			}) (any, error) {
+				f, err := os.OpenFile(in.File, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+				if err != nil {
+					return nil, err
+				}
+				if _, err := f.WriteString(in.Line + "\n"); err != nil {
+					f.Close()
+					return nil, err
+				}
+				if err := f.Close(); err != nil {
+					return nil, err
+				}
+				data, err := os.ReadFile(in.File)
+				if err != nil {
+					return nil, err
+				}
+				return map[string]int{"lines": strings.Count(string(data), "\n")}, nil
 			}),
 			"probe.needsai": pack.TypedNode(func(ctx *pack.Ctx, in *markerInput) (any, error) {
 				// Reaching this line means the host let the node run.
