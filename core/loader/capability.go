@@ -260,12 +260,18 @@ func (c *Capability) Abort() { c.proc.stop(false) }
 // CheckHealth asks the plugin the protocol's health check within ctx: nil
 // when it answers SERVING.
 func (c *Capability) CheckHealth(ctx context.Context) error {
-	resp, err := c.conn.Health.Check(ctx, &healthpb.HealthCheckRequest{Service: hostwire.HealthService})
+	return checkHealth(ctx, c.conn.Health, "plugin")
+}
+
+// checkHealth asks client the protocol's health check within ctx, for a
+// process of kind (plugin, pack): nil when it answers SERVING.
+func checkHealth(ctx context.Context, client healthpb.HealthClient, kind string) error {
+	resp, err := client.Check(ctx, &healthpb.HealthCheckRequest{Service: hostwire.HealthService})
 	if err != nil {
 		return fmt.Errorf("health check: %w", err)
 	}
 	if s := resp.GetStatus(); s != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("health check: the plugin answers %s", s)
+		return fmt.Errorf("health check: the %s answers %s", kind, s)
 	}
 	return nil
 }
