@@ -664,8 +664,8 @@ func (h *Host) watch(c *capability, proc *loader.Capability) {
 		c.killedFor = nil
 		c.mu.Unlock()
 		if why == nil {
-			why = errors.New("plugin process exited unexpectedly")
-			h.logger.Error("plugin exited unexpectedly", "capability", c.cfg.Name)
+			why = exitedUnexpectedly("plugin", proc.LastWords())
+			h.logger.Error("plugin exited unexpectedly", "capability", c.cfg.Name, "error", why)
 		}
 		h.reg.Crash(c.cfg.Name, why)
 		// The process is gone, but its client side (the gRPC connection,
@@ -686,6 +686,7 @@ func (h *Host) watch(c *capability, proc *loader.Capability) {
 // attempt waits delay.
 func (h *Host) restart(c *capability, delay time.Duration) {
 	policy := h.options.Restart
+	var last error
 	for n := 1; n <= policy.Attempts; n++ {
 		h.reg.Restarting(c.cfg.Name)
 		// Close must not wait out a backoff.
@@ -701,6 +702,7 @@ func (h *Host) restart(c *capability, delay time.Duration) {
 		}
 		if err != nil {
 			h.logger.Warn("plugin restart failed", "capability", c.cfg.Name, "attempt", n, "error", err)
+			last = err
 			continue
 		}
 		h.watch(c, proc)
@@ -709,5 +711,5 @@ func (h *Host) restart(c *capability, delay time.Duration) {
 		}
 		return
 	}
-	h.failCapability(c, registry.StateRestarting, fmt.Errorf("gave up after %d restart attempts", policy.Attempts))
+	h.failCapability(c, registry.StateRestarting, gaveUp(policy.Attempts, last))
 }

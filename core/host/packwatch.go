@@ -54,8 +54,8 @@ func (h *Host) watchPack(p *Pack, proc *loader.Pack) {
 		why := p.killedFor
 		p.killedFor = nil
 		if why == nil {
-			why = errors.New("pack process exited unexpectedly")
-			h.logger.Error("pack exited unexpectedly", "pack", p.Name)
+			why = exitedUnexpectedly("pack", proc.LastWords())
+			h.logger.Error("pack exited unexpectedly", "pack", p.Name, "error", why)
 		}
 		p.State, p.Err = PackCrashed, why
 		n := p.crashes.add(time.Now(), h.cfg.Host.CrashWindow)
@@ -75,6 +75,7 @@ func (h *Host) watchPack(p *Pack, proc *loader.Pack) {
 func (h *Host) restartPack(p *Pack) {
 	policy := h.options.Restart
 	delay := policy.Base
+	var last error
 	for n := 1; n <= policy.Attempts; n++ {
 		p.live.Lock()
 		p.State = PackRestarting
@@ -94,6 +95,7 @@ func (h *Host) restartPack(p *Pack) {
 				proc.Kill()
 			}
 			h.logger.Warn("pack restart failed", "pack", p.Name, "attempt", n, "error", err)
+			last = err
 			continue
 		}
 		p.live.Lock()
@@ -112,7 +114,7 @@ func (h *Host) restartPack(p *Pack) {
 		h.watchPack(p, proc)
 		return
 	}
-	h.failPack(p, fmt.Errorf("gave up after %d restart attempts", policy.Attempts))
+	h.failPack(p, gaveUp(policy.Attempts, last))
 }
 
 // rpcGrace is what a pack restart allows beyond start_timeout for reading

@@ -253,6 +253,11 @@ func (c *Capability) PID() int { return c.proc.pid() }
 // Kill stops the plugin process and its process group.
 func (c *Capability) Kill() { c.proc.kill() }
 
+// LastWords is the end of what the plugin process wrote to stderr (the
+// start of a panic, or its last lines), on one line; "" when it wrote
+// nothing. Read it once the process has exited to say why.
+func (c *Capability) LastWords() string { return c.proc.lastWords() }
+
 // Abort kills the plugin process and its process group at once, without
 // asking it to exit first: for a process that no longer answers.
 func (c *Capability) Abort() { c.proc.stop(false) }

@@ -112,6 +112,10 @@ func newPlugin() *plugin.Plugin {
 				return map[string]int{"pid": os.Getpid()}, nil
 			},
 			"exit": func(context.Context, *plugin.Request) (any, error) {
+				// Its last words, which the host reports with the crash, on
+				// the process's own stderr as a crash's are (go-plugin
+				// replaces os.Stderr with a pipe to the host's log).
+				_, _ = os.NewFile(2, "stderr").WriteString("testcap: exiting with status 7 on request\n")
 				os.Exit(7)
 				return nil, nil
 			},
