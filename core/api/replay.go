@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"io/fs"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -66,7 +67,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := b.Run(r.Context(), rec.TypeID, rec.Input, host.RunOptions{
-		Timeout:     time.Duration(req.TimeoutMs) * time.Millisecond,
+		Timeout:     msTimeout(req.TimeoutMs),
 		Traceparent: r.Header.Get("traceparent"),
 		Record:      true,
 		Replay:      rec,
@@ -77,4 +78,14 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, replayOutcome{Outcome: httpstatus.NewOutcome(res.RunID, res.Output, err), Replay: res.Replay})
+}
+
+// msTimeout is a request's timeoutMs as a duration. One too large for a
+// duration (past 2^63-1 ns, about 292 years) is the largest, never a
+// wrapped-around one: the host then holds it to run_timeout.
+func msTimeout(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }
