@@ -9,6 +9,7 @@ package logdedup
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -113,23 +114,24 @@ func (l *Logger) Log(level hclog.Level, msg string, args ...any) {
 
 // key is what identical lines share: level, logger name, message, and
 // every key and value (the logger's own, from With, too) but the
-// volatile ones.
+// volatile ones, in any order: the lines a plugin writes come to the host
+// with their fields in an order that changes from line to line.
 func (l *Logger) key(level hclog.Level, msg string, args []any) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d\x00%s\x00%s", level, l.Logger.Name(), msg)
 	if implied := l.Logger.ImpliedArgs(); len(implied) > 0 {
 		args = append(append([]any(nil), implied...), args...)
 	}
+	pairs := make([]string, 0, len(args)/2+1)
 	for i := 0; i+1 < len(args); i += 2 {
 		if k, ok := args[i].(string); ok && volatile(k) {
 			continue
 		}
-		fmt.Fprintf(&b, "\x00%v=%v", args[i], args[i+1])
+		pairs = append(pairs, fmt.Sprintf("%v=%v", args[i], args[i+1]))
 	}
 	if len(args)%2 == 1 {
-		fmt.Fprintf(&b, "\x00%v", args[len(args)-1])
+		pairs = append(pairs, fmt.Sprint(args[len(args)-1]))
 	}
-	return b.String()
+	slices.Sort(pairs)
+	return fmt.Sprintf("%d\x00%s\x00%s\x00%s", level, l.Logger.Name(), msg, strings.Join(pairs, "\x00"))
 }
 
 // Trace logs at trace level.

@@ -52,13 +52,15 @@ func TestStormIsOneLineAndItsCount(t *testing.T) {
 	for i := range 80000 {
 		l.Error("idempotency claim not written", "error", err, "run_id", i, "attempt", i%5)
 	}
+	// The same fields in another order are the same line.
+	l.Error("idempotency claim not written", "attempt", 9, "error", err)
 	if got := lines(out); len(got) != 1 || !strings.Contains(got[0], "idempotency claim not written") {
 		t.Fatalf("during the window: %d lines, want 1: %q", len(got), got[:min(3, len(got))])
 	}
 	w.close()
 	got := lines(out)
-	if len(got) != 2 || !strings.Contains(got[1], "repeated=79999") || !strings.Contains(got[1], "connection refused") {
-		t.Fatalf("after the window: %q, want the line again with repeated=79999", got)
+	if len(got) != 2 || !strings.Contains(got[1], "repeated=80000") || !strings.Contains(got[1], "connection refused") {
+		t.Fatalf("after the window: %q, want the line again with repeated=80000", got)
 	}
 	// The next window starts afresh: its first line is written at once.
 	l.Error("idempotency claim not written", "error", err)

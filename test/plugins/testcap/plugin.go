@@ -108,6 +108,12 @@ func newPlugin() *plugin.Plugin {
 				req.Logger.Info("handled a log call")
 				return map[string]bool{"logged": true}, nil
 			},
+			// warn writes the same warning on every call, as a plugin
+			// whose upstream is down does.
+			"warn": func(_ context.Context, req *plugin.Request) (any, error) {
+				req.Logger.Warn("the upstream refused the call", "error", "connection refused")
+				return map[string]bool{"warned": true}, nil
+			},
 			"pid": func(context.Context, *plugin.Request) (any, error) {
 				return map[string]int{"pid": os.Getpid()}, nil
 			},
