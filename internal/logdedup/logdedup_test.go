@@ -50,10 +50,10 @@ func TestStormIsOneLineAndItsCount(t *testing.T) {
 	l, w, out := newTest(hclog.Info)
 	err := errors.New("dial tcp 127.0.0.1:5432: connection refused")
 	for i := range 80000 {
-		l.Error("idempotency claim not written", "error", err, "run_id", i, "attempt", i%5)
+		l.Error("idempotency claim not written", "error", err, "store", "idempotency", "run_id", i, "attempt", i%5)
 	}
 	// The same fields in another order are the same line.
-	l.Error("idempotency claim not written", "attempt", 9, "error", err)
+	l.Error("idempotency claim not written", "attempt", 9, "store", "idempotency", "error", err)
 	if got := lines(out); len(got) != 1 || !strings.Contains(got[0], "idempotency claim not written") {
 		t.Fatalf("during the window: %d lines, want 1: %q", len(got), got[:min(3, len(got))])
 	}
@@ -63,7 +63,7 @@ func TestStormIsOneLineAndItsCount(t *testing.T) {
 		t.Fatalf("after the window: %q, want the line again with repeated=80000", got)
 	}
 	// The next window starts afresh: its first line is written at once.
-	l.Error("idempotency claim not written", "error", err)
+	l.Error("idempotency claim not written", "store", "idempotency", "error", err)
 	w.close()
 	if got := lines(out); len(got) != 3 || strings.Contains(got[2], "repeated") {
 		t.Errorf("a line after the window: %q, want it written as it came, with no count", got)
