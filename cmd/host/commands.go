@@ -31,7 +31,7 @@ type callFlags struct {
 
 func (f *callFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.input, "input", "", `input JSON file, or "-" for standard input (default: {})`)
-	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "deadline for the whole call, e.g. 30s (default: none)")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "deadline for the whole call or run, e.g. 30s (default: the host block's call_timeout for host call, run_timeout for host run)")
 	cmd.Flags().StringVar(&f.idempotencyKey, "idempotency-key", "", "idempotency key carried in the call context")
 }
 

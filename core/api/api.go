@@ -311,7 +311,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	res, err := b.Run(ctx, typeID, req.Input, host.RunOptions{
-		Timeout:          time.Duration(req.TimeoutMs) * time.Millisecond,
+		Timeout:          msTimeout(req.TimeoutMs),
 		IdempotencyKey:   key,
 		IdempotencyScope: idempotency.Scope(s.credential(r)),
 		Traceparent:      r.Header.Get("traceparent"),

@@ -3,11 +3,14 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/idempotency"
@@ -231,5 +234,37 @@ func TestReadyzReportsStorage(t *testing.T) {
 	s.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
 	if w.Code != 200 {
 		t.Fatalf("readyz after recovery: %d %s", w.Code, w.Body)
+	}
+}
+
+// timeoutMs reaches the host as the duration it names, and one too large
+// for a duration as the largest, never wrapped around to a short or
+// negative one (the host then holds it to run_timeout).
+func TestExecuteTimeoutMsNeverOverflows(t *testing.T) {
+	f := newFake()
+	f.res = &host.RunResult{RunID: "run_1", Output: json.RawMessage(`{}`)}
+	s := New(NewCurrent(f), Options{})
+	const maxMs = math.MaxInt64 / int64(time.Millisecond)
+	for _, tc := range []struct {
+		ms   string
+		want time.Duration
+	}{
+		{"0", 0},
+		{"1000", time.Second},
+		{"600000", 10 * time.Minute},
+		{"600001", 10*time.Minute + time.Millisecond},
+		{"31536000000000", math.MaxInt64}, // a thousand years
+		{strconv.FormatInt(maxMs, 10), time.Duration(maxMs) * time.Millisecond},
+		{strconv.FormatInt(maxMs+1, 10), math.MaxInt64},
+		{"9223372036854775807", math.MaxInt64},
+	} {
+		w := execute(t, s, `{"input":{},"timeoutMs":`+tc.ms+`}`, nil)
+		if w.Code != 200 || f.opts.Timeout != tc.want {
+			t.Errorf("timeoutMs %s: %d %s, timeout %v; want 200 and %v", tc.ms, w.Code, w.Body, f.opts.Timeout, tc.want)
+		}
+	}
+	// Past an int64 the body is refused as the field's, not accepted.
+	if w := execute(t, s, `{"input":{},"timeoutMs":9223372036854775808}`, nil); w.Code != 400 || !strings.Contains(w.Body.String(), "timeoutMs") {
+		t.Errorf("timeoutMs 2^63: %d %s, want 400 naming the field", w.Code, w.Body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -96,7 +97,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		ctx = context.WithoutCancel(ctx)
 	}
 	res, err := b.Run(ctx, rec.TypeID, rec.Input, host.RunOptions{
-		Timeout:          time.Duration(req.TimeoutMs) * time.Millisecond,
+		Timeout:          msTimeout(req.TimeoutMs),
 		IdempotencyKey:   key,
 		IdempotencyScope: idempotency.Scope(s.credential(r)),
 		Traceparent:      r.Header.Get("traceparent"),
@@ -112,4 +113,14 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, replayOutcome{Outcome: httpstatus.NewOutcome(res.RunID, res.Output, err), Replay: res.Replay})
+}
+
+// msTimeout is a request's timeoutMs as a duration. One too large for a
+// duration (past 2^63-1 ns, about 292 years) is the largest, never a
+// wrapped-around one: the host then holds it to run_timeout.
+func msTimeout(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }

@@ -33,6 +33,7 @@ const (
 	DefaultCallDepthLimit  = 8
 	DefaultCrashLimit      = 5
 	DefaultRunTimeout      = 10 * time.Minute
+	DefaultCallTimeout     = 2 * time.Minute
 	DefaultMaxConcurrent   = 64
 	DefaultCrashWindow     = 10 * time.Minute
 )
@@ -82,8 +83,14 @@ type Host struct {
 	// host restarts; the next one leaves the capability failed.
 	CrashLimit  int
 	CrashWindow time.Duration
-	// RunTimeout bounds a node run that sets no deadline of its own.
+	// RunTimeout bounds a node run that sets no deadline of its own, and
+	// is the most a caller's deadline may ask for.
 	RunTimeout time.Duration
+	// CallTimeout bounds each host-service call, through the host, of a
+	// run whose caller set no deadline, and each operator call without
+	// one (host call), never past the run's own deadline: a hung plugin
+	// holds such a call this long, not the whole run_timeout.
+	CallTimeout time.Duration
 	// GoMaxProcs is the host process's GOMAXPROCS; 0 leaves Go's default
 	// (the CPUs the process may use).
 	GoMaxProcs int
@@ -207,6 +214,7 @@ type rawHost struct {
 	CrashLimit      *hcl.Attribute `hcl:"crash_limit"`
 	CrashWindow     *hcl.Attribute `hcl:"crash_window"`
 	RunTimeout      *hcl.Attribute `hcl:"run_timeout"`
+	CallTimeout     *hcl.Attribute `hcl:"call_timeout"`
 	GoMaxProcs      *hcl.Attribute `hcl:"gomaxprocs"`
 	// RequireSignature is require_signature, the packs' default.
 	RequireSignature *hcl.Attribute `hcl:"require_signature"`
@@ -526,6 +534,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		CrashLimit:      DefaultCrashLimit,
 		CrashWindow:     DefaultCrashWindow,
 		RunTimeout:      DefaultRunTimeout,
+		CallTimeout:     DefaultCallTimeout,
 		Retention:       DefaultRetention(),
 		Storage:         DefaultStorage(),
 		Runs:            DefaultRuns(),
@@ -576,6 +585,9 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	}
 	if dur, ok := d.durationAttr(r.RunTimeout); ok {
 		h.RunTimeout = dur
+	}
+	if dur, ok := d.durationAttr(r.CallTimeout); ok {
+		h.CallTimeout = dur
 	}
 	if n, ok := d.intAttr(r.GoMaxProcs, 0, MaxGoMaxProcs); ok {
 		h.GoMaxProcs = n

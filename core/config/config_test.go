@@ -153,6 +153,7 @@ pack "community.demo" {
 		CrashLimit:      DefaultCrashLimit,
 		CrashWindow:     DefaultCrashWindow,
 		RunTimeout:      DefaultRunTimeout,
+		CallTimeout:     DefaultCallTimeout,
 		Retention:       DefaultRetention(),
 		Storage:         DefaultStorage(),
 		Runs:            DefaultRuns(),
@@ -236,6 +237,7 @@ func TestLoadDefaults(t *testing.T) {
 		CrashLimit:      5,
 		CrashWindow:     10 * time.Minute,
 		RunTimeout:      10 * time.Minute,
+		CallTimeout:     2 * time.Minute,
 		Retention: Retention{
 			RunRecords: 168 * time.Hour, MaxRunRecords: 100000,
 			IdempotencyKeys: 24 * time.Hour, MaxIdempotencyKeys: 100000, Interval: 10 * time.Minute,
@@ -887,17 +889,21 @@ func TestCrashLimitSettings(t *testing.T) {
 }
 
 func TestBoundsSettings(t *testing.T) {
-	f := newFixture(t, "host {\n  run_timeout = \"90s\"\n}\ncapability \"kv\" {\n  plugin               = \"wophost-kv\"\n  max_concurrent_calls = 3\n}\n")
+	f := newFixture(t, "host {\n  run_timeout = \"90s\"\n  call_timeout = \"20s\"\n}\ncapability \"kv\" {\n  plugin               = \"wophost-kv\"\n  max_concurrent_calls = 3\n}\n")
 	cfg, _ := mustLoad(t, f)
-	if cfg.Host.RunTimeout != 90*time.Second || cfg.Capabilities[0].MaxConcurrentCalls != 3 {
-		t.Fatalf("run_timeout %s, max_concurrent_calls %d", cfg.Host.RunTimeout, cfg.Capabilities[0].MaxConcurrentCalls)
+	if cfg.Host.RunTimeout != 90*time.Second || cfg.Host.CallTimeout != 20*time.Second || cfg.Capabilities[0].MaxConcurrentCalls != 3 {
+		t.Fatalf("run_timeout %s, call_timeout %s, max_concurrent_calls %d", cfg.Host.RunTimeout, cfg.Host.CallTimeout, cfg.Capabilities[0].MaxConcurrentCalls)
 	}
 	cfg, _ = mustLoad(t, newFixture(t, "capability \"kv\" {\n  plugin = \"wophost-kv\"\n}\n"))
-	if cfg.Host.RunTimeout != DefaultRunTimeout || cfg.Capabilities[0].MaxConcurrentCalls != DefaultMaxConcurrent {
-		t.Fatalf("defaults: run_timeout %s, max_concurrent_calls %d", cfg.Host.RunTimeout, cfg.Capabilities[0].MaxConcurrentCalls)
+	if cfg.Host.RunTimeout != DefaultRunTimeout || cfg.Host.CallTimeout != DefaultCallTimeout || cfg.Capabilities[0].MaxConcurrentCalls != DefaultMaxConcurrent {
+		t.Fatalf("defaults: run_timeout %s, call_timeout %s, max_concurrent_calls %d", cfg.Host.RunTimeout, cfg.Host.CallTimeout, cfg.Capabilities[0].MaxConcurrentCalls)
+	}
+	_, diags := NewLoader().Load(newFixture(t, "host {\n  call_timeout = \"0s\"\n}\n").path)
+	if d := findDiag(diags, "Invalid duration"); d == nil || !strings.Contains(d.Detail, "call_timeout") {
+		t.Errorf("call_timeout = 0s accepted: %v", summaries(diags))
 	}
 	f = newFixture(t, "capability \"kv\" {\n  plugin               = \"wophost-kv\"\n  max_concurrent_calls = 0\n}\n")
-	_, diags := NewLoader().Load(f.path)
+	_, diags = NewLoader().Load(f.path)
 	if d := findDiag(diags, "Invalid max_concurrent_calls"); d == nil {
 		t.Errorf("max_concurrent_calls = 0 accepted: %v", summaries(diags))
 	} else {

@@ -18,6 +18,11 @@ type Run struct {
 	TypeID   string
 	Pack     string
 	Deadline time.Time
+	// CallTimeout, when set, bounds each host-service call of the run
+	// from the call's arrival, within Deadline (CallDeadline): the host
+	// sets it to call_timeout for a run whose caller set no deadline, so
+	// that a hung plugin holds one call that long, not the whole run.
+	CallTimeout time.Duration
 	// Allowed reports whether the node may call family (and facet).
 	Allowed func(family, facet string) bool
 	// Traceparent and IdempotencyKey travel with every call of the run.
@@ -41,6 +46,20 @@ func (r *Run) CallContext(caller string) wop.CallContext {
 		Depth: 1, Deadline: r.Deadline, Traceparent: r.Traceparent, IdempotencyKey: r.IdempotencyKey,
 		Token: r.Token,
 	}
+}
+
+// CallDeadline is the deadline of a host-service call of the run that
+// arrives at now asking for deadline (zero: none of its own): the earlier
+// of that and, with CallTimeout set, now plus CallTimeout. It is never
+// later than deadline, which the caller passes already held to the run's.
+func (r *Run) CallDeadline(deadline, now time.Time) time.Time {
+	if r.CallTimeout <= 0 {
+		return deadline
+	}
+	if bound := now.Add(r.CallTimeout); deadline.IsZero() || bound.Before(deadline) {
+		return bound
+	}
+	return deadline
 }
 
 // Binds reports whether a call that carries token may act in the run: the

@@ -142,3 +142,27 @@ func TestRunBinds(t *testing.T) {
 		t.Error("a run without a token binds a call without one")
 	}
 }
+
+// A run's call_timeout bounds each call from its arrival, never past the
+// deadline the call already has; without it the deadline stands.
+func TestCallDeadline(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	bounded := &Run{CallTimeout: 2 * time.Minute}
+	for _, c := range []struct {
+		run            *Run
+		deadline, want time.Time
+	}{
+		{bounded, time.Time{}, now.Add(2 * time.Minute)},
+		{bounded, now.Add(10 * time.Minute), now.Add(2 * time.Minute)},
+		{bounded, now.Add(2*time.Minute + 1), now.Add(2 * time.Minute)},
+		{bounded, now.Add(2 * time.Minute), now.Add(2 * time.Minute)},
+		{bounded, now.Add(2*time.Minute - 1), now.Add(2*time.Minute - 1)},
+		{bounded, now.Add(time.Second), now.Add(time.Second)},
+		{&Run{}, now.Add(10 * time.Minute), now.Add(10 * time.Minute)},
+		{&Run{}, time.Time{}, time.Time{}},
+	} {
+		if got := c.run.CallDeadline(c.deadline, now); !got.Equal(c.want) {
+			t.Errorf("CallTimeout %v, deadline %v: %v, want %v", c.run.CallTimeout, c.deadline, got, c.want)
+		}
+	}
+}

@@ -635,7 +635,17 @@ func (h *Host) watch(c *capability, proc *loader.Capability) {
 	h.watchers.Add(2)
 	go func() {
 		defer h.watchers.Done()
-		h.checkHealth(c, proc)
+		h.checkHealth(healthTarget{
+			kind: "plugin", key: "capability", name: c.cfg.Name,
+			check: proc.CheckHealth, exited: proc.Exited(),
+			owned: func() bool { return c.owns(proc) },
+			kill: func(why error) {
+				c.mu.Lock()
+				c.killedFor = why
+				c.mu.Unlock()
+				proc.Abort()
+			},
+		})
 	}()
 	go func() {
 		defer h.watchers.Done()
@@ -654,8 +664,8 @@ func (h *Host) watch(c *capability, proc *loader.Capability) {
 		c.killedFor = nil
 		c.mu.Unlock()
 		if why == nil {
-			why = errors.New("plugin process exited unexpectedly")
-			h.logger.Error("plugin exited unexpectedly", "capability", c.cfg.Name)
+			why = exitedUnexpectedly("plugin", proc.LastWords())
+			h.logger.Error("plugin exited unexpectedly", "capability", c.cfg.Name, "error", why)
 		}
 		h.reg.Crash(c.cfg.Name, why)
 		// The process is gone, but its client side (the gRPC connection,
@@ -676,6 +686,7 @@ func (h *Host) watch(c *capability, proc *loader.Capability) {
 // attempt waits delay.
 func (h *Host) restart(c *capability, delay time.Duration) {
 	policy := h.options.Restart
+	var last error
 	for n := 1; n <= policy.Attempts; n++ {
 		h.reg.Restarting(c.cfg.Name)
 		// Close must not wait out a backoff.
@@ -691,6 +702,7 @@ func (h *Host) restart(c *capability, delay time.Duration) {
 		}
 		if err != nil {
 			h.logger.Warn("plugin restart failed", "capability", c.cfg.Name, "attempt", n, "error", err)
+			last = err
 			continue
 		}
 		h.watch(c, proc)
@@ -699,50 +711,5 @@ func (h *Host) restart(c *capability, delay time.Duration) {
 		}
 		return
 	}
-	h.failCapability(c, registry.StateRestarting, fmt.Errorf("gave up after %d restart attempts", policy.Attempts))
-}
-
-// checkHealth asks proc the protocol's health check every interval of the
-// health block, each within its timeout, until the process exits or the
-// host closes. After failures misses in a row the process is taken for
-// hung (stopped by a signal, deadlocked): it is killed at once, and watch
-// handles its exit as a crash, with the misses as the reason: the
-// families withdrawn, the process restarted by the restart policy.
-func (h *Host) checkHealth(c *capability, proc *loader.Capability) {
-	hc := h.cfg.Host.Health
-	tick := time.NewTicker(hc.Interval)
-	defer tick.Stop()
-	missed := 0
-	for {
-		select {
-		case <-tick.C:
-		case <-proc.Exited():
-			return
-		case <-h.done:
-			return
-		}
-		if !c.owns(proc) {
-			// Stopped, or handed to the next host, which checks it.
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), hc.Timeout)
-		err := proc.CheckHealth(ctx)
-		cancel()
-		if err == nil {
-			missed = 0
-			continue
-		}
-		missed++
-		h.logger.Warn("plugin missed a health check", "capability", c.cfg.Name, "missed", missed, "failures", hc.Failures, "error", err)
-		if missed < hc.Failures {
-			continue
-		}
-		why := fmt.Errorf("plugin stopped answering: %d health checks in a row failed (each within %s, every %s; health block), the last with %v; the host killed it", missed, hc.Timeout, hc.Interval, err)
-		h.logger.Error("plugin is hung; killing it", "capability", c.cfg.Name, "error", why)
-		c.mu.Lock()
-		c.killedFor = why
-		c.mu.Unlock()
-		proc.Abort()
-		return
-	}
+	h.failCapability(c, registry.StateRestarting, gaveUp(policy.Attempts, last))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/internal/logdedup"
 	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -91,6 +92,10 @@ func NewWithOptions(cfg *config.Config, files *config.Loader, logger hclog.Logge
 	if level == hclog.NoLevel {
 		level = hclog.Info
 	}
+	// During an outage (the database gone, a plugin failing every call)
+	// the host and its plugins say the same warning once per request:
+	// identical lines are written once, then once with their count.
+	logger = logdedup.New(logger, logdedup.Window)
 	reg := registry.New(registry.Implementation{Name: Name, Version: version})
 	h := &Host{
 		cfg:    cfg,

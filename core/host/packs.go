@@ -80,6 +80,9 @@ type Pack struct {
 	// are the times of recent unexpected exits.
 	restarts int
 	crashes  crashLog
+	// killedFor is why the host killed proc itself (it stopped answering
+	// its health checks), for the crash it then handles.
+	killedFor error
 }
 
 // PackInfo is what `host packs` shows of a pack.

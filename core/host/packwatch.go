@@ -13,12 +13,32 @@ import (
 
 // watchPack waits for an admitted pack's process to exit. An exit the
 // host did not ask for withdraws the pack's nodes and starts the restart
-// loop, with the backoff and crash_limit of plugins.
+// loop, with the backoff and crash_limit of plugins. Meanwhile it checks
+// the process's health like a plugin's (checkHealth): a pack that stops
+// answering is killed and handled as a crash.
 func (h *Host) watchPack(p *Pack, proc *loader.Pack) {
 	if proc == nil {
 		return
 	}
-	h.watchers.Add(1)
+	h.watchers.Add(2)
+	go func() {
+		defer h.watchers.Done()
+		h.checkHealth(healthTarget{
+			kind: "pack", key: "pack", name: p.Name,
+			check: proc.CheckHealth, exited: proc.Exited(),
+			owned: func() bool {
+				p.live.Lock()
+				defer p.live.Unlock()
+				return p.proc == proc
+			},
+			kill: func(why error) {
+				p.live.Lock()
+				p.killedFor = why
+				p.live.Unlock()
+				proc.Abort()
+			},
+		})
+	}()
 	go func() {
 		defer h.watchers.Done()
 		select {
@@ -31,10 +51,15 @@ func (h *Host) watchPack(p *Pack, proc *loader.Pack) {
 			p.live.Unlock()
 			return
 		}
-		p.State, p.Err = PackCrashed, errors.New("pack process exited unexpectedly")
+		why := p.killedFor
+		p.killedFor = nil
+		if why == nil {
+			why = exitedUnexpectedly("pack", proc.LastWords())
+			h.logger.Error("pack exited unexpectedly", "pack", p.Name, "error", why)
+		}
+		p.State, p.Err = PackCrashed, why
 		n := p.crashes.add(time.Now(), h.cfg.Host.CrashWindow)
 		p.live.Unlock()
-		h.logger.Error("pack exited unexpectedly", "pack", p.Name)
 		// The process is gone, but its client side is not until killed.
 		proc.Kill()
 		if limit, window := h.cfg.Host.CrashLimit, h.cfg.Host.CrashWindow; n >= limit {
@@ -50,6 +75,7 @@ func (h *Host) watchPack(p *Pack, proc *loader.Pack) {
 func (h *Host) restartPack(p *Pack) {
 	policy := h.options.Restart
 	delay := policy.Base
+	var last error
 	for n := 1; n <= policy.Attempts; n++ {
 		p.live.Lock()
 		p.State = PackRestarting
@@ -69,6 +95,7 @@ func (h *Host) restartPack(p *Pack) {
 				proc.Kill()
 			}
 			h.logger.Warn("pack restart failed", "pack", p.Name, "attempt", n, "error", err)
+			last = err
 			continue
 		}
 		p.live.Lock()
@@ -87,7 +114,7 @@ func (h *Host) restartPack(p *Pack) {
 		h.watchPack(p, proc)
 		return
 	}
-	h.failPack(p, fmt.Errorf("gave up after %d restart attempts", policy.Attempts))
+	h.failPack(p, gaveUp(policy.Attempts, last))
 }
 
 // rpcGrace is what a pack restart allows beyond start_timeout for reading

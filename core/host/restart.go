@@ -1,6 +1,9 @@
 package host
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // RestartPolicy is how a crashed plugin or pack is brought back: the first
 // attempt waits Base, each further one twice the wait before it, at most
@@ -49,4 +52,25 @@ func (o Options) withDefaults() Options {
 // next is the wait after a wait of d.
 func (p RestartPolicy) next(d time.Duration) time.Duration {
 	return min(max(d*2, p.Base), p.Cap)
+}
+
+// gaveUp is the last error of a plugin or pack the host stopped
+// restarting after attempts failed attempts, the last failing with last:
+// the operator reads why in host plugins or host packs, not only in the
+// log.
+func gaveUp(attempts int, last error) error {
+	if last == nil {
+		return fmt.Errorf("gave up after %d restart attempts", attempts)
+	}
+	return fmt.Errorf("gave up after %d restart attempts, the last: %w", attempts, last)
+}
+
+// exitedUnexpectedly is the last error of a plugin or pack process (kind)
+// that exited when the host did not ask it to, with what it wrote last to
+// stderr, if anything.
+func exitedUnexpectedly(kind, lastWords string) error {
+	if lastWords == "" {
+		return fmt.Errorf("%s process exited unexpectedly", kind)
+	}
+	return fmt.Errorf("%s process exited unexpectedly; the last it wrote to stderr: %s", kind, lastWords)
 }

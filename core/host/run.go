@@ -19,7 +19,9 @@ import (
 
 // RunOptions are the optional settings of one node run.
 type RunOptions struct {
-	// Timeout bounds the run; zero means the host's run_timeout.
+	// Timeout bounds the run; zero means the host's run_timeout (and
+	// call_timeout for each of its host-service calls), and more than
+	// run_timeout is held to it. For Call, zero means call_timeout.
 	Timeout time.Duration
 	// IdempotencyKey, when set, makes the run idempotent (runKeyed): a
 	// repeat of the same request under the key gets the recorded outcome
@@ -132,12 +134,7 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 			return nil, err
 		}
 	}
-	// A run without a deadline of its own gets the host's run_timeout, so
-	// no node can hold its pack and plugins forever.
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = h.cfg.Host.RunTimeout
-	}
+	timeout, callTimeout := runBounds(opts.Timeout, h.cfg.Host.RunTimeout, h.cfg.Host.CallTimeout)
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -145,6 +142,7 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	}
 	run := &dispatch.Run{
 		ID: dispatch.NewID("run"), NodeID: dispatch.NewID("node"), TypeID: typeID, Pack: p.Name,
+		CallTimeout: callTimeout,
 		Allowed:     p.manifest.Declared(typeID),
 		Traceparent: opts.Traceparent, IdempotencyKey: opts.IdempotencyKey,
 		// The pack gets the token with the run's call context below and
@@ -254,6 +252,22 @@ func (h *Host) replayFromRecord(rec *RunRecord, opts RunOptions) (*RunResult, er
 	return res, h.record(rec, nil, nil, opts, res, err)
 }
 
+// runBounds is the timeout of a run whose caller asked for asked (zero:
+// none), and the bound of each of its host-service calls (zero: none but
+// the run's). A run without a deadline of its own gets runTimeout, so no
+// node can hold its pack and plugins forever, and each of its calls
+// callTimeout, so no hung plugin holds one call for the whole run. A
+// caller's deadline past runTimeout is held to it.
+func runBounds(asked, runTimeout, callTimeout time.Duration) (timeout, perCall time.Duration) {
+	if asked <= 0 {
+		return runTimeout, callTimeout
+	}
+	if runTimeout > 0 && asked > runTimeout {
+		return runTimeout, 0
+	}
+	return asked, 0
+}
+
 // ServesNode reports whether a loaded pack serves the node typeID.
 func (h *Host) ServesNode(typeID string) bool {
 	h.mu.RLock()
@@ -266,9 +280,15 @@ func (h *Host) ServesNode(typeID string) bool {
 // and checks, on behalf of the operator. The operator may call any
 // advertised family.
 func (h *Host) Call(ctx context.Context, family, method string, payload json.RawMessage, opts RunOptions) (json.RawMessage, error) {
-	if opts.Timeout > 0 {
+	// A call without a deadline of its own gets call_timeout, so that a
+	// hung plugin does not hold the operator forever.
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = h.cfg.Host.CallTimeout
+	}
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	run := &dispatch.Run{

@@ -8,6 +8,7 @@ package hostservices
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -123,6 +124,9 @@ func (s *Server) Call(ctx context.Context, req *wophostv1.CallRequest) (*wophost
 			call.Deadline = claimed.Deadline
 		}
 	}
+	// A run whose caller set no deadline holds each call to the host's
+	// call_timeout: a hung plugin keeps one call that long, not the run.
+	call.Deadline = run.CallDeadline(call.Deadline, time.Now())
 	if claimed.IdempotencyKey != "" {
 		call.IdempotencyKey = claimed.IdempotencyKey
 	}

@@ -253,6 +253,11 @@ func (c *Capability) PID() int { return c.proc.pid() }
 // Kill stops the plugin process and its process group.
 func (c *Capability) Kill() { c.proc.kill() }
 
+// LastWords is the end of what the plugin process wrote to stderr (the
+// start of a panic, or its last lines), on one line; "" when it wrote
+// nothing. Read it once the process has exited to say why.
+func (c *Capability) LastWords() string { return c.proc.lastWords() }
+
 // Abort kills the plugin process and its process group at once, without
 // asking it to exit first: for a process that no longer answers.
 func (c *Capability) Abort() { c.proc.stop(false) }
@@ -260,12 +265,18 @@ func (c *Capability) Abort() { c.proc.stop(false) }
 // CheckHealth asks the plugin the protocol's health check within ctx: nil
 // when it answers SERVING.
 func (c *Capability) CheckHealth(ctx context.Context) error {
-	resp, err := c.conn.Health.Check(ctx, &healthpb.HealthCheckRequest{Service: hostwire.HealthService})
+	return checkHealth(ctx, c.conn.Health, "plugin")
+}
+
+// checkHealth asks client the protocol's health check within ctx, for a
+// process of kind (plugin, pack): nil when it answers SERVING.
+func checkHealth(ctx context.Context, client healthpb.HealthClient, kind string) error {
+	resp, err := client.Check(ctx, &healthpb.HealthCheckRequest{Service: hostwire.HealthService})
 	if err != nil {
 		return fmt.Errorf("health check: %w", err)
 	}
 	if s := resp.GetStatus(); s != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("health check: the plugin answers %s", s)
+		return fmt.Errorf("health check: the %s answers %s", kind, s)
 	}
 	return nil
 }

@@ -114,6 +114,22 @@ func (p *Pack) PID() int { return p.proc.pid() }
 // Kill stops the pack process and its process group.
 func (p *Pack) Kill() { p.proc.kill() }
 
+// LastWords is the end of what the pack process wrote to stderr (the
+// start of a panic, or its last lines), on one line; "" when it wrote
+// nothing. Read it once the process has exited to say why.
+func (p *Pack) LastWords() string { return p.proc.lastWords() }
+
+// Abort kills the pack process and its process group at once, without
+// asking it to exit first: for a process that no longer answers.
+func (p *Pack) Abort() { p.proc.stop(false) }
+
+// CheckHealth asks the pack process the protocol's health check within
+// ctx (go-plugin serves grpc.health.v1 in every process it serves): nil
+// when it answers SERVING.
+func (p *Pack) CheckHealth(ctx context.Context) error {
+	return checkHealth(ctx, p.conn.Health, "pack")
+}
+
 // Gone reports whether the pack process has exited.
 func (p *Pack) Gone() bool {
 	select {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -160,6 +161,8 @@ type process struct {
 	// (directDir), "" until one was made.
 	directMu sync.Mutex
 	direct   string
+	// words keeps the end of the process's stderr.
+	words *lastWords
 }
 
 // startOutcome is what go-plugin's start returned.
@@ -200,7 +203,12 @@ func startProcess(name string, exe *Executable, opts Options) (*process, goplugi
 	}
 	cfg.PluginLogBufferSize = 256 << 10
 	cfg.SyncStdout = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
-	cfg.SyncStderr = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
+	// go-plugin copies every line the process writes to its stderr (a
+	// panic's too) to Stderr before it logs it; what the process writes
+	// to os.Stderr, which the SDKs point at a pipe, comes to SyncStderr.
+	words := &lastWords{}
+	cfg.Stderr = words
+	cfg.SyncStderr = io.MultiWriter(logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), words)
 	var recorder *sumRecorder
 	if exe.sum != nil {
 		// go-plugin hashes the file at the command's path once more just
@@ -209,7 +217,7 @@ func startProcess(name string, exe *Executable, opts Options) (*process, goplugi
 		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: exe.sum, Hash: recorder}
 	}
 	client := goplugin.NewClient(cfg)
-	p := &process{name: name, client: client, logger: logger, cancel: cancel}
+	p := &process{name: name, client: client, logger: logger, cancel: cancel, words: words}
 
 	t0 := time.Now()
 	done := make(chan startOutcome, 1)
@@ -250,6 +258,9 @@ func startProcess(name string, exe *Executable, opts Options) (*process, goplugi
 		}
 		if took := time.Since(t0); took >= opts.StartTimeout {
 			return nil, nil, fmt.Errorf("%s did not complete its handshake within start_timeout (%s): %w", name, opts.StartTimeout, out.err)
+		}
+		if said := words.String(); said != "" {
+			return nil, nil, fmt.Errorf("%w; the last it wrote to stderr: %s", out.err, said)
 		}
 		return nil, nil, out.err
 	}
@@ -371,6 +382,10 @@ func (p *process) removeSocket() {
 func (p *process) exited() bool { return p.client.Exited() }
 
 // pid is the process's id, or 0 when it never started.
+// lastWords is the end of what the process wrote to stderr, on one line;
+// "" when it wrote nothing.
+func (p *process) lastWords() string { return p.words.String() }
+
 func (p *process) pid() int {
 	if p.group == nil {
 		return 0

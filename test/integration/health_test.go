@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // A plugin stopped by SIGSTOP stops answering its health checks: after
@@ -102,5 +104,75 @@ func TestRunOnAHungChannelAnswersAtItsDeadline(t *testing.T) {
 	// An EndRun to the stopped plugin would have held it 5 s more.
 	if took > timeout+3*time.Second {
 		t.Errorf("the run answered %s after it began, with a deadline of %s", took, timeout)
+	}
+}
+
+// A pack process stopped by SIGSTOP stops answering its health checks
+// (go-plugin serves grpc.health.v1 in a pack as in a plugin): after the
+// health block's failures in a row the host kills it, and while it waits
+// to restart, the pack says why and its nodes answer unavailable,
+// retryable, naming the pack. Once restarted by the restart policy, a new
+// process serves its nodes. The restart backoff is held open by the
+// test, so the window lasts as long as the test needs.
+func TestHungPackIsKilledAndRestarted(t *testing.T) {
+	cfg := writeConfig(t, `
+host {
+  plugin_dir = "BIN"
+  health {
+    interval = "1s"
+    timeout  = "1s"
+    failures = 2
+  }
+}
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+pack "private.wophost.probe" { path = "`+probePack(t)+`" }
+`)
+	policy, entered, release := heldRestarts()
+	h := startHostWith(t, cfg, host.Options{Restart: policy})
+	packPID := func() int {
+		t.Helper()
+		pidfile := filepath.Join(t.TempDir(), "pids")
+		in := `{"family":"test.echo","method":"echo","pidfile":"` + pidfile + `"}`
+		if _, err := h.Run(context.Background(), "probe.call", json.RawMessage(in), host.RunOptions{Timeout: 10 * time.Second}); err != nil {
+			t.Fatalf("probe.call: %v", err)
+		}
+		return readPIDs(t, pidfile)[0]
+	}
+	hung := packPID()
+	if err := syscall.Kill(hung, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(hung, syscall.SIGCONT) })
+
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the stopped pack was not restarted within 30 s: %+v", packRecord(h, "private.wophost.probe"))
+	}
+	p := packRecord(h, "private.wophost.probe")
+	if p.State != host.PackRestarting || !strings.Contains(p.Error, "pack stopped answering: 2 health checks in a row failed") {
+		t.Errorf("the stopped pack while it waits to restart: %+v, want restarting, saying it stopped answering its health checks", p)
+	}
+	_, err := h.Run(context.Background(), "probe.echo", json.RawMessage(`{}`), host.RunOptions{Timeout: 10 * time.Second})
+	if we := wop.AsError(err); we == nil || we.Code != wop.CodeUnavailable || !we.Retryable || !strings.Contains(we.Message, "private.wophost.probe") {
+		t.Errorf("a run of the stopped pack's node: %v, want unavailable, retryable, naming the pack", err)
+	}
+	waitFor(t, "the stopped pack process to be gone", func() bool {
+		return errors.Is(syscall.Kill(hung, 0), syscall.ESRCH)
+	})
+
+	close(release)
+	waitFor(t, "the pack to serve again", func() bool {
+		s := packRecord(h, "private.wophost.probe").State
+		return s == host.PackReady || s == host.PackDegraded
+	})
+	if again := packPID(); again == hung {
+		t.Errorf("the pack's node ran on the stopped process %d still", hung)
+	}
+	if p := packRecord(h, "private.wophost.probe"); p.Restarts != 1 {
+		t.Errorf("restarts = %d, want 1", p.Restarts)
 	}
 }

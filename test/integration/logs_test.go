@@ -1,9 +1,14 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/wophost/wophost/core/host"
+	"github.com/wophost/wophost/internal/logdedup"
 )
 
 // In JSON logs, every line about a call carries the run and node ids: the
@@ -48,5 +53,34 @@ pack "private.wophost.probe" { path = "`+probePack(t)+`" }
 		if !strings.HasPrefix(run, "run_") || !strings.HasPrefix(node, "node_") {
 			t.Errorf("%s lacks run and node ids: %v", name, m)
 		}
+	}
+}
+
+// A plugin that writes the same warning on every call (its upstream
+// down) fills the host's log with one line per 10 s window and its count,
+// not one line per call, though each call's run id differs.
+func TestRepeatedPluginWarningIsCollapsed(t *testing.T) {
+	cfg := writeConfig(t, `
+host { plugin_dir = "BIN" }
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+pack "private.wophost.probe" { path = "`+probePack(t)+`" }
+`)
+	logs := &lockedLog{}
+	h := startHostLogged(t, cfg, logs)
+	const calls = 100
+	start := time.Now()
+	for i := range calls {
+		if _, err := h.Run(context.Background(), "probe.call", json.RawMessage(`{"family":"test.echo","method":"warn"}`), host.RunOptions{Timeout: 30 * time.Second}); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	// Each window that began writes its first line and, at its end, one
+	// with the count: however slow the machine, two lines a window.
+	windows := int(time.Since(start)/logdedup.Window) + 1
+	if n := strings.Count(logs.String(), "the upstream refused the call"); n < 1 || n > 2*windows {
+		t.Errorf("%d lines of the warning for %d calls within %d windows of 10 s, want 1 to %d:\n%s", n, calls, windows, 2*windows, logs)
 	}
 }

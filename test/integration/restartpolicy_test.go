@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -301,7 +302,51 @@ pack "private.wophost.probe" { path = "`+packDir+`" }
 	if !slices.Equal(delays, want) {
 		t.Errorf("pack backoffs %v, want %v", delays, want)
 	}
-	if p.Restarts != 5 || !strings.Contains(p.Error, "gave up after 5 restart attempts") {
+	if p.Restarts != 5 || !strings.Contains(p.Error, "gave up after 5 restart attempts, the last: start pack binary") {
 		t.Errorf("pack %+v, want five restarts and the reason", p)
+	}
+}
+
+// A plugin the host gave up on says why the last attempt failed, not only
+// that it gave up: here the binary no longer matches the block's sha256
+// pin, which the log names and so must host plugins.
+func TestGivenUpPluginSaysTheLastAttemptsCause(t *testing.T) {
+	pluginPath := filepath.Join(t.TempDir(), "testcap")
+	copyExecutable(t, bin.testcap, pluginPath, 0o755)
+	b, err := os.ReadFile(pluginPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, fmt.Sprintf(`
+host { plugin_dir = "BIN" }
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+capability "other" {
+  plugin   = "%s"
+  sha256   = "%x"
+  families = ["test.other"]
+}
+`, pluginPath, sha256.Sum256(b)))
+	h := startHostWith(t, cfg, host.Options{Restart: (&waits{}).skipping()})
+
+	replaceWithFailing(t, pluginPath)
+	crashOther(t, h)
+	r := waitForState(t, h, "other", registry.StateFailed, 5)
+	if !strings.Contains(r.LastError, "gave up after 5 restart attempts, the last: ") || !strings.Contains(r.LastError, "does not match the pin") {
+		t.Errorf("last error %q does not say the last attempt failed on the sha256 pin", r.LastError)
+	}
+}
+
+// A plugin that exits on its own is reported with the last it wrote to
+// stderr, not as "exited unexpectedly" alone.
+func TestExitedPluginSaysItsLastWords(t *testing.T) {
+	cfg, _ := ownTestcap(t)
+	h := startHostWith(t, cfg, host.Options{Restart: (&waits{}).skipping()})
+	crashOther(t, h)
+	r := waitForState(t, h, "other", registry.StateReady, 1)
+	if want := "plugin process exited unexpectedly; the last it wrote to stderr: testcap: exiting with status 7 on request"; !strings.Contains(r.LastError, want) {
+		t.Errorf("last error %q, want it to carry %q", r.LastError, want)
 	}
 }

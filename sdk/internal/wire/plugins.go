@@ -71,12 +71,16 @@ func (p *PackPlugin) GRPCServer(broker *goplugin.GRPCBroker, s *grpc.Server) err
 
 // GRPCClient returns a *PackConn.
 func (p *PackPlugin) GRPCClient(ctx context.Context, broker *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &PackConn{Client: wophostv1.NewPackClient(c), Broker: broker, Exited: ctx}, nil
+	return &PackConn{Client: wophostv1.NewPackClient(c), Health: healthpb.NewHealthClient(c), Broker: broker, Exited: ctx}, nil
 }
 
 // PackConn is the host's connection to one pack process.
 type PackConn struct {
 	Client wophostv1.PackClient
+	// Health is the pack's grpc.health.v1 service, which go-plugin serves
+	// in every process (packs too) and which answers SERVING for the
+	// service name HealthService while the process is alive.
+	Health healthpb.HealthClient
 	Broker *goplugin.GRPCBroker
 	// Exited is cancelled when the pack process exits.
 	Exited context.Context

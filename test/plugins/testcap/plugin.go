@@ -108,10 +108,20 @@ func newPlugin() *plugin.Plugin {
 				req.Logger.Info("handled a log call")
 				return map[string]bool{"logged": true}, nil
 			},
+			// warn writes the same warning on every call, as a plugin
+			// whose upstream is down does.
+			"warn": func(_ context.Context, req *plugin.Request) (any, error) {
+				req.Logger.Warn("the upstream refused the call", "error", "connection refused")
+				return map[string]bool{"warned": true}, nil
+			},
 			"pid": func(context.Context, *plugin.Request) (any, error) {
 				return map[string]int{"pid": os.Getpid()}, nil
 			},
 			"exit": func(context.Context, *plugin.Request) (any, error) {
+				// Its last words, which the host reports with the crash, on
+				// the process's own stderr as a crash's are (go-plugin
+				// replaces os.Stderr with a pipe to the host's log).
+				_, _ = os.NewFile(2, "stderr").WriteString("testcap: exiting with status 7 on request\n")
 				os.Exit(7)
 				return nil, nil
 			},

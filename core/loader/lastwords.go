@@ -1,0 +1,84 @@
+package loader
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Bounds of what the host keeps of a process's stderr.
+const (
+	// lastWordsKeep is how many of the last bytes a process wrote to
+	// stderr the host keeps, to say why it went away.
+	lastWordsKeep = 4096
+	// lastWordsShown bounds what LastWords returns.
+	lastWordsShown = 512
+	// lastWordsLines is how many of the last lines LastWords returns
+	// when the process did not panic.
+	lastWordsLines = 3
+)
+
+// lastWords keeps the end of what a process wrote to stderr, so that an
+// exit the host did not ask for, or a start that failed, can be reported
+// with the process's own words rather than "exited unexpectedly" alone.
+// It is safe for concurrent use.
+type lastWords struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+// Write keeps the last lastWordsKeep bytes written.
+func (w *lastWords) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if over := len(w.buf) - lastWordsKeep; over > 0 {
+		w.buf = append(w.buf[:0], w.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// String returns what the process said last, on one line, at most
+// lastWordsShown bytes: from a Go panic or fatal error on when the kept
+// bytes hold one (its first lines say what went wrong; the stack after
+// them does not), otherwise the last lastWordsLines lines. "" when the
+// process wrote nothing.
+func (w *lastWords) String() string {
+	w.mu.Lock()
+	text := string(w.buf)
+	w.mu.Unlock()
+	start := -1
+	for _, marker := range []string{"panic: ", "fatal error: "} {
+		if i := strings.LastIndex(text, marker); i >= 0 && (i == 0 || text[i-1] == '\n') && i > start {
+			start = i
+		}
+	}
+	var lines []string
+	if start >= 0 {
+		lines = nonEmptyLines(text[start:])
+	} else {
+		lines = nonEmptyLines(text)
+		lines = lines[max(0, len(lines)-lastWordsLines):]
+	}
+	out := strings.Join(lines, " | ")
+	if len(out) > lastWordsShown {
+		out = out[:lastWordsShown]
+		for !utf8.ValidString(out) {
+			out = out[:len(out)-1]
+		}
+		out += "…"
+	}
+	return out
+}
+
+// nonEmptyLines splits text into lines, trimmed, dropping empty ones.
+func nonEmptyLines(text string) []string {
+	var out []string
+	for _, l := range bytes.Split([]byte(text), []byte{'\n'}) {
+		if s := strings.TrimSpace(string(l)); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
