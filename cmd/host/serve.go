@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -74,6 +75,7 @@ func (g *globals) serve() error {
 	srv := &http.Server{
 		Handler: api.New(d.current, api.Options{
 			Tokens:       d.http.Tokens,
+			TokenScopes:  d.http.TokenScopes,
 			MaxBodyBytes: int64(cfg.Host.MaxMessageBytes),
 			Metrics:      d.metrics.Handler(),
 			OnRun:        d.metrics.RunFinished,
@@ -188,7 +190,8 @@ func (d *daemon) reload() {
 			"diagnostics", config.FormatDiagnostics(diags))
 		return
 	}
-	if next := httpSettings(cfg); next.Listen != d.http.Listen || !slices.Equal(next.Tokens, d.http.Tokens) {
+	if next := httpSettings(cfg); next.Listen != d.http.Listen || !slices.Equal(next.Tokens, d.http.Tokens) ||
+		!maps.EqualFunc(next.TokenScopes, d.http.TokenScopes, slices.Equal) {
 		d.logger.Warn("the http block changed; listen and tokens take effect at the next start, not on reload")
 	}
 	b, release := d.current.Acquire()

@@ -15,11 +15,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/httpstatus"
 	"github.com/wophost/wophost/core/idempotency"
@@ -49,6 +51,9 @@ type Backend interface {
 type Options struct {
 	// Tokens are the accepted bearer tokens; none means no authentication.
 	Tokens []string
+	// TokenScopes holds the scopes of tokens of Tokens that carry any
+	// (config.ScopeAllRuns).
+	TokenScopes map[string][]string
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64
 	// Metrics serves GET /metrics when set.
@@ -265,6 +270,24 @@ func (s *Server) credential(r *http.Request) string {
 	return strings.TrimSpace(token)
 }
 
+// mayReplay reports whether the request's credential may replay a run
+// whose record names owner: an API without tokens lets everyone, a token
+// with the runs:all scope every run, any other token the runs it made. A
+// run made without a credential (by the operator's CLI, or before tokens
+// were set) belongs to no token.
+func (s *Server) mayReplay(r *http.Request, owner string) bool {
+	credential := s.credential(r)
+	if credential == "" {
+		return true
+	}
+	if slices.Contains(s.opts.TokenScopes[credential], config.ScopeAllRuns) {
+		return true
+	}
+	// A run made without a credential has the empty owner, which is no
+	// token's scope.
+	return subtle.ConstantTimeCompare([]byte(owner), []byte(idempotency.Scope(credential))) == 1
+}
+
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
 	typeID, ok := strings.CutSuffix(node, executeSuffix)
@@ -314,6 +337,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		Timeout:          msTimeout(req.TimeoutMs),
 		IdempotencyKey:   key,
 		IdempotencyScope: idempotency.Scope(s.credential(r)),
+		Owner:            idempotency.Scope(s.credential(r)),
 		Traceparent:      r.Header.Get("traceparent"),
 		Record:           true,
 	})

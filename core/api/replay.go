@@ -90,6 +90,12 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if !s.mayReplay(r, rec.Owner) {
+		// The same answer as for a run that does not exist: a token
+		// learns nothing of the runs of others.
+		writeError(w, wop.Errorf(wop.CodeNotFound, "no run record %s", runID))
+		return
+	}
 	ctx := r.Context()
 	if key != "" {
 		// As for an execute: a keyed replay goes on to its outcome when
@@ -100,6 +106,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		Timeout:          msTimeout(req.TimeoutMs),
 		IdempotencyKey:   key,
 		IdempotencyScope: idempotency.Scope(s.credential(r)),
+		Owner:            idempotency.Scope(s.credential(r)),
 		Traceparent:      r.Header.Get("traceparent"),
 		Record:           true,
 		Replay:           rec,

@@ -3,6 +3,8 @@ package config
 import (
 	"net"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -32,10 +34,14 @@ func DefaultHTTP() HTTP {
 type HTTP struct {
 	// Listen is the TCP address, host:port.
 	Listen string
-	// Tokens are the bearer tokens the API accepts; empty means no
-	// authentication, which is only allowed on loopback unless
-	// AllowUnauthenticated is set.
+	// Tokens are the bearer tokens the API accepts, those of the tokens
+	// attribute and of every token block; empty means no authentication,
+	// which is only allowed on loopback unless AllowUnauthenticated is set.
 	Tokens []string
+	// TokenScopes holds, for each token given in a token block, the scopes
+	// it carries (ScopeAllRuns). A token of the tokens attribute carries
+	// none: it sees the runs it made, and only those.
+	TokenScopes map[string][]string
 	// AllowUnauthenticated lets the API listen beyond loopback without a
 	// token. It exists so that doing so is a written decision.
 	AllowUnauthenticated bool
@@ -70,7 +76,22 @@ type rawHTTP struct {
 	IdleTimeout          *hcl.Attribute `hcl:"idle_timeout"`
 	MaxHeaderBytes       *hcl.Attribute `hcl:"max_header_bytes"`
 	MaxConnections       *hcl.Attribute `hcl:"max_connections"`
+	Token                []*rawToken    `hcl:"token,block"`
 	DefRange             hcl.Range      `hcl:",def_range"`
+}
+
+// ScopeAllRuns is the scope of a token that may replay every run, not
+// only those it made: an operator's or an auditor's.
+const ScopeAllRuns = "runs:all"
+
+// scopes lists the scopes a token block may give.
+var scopes = []string{ScopeAllRuns}
+
+type rawToken struct {
+	Name     string         `hcl:"name,label"`
+	Value    *hcl.Attribute `hcl:"value"`
+	Scopes   *hcl.Attribute `hcl:"scopes"`
+	DefRange hcl.Range      `hcl:",def_range"`
 }
 
 // http validates the host block's http block, if any.
@@ -109,6 +130,7 @@ func (d *decoder) http(blocks []*rawHTTP) *HTTP {
 		}
 		h.Tokens = tokens
 	}
+	d.tokenBlocks(r.Token, h)
 	d.attr(r.AllowUnauthenticated, &h.AllowUnauthenticated)
 	if dur, ok := d.durationAttr(r.ShutdownTimeout); ok {
 		h.ShutdownTimeout = dur
@@ -136,6 +158,54 @@ func (d *decoder) http(blocks []*rawHTTP) *HTTP {
 			"listen = %q accepts connections from other machines, and no tokens are set. Set tokens (for example tokens = [env(\"WOPHOST_API_TOKEN\")]), listen on 127.0.0.1, or set allow_unauthenticated = true to accept that anyone who can reach the port can run nodes.", h.Listen)
 	}
 	return h
+}
+
+// tokenBlocks validates the http block's token blocks and adds their
+// tokens and scopes to h.
+func (d *decoder) tokenBlocks(blocks []*rawToken, h *HTTP) {
+	seen := map[string]hcl.Range{}
+	for _, b := range blocks {
+		if prev, ok := seen[b.Name]; ok {
+			d.errorf(b.DefRange, "Duplicate token block",
+				"A token block %q is declared at %s and again here; each token block needs a name of its own.", b.Name, posString(prev))
+			continue
+		}
+		seen[b.Name] = b.DefRange
+		if b.Value == nil {
+			d.errorf(b.DefRange, "Missing token value", "token %q has no value; set value, for example value = env(\"WOPHOST_OPERATOR_TOKEN\").", b.Name)
+			continue
+		}
+		value, ok := d.stringAttr(b.Value)
+		if !ok {
+			// stringAttr refuses an empty value too.
+			continue
+		}
+		if slices.Contains(h.Tokens, value) {
+			d.errorf(b.Value.Expr.Range(), "Token given twice",
+				"token %q has the value of another token of this http block; a token has one set of scopes, so give each value once.", b.Name)
+			continue
+		}
+		var given []string
+		if b.Scopes != nil && !d.attr(b.Scopes, &given) {
+			continue
+		}
+		valid := true
+		for i, sc := range given {
+			if !slices.Contains(scopes, sc) {
+				d.errorf(b.Scopes.Expr.Range(), "Unknown scope",
+					"token %q: scopes[%d] is %q; the scopes are %s.", b.Name, i, sc, strings.Join(scopes, ", "))
+				valid = false
+			}
+		}
+		if !valid {
+			continue
+		}
+		h.Tokens = append(h.Tokens, value)
+		if h.TokenScopes == nil {
+			h.TokenScopes = map[string][]string{}
+		}
+		h.TokenScopes[value] = given
+	}
 }
 
 // IsLoopback reports whether the listen address addr (host:port) accepts

@@ -53,6 +53,12 @@ func TestHTTPBlockDiagnostics(t *testing.T) {
 		{"header timeout over read timeout", "host {\n  http {\n    read_timeout = \"5s\"\n    read_header_timeout = \"6s\"\n  }\n}\n", "Invalid read_header_timeout", 4, 27},
 		{"tiny header limit", "host {\n  http {\n    max_header_bytes = 100\n  }\n}\n", "Invalid max_header_bytes", 3, 24},
 		{"no connections", "host {\n  http {\n    max_connections = 0\n  }\n}\n", "Invalid max_connections", 3, 23},
+		{"scope one letter short", "host {\n  http {\n    token \"ops\" {\n      value  = \"t-ops\"\n      scopes = [\"runs:al\"]\n    }\n  }\n}\n", "Unknown scope", 5, 16},
+		{"scope in capitals", "host {\n  http {\n    token \"ops\" {\n      value  = \"t-ops\"\n      scopes = [\"runs:all\", \"Runs:All\"]\n    }\n  }\n}\n", "Unknown scope", 5, 16},
+		{"token block without a value", "host {\n  http {\n    token \"ops\" {\n      scopes = [\"runs:all\"]\n    }\n  }\n}\n", "Missing token value", 3, 5},
+		{"empty token block value", "host {\n  http {\n    token \"ops\" {\n      value = \"\"\n    }\n  }\n}\n", "Empty value", 4, 15},
+		{"token in the list and a block", "host {\n  http {\n    tokens = [\"t-1\"]\n    token \"ops\" {\n      value = \"t-1\"\n    }\n  }\n}\n", "Token given twice", 5, 15},
+		{"two token blocks of one name", "host {\n  http {\n    token \"ops\" {\n      value = \"t-1\"\n    }\n    token \"ops\" {\n      value = \"t-2\"\n    }\n  }\n}\n", "Duplicate token block", 6, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.src)
@@ -63,6 +69,47 @@ func TestHTTPBlockDiagnostics(t *testing.T) {
 			}
 			assertPos(t, tc.summary, *d.Subject, f.path, tc.line, tc.col)
 		})
+	}
+}
+
+// A token block's token is accepted beside the tokens list's, with its
+// scopes; the list's tokens carry none. Neither appears in a diagnostic.
+func TestHTTPTokenBlocks(t *testing.T) {
+	t.Setenv("WOPHOST_TEST_OPS_TOKEN", "ops-canary")
+	cfg, _ := mustLoad(t, newFixture(t, `
+host {
+  http {
+    tokens = ["t-app"]
+    token "operator" {
+      value  = env("WOPHOST_TEST_OPS_TOKEN")
+      scopes = ["runs:all"]
+    }
+    token "auditor" {
+      value = "t-audit"
+    }
+  }
+}
+`))
+	h := cfg.Host.HTTP
+	if strings.Join(h.Tokens, ",") != "t-app,ops-canary,t-audit" {
+		t.Errorf("tokens %v", h.Tokens)
+	}
+	if got := h.TokenScopes["ops-canary"]; len(got) != 1 || got[0] != ScopeAllRuns {
+		t.Errorf("operator's scopes %v", got)
+	}
+	if got, ok := h.TokenScopes["t-audit"]; !ok || len(got) != 0 {
+		t.Errorf("auditor's scopes %v (%v)", got, ok)
+	}
+	if _, ok := h.TokenScopes["t-app"]; ok {
+		t.Error("a token of the list has scopes")
+	}
+	f := newFixture(t, "host {\n  http {\n    token \"ops\" {\n      value  = \"leaky-canary\"\n      scopes = [\"runs:al\"]\n    }\n    token \"dup\" {\n      value = \"leaky-canary\"\n    }\n  }\n}\n")
+	_, diags := NewLoader().Load(f.path)
+	if !diags.HasErrors() {
+		t.Fatal("no error for an unknown scope")
+	}
+	if text := FormatDiagnostics(diags); strings.Contains(text, "leaky-canary") {
+		t.Errorf("a diagnostic shows the token:\n%s", text)
 	}
 }
 

@@ -32,7 +32,13 @@ type RunOptions struct {
 	// scopes never meet. The API derives it from the caller's credential
 	// (idempotency.Scope); the operator's CLI uses the empty scope.
 	IdempotencyScope string
-	Traceparent      string
+	// Owner is whom the run belongs to, written into its record: the
+	// API's caller, as idempotency.Scope of its credential (never the
+	// credential). Empty for the operator's CLI and an API without tokens.
+	// The API lets only the owner, or a token with the runs:all scope,
+	// replay the run.
+	Owner       string
+	Traceparent string
 	// Record writes a run record once the node has run (RunRecord),
 	// whatever its outcome: state_dir/runs/<runId>.json, or with the
 	// postgres storage backend a row of the host's schema.
@@ -157,6 +163,7 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	defer remove()
 	rec := &RunRecord{
 		RunID: run.ID, TypeID: typeID, Pack: p.Name, PackVersion: p.Version, Input: input, StartedAt: time.Now().UTC(),
+		Owner: opts.Owner,
 	}
 	if opts.Replay != nil && node.Role == packmanifest.RoleSideEffect && !slices.Contains(opts.Live, typeID) {
 		if _, err := liveMatcher(opts.Live); err != nil {
