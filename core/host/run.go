@@ -199,7 +199,7 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	cc.Depth = 0
 	req := &wophostv1.ExecuteRequest{
 		TypeId: typeID, Input: input, Call: hostwire.CallContextToProto(cc), Advertised: advertised,
-		DirectChannels: offers,
+		DirectChannels: offers, CallTimeoutMs: run.CallTimeout.Milliseconds(),
 	}
 	if len(offers) > 0 && calls != nil {
 		// The pack's own account of its direct calls stands in for a

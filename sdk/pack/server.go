@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -85,7 +86,9 @@ func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (re
 		if dl := req.GetDirectLog(); dl != nil {
 			account = direct.NewAccount(dl.GetMaxCalls(), dl.GetMaxBytes())
 		}
-		host = direct.NewCaller(routed, s.direct, req.GetDirectChannels(), s.tracer, account)
+		caller := direct.NewCaller(routed, s.direct, req.GetDirectChannels(), s.tracer, account)
+		caller.BoundCalls(time.Duration(req.GetCallTimeoutMs()) * time.Millisecond)
+		host = caller
 	}
 	c := newCtx(ctx, host, call, advertised, logger)
 	out, err := invoke.Safely(logger, "node", func() (any, error) { return node(c, req.GetInput()) })

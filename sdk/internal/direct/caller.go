@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
@@ -140,6 +141,9 @@ type Caller struct {
 	// account, when the host asked for one, keeps the run's calls on the
 	// channels for the node's answer.
 	account *Account
+	// callTimeout, when set, bounds each call made on a channel (the
+	// host's call_timeout, for a run without a caller's deadline).
+	callTimeout time.Duration
 }
 
 // channel is one offered channel as a run uses it.
@@ -169,6 +173,11 @@ func NewCaller(routed RawCaller, pool *Pool, offers []*wophostv1.DirectChannelOf
 	}
 	return c
 }
+
+// BoundCalls bounds each call made on a channel to d from its start (0:
+// no bound but the run's deadline). A hung plugin then answers a run
+// without a caller's deadline at d, as the host's routed calls do.
+func (c *Caller) BoundCalls(d time.Duration) { c.callTimeout = d }
 
 // Call implements wop.Caller.
 func (c *Caller) Call(ctx context.Context, family, method string, req, res any) error {
@@ -203,6 +212,11 @@ func (c *Caller) direct(ctx context.Context, ch *channel, family, method string,
 	call, _ := wop.CallContextFrom(ctx)
 	ctx, span, traceparent := tracing.StartCall(ctx, c.tracer, call.Traceparent, "ctx", family, method, trace.SpanKindClient)
 	defer func() { tracing.End(span, err, wop.CodeOf(err)) }()
+	if c.callTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.callTimeout)
+		defer cancel()
+	}
 	pc, cerr := c.pool.acquire(ctx, ch.endpoint)
 	if cerr != nil {
 		if ctx.Err() != nil {
@@ -212,14 +226,18 @@ func (c *Caller) direct(ctx context.Context, ch *channel, family, method string,
 		return nil, nil, true
 	}
 	defer c.pool.release(pc)
-	// The call carries no timeout of its own: the grant carries the
-	// run's deadline, which the plugin's SDK sets on the handler's
-	// context, and the caller's cancellation (its deadline included)
+	// The grant carries the run's deadline; the call carries its own when
+	// it has one (the caller's, or callTimeout's), so that the plugin's
+	// handler gets the sooner of the two. The caller's cancellation
 	// reaches the plugin as a cancel frame.
 	// A connection that failed leaves the pool at its next acquire.
-	out, err = pc.conn.call(ctx, &wophostv1.DirectChannelInvokeRequest{
+	req := &wophostv1.DirectChannelInvokeRequest{
 		Family: family, Method: method, Payload: payload, Grant: ch.grant, Traceparent: traceparent,
-	})
+	}
+	if d, ok := ctx.Deadline(); ok {
+		req.DeadlineUnixNano = d.UnixNano()
+	}
+	out, err = pc.conn.call(ctx, req)
 	var we *wop.Error
 	switch {
 	case notRun(err):

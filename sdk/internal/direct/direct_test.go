@@ -784,3 +784,74 @@ func TestAnotherCertificateOnTheAddressIsNotTrusted(t *testing.T) {
 		t.Fatalf("with the offered certificate: %v, %d ran, %d routed", err, ran.Load(), r.calls.Load())
 	}
 }
+
+// A call's own deadline shortens the grant's for the handler's call
+// context, and never extends it: one a nanosecond past the grant's, or
+// none, leaves the grant's.
+func TestCallDeadlineOnlyShortensTheGrants(t *testing.T) {
+	seen := make(chan time.Time, 1)
+	handler := func(_ context.Context, _, _ string, _ []byte, call wop.CallContext) ([]byte, error) {
+		seen <- call.Deadline
+		return []byte(`{}`), nil
+	}
+	f := newFixtureWith(t, handler, &wophostv1.DirectChannelSettings{})
+	g := grant()
+	granted := time.Unix(0, g.DeadlineUnixNano)
+	signed := f.sign(g)
+	sooner := time.Now().Add(5 * time.Second)
+	for _, c := range []struct {
+		name string
+		call int64
+		want time.Time
+	}{
+		{"sooner", sooner.UnixNano(), sooner},
+		{"a nanosecond past the grant's", granted.UnixNano() + 1, granted},
+		{"an hour past the grant's", granted.Add(time.Hour).UnixNano(), granted},
+		{"none", 0, granted},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		pc, err := f.pool.acquire(ctx, f.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = pc.conn.call(ctx, &wophostv1.DirectChannelInvokeRequest{
+			Family: "acme.kv", Method: "get", Payload: []byte(`{}`), Grant: signed, DeadlineUnixNano: c.call,
+		})
+		f.pool.release(pc)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := <-seen; !got.Equal(c.want) {
+			t.Errorf("%s: the handler's deadline is %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// A caller bound by BoundCalls ends a call the plugin holds at the bound,
+// as deadline_exceeded, and the call carries that deadline to the plugin.
+func TestBoundCallsEndAHeldCall(t *testing.T) {
+	seen := make(chan time.Time, 1)
+	handler := func(ctx context.Context, _, _ string, _ []byte, call wop.CallContext) ([]byte, error) {
+		seen <- call.Deadline
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	f := newFixtureWith(t, handler, &wophostv1.DirectChannelSettings{})
+	r := &routed{}
+	c := NewCaller(r, f.pool, []*wophostv1.DirectChannelOffer{{Families: []string{"acme.kv"}, Endpoint: f.at, Grant: f.sign(grant())}}, noop.NewTracerProvider().Tracer(""), nil)
+	c.BoundCalls(200 * time.Millisecond)
+	// The caller's own deadline is 20 s away, the grant's a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	before := time.Now()
+	_, err := c.CallRaw(ctx, "acme.kv", "get", []byte(`{}`))
+	if codeOf(err) != wop.CodeDeadlineExceeded || r.calls.Load() != 0 {
+		t.Fatalf("caller got %v, %d routed; want deadline_exceeded on the channel", err, r.calls.Load())
+	}
+	// The handler's deadline is the bound's, not the caller's or the
+	// grant's.
+	if d := <-seen; d.Sub(before) > 5*time.Second {
+		t.Errorf("the handler's deadline is %s after the call, want the 200 ms bound", d.Sub(before))
+	}
+}

@@ -279,14 +279,22 @@ func (e *Endpoint) invoke(ctx context.Context, req *wophostv1.DirectChannelInvok
 	}
 	family, method, payload := req.GetFamily(), req.GetMethod(), req.GetPayload()
 	set := e.settings.Load()
-	call := admission.Call{Caller: a.caller, Family: family, Method: method, Payload: payload, Depth: int(a.grant.GetDepth()), Deadline: a.deadline}
+	// The call's own deadline may only shorten the grant's, never extend
+	// it: the grant is the host's word, the request the pack's.
+	deadline := a.deadline
+	if d := req.GetDeadlineUnixNano(); d != 0 && time.Unix(0, d).Before(deadline) {
+		deadline = time.Unix(0, d)
+	}
+	call := admission.Call{Caller: a.caller, Family: family, Method: method, Payload: payload, Depth: int(a.grant.GetDepth()), Deadline: deadline}
 	var out []byte
 	if _, we := admission.Admit(call, a.limits, a.declared, set.rules[family], start); we != nil {
 		err = we
-	} else if release, we := e.slot(ctx, set.slots, a.deadline, family, method); we != nil {
+	} else if release, we := e.slot(ctx, set.slots, deadline, family, method); we != nil {
 		err = we
 	} else {
-		out, err = e.handle(ctx, family, method, payload, CallContext(a.grant, req.GetTraceparent()))
+		cc := CallContext(a.grant, req.GetTraceparent())
+		cc.Deadline = deadline
+		out, err = e.handle(ctx, family, method, payload, cc)
 		release()
 		if err == nil {
 			if we := admission.CheckResult(family, method, out, a.limits); we != nil {

@@ -1238,7 +1238,11 @@ type ExecuteRequest struct {
 	// ExecuteResponse, or as a DirectCallLog detail of the failure's status
 	// beside its ErrorDetail. The host reads it when a channel's plugin
 	// cannot tell it the run's calls (EndRun fails).
-	DirectLog     *DirectLogRequest `protobuf:"bytes,7,opt,name=direct_log,json=directLog,proto3" json:"direct_log,omitempty"`
+	DirectLog *DirectLogRequest `protobuf:"bytes,7,opt,name=direct_log,json=directLog,proto3" json:"direct_log,omitempty"`
+	// call_timeout_ms, set when the run's caller gave it no deadline of its
+	// own, bounds each call the pack makes on a direct channel, as the host
+	// bounds each call it routes (call_timeout). 0: none but the run's.
+	CallTimeoutMs int64 `protobuf:"varint,8,opt,name=call_timeout_ms,json=callTimeoutMs,proto3" json:"call_timeout_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1320,6 +1324,13 @@ func (x *ExecuteRequest) GetDirectLog() *DirectLogRequest {
 		return x.DirectLog
 	}
 	return nil
+}
+
+func (x *ExecuteRequest) GetCallTimeoutMs() int64 {
+	if x != nil {
+		return x.CallTimeoutMs
+	}
+	return 0
 }
 
 // DirectLogRequest bounds a pack's account of its direct calls: at most
@@ -2133,9 +2144,13 @@ type DirectChannelInvokeRequest struct {
 	// grant is the SignedGrant of the run, as the host offered it.
 	Grant []byte `protobuf:"bytes,4,opt,name=grant,proto3" json:"grant,omitempty"`
 	// traceparent is the caller's W3C trace context.
-	Traceparent   string `protobuf:"bytes,5,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Traceparent string `protobuf:"bytes,5,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// deadline_unix_nano is the call's own deadline, when the caller has
+	// one sooner than the grant's; the plugin holds the call to the sooner
+	// of the two. 0: the grant's.
+	DeadlineUnixNano int64 `protobuf:"varint,6,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DirectChannelInvokeRequest) Reset() {
@@ -2201,6 +2216,13 @@ func (x *DirectChannelInvokeRequest) GetTraceparent() string {
 		return x.Traceparent
 	}
 	return ""
+}
+
+func (x *DirectChannelInvokeRequest) GetDeadlineUnixNano() int64 {
+	if x != nil {
+		return x.DeadlineUnixNano
+	}
+	return 0
 }
 
 // DirectChannelInvokeResponse is the body of a call's result on a direct
@@ -2556,7 +2578,7 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\x06result\x18\x01 \x01(\fR\x06result\"\x11\n" +
 	"\x0fManifestRequest\"/\n" +
 	"\x10ManifestResponse\x12\x1b\n" +
-	"\tpack_json\x18\x01 \x01(\fR\bpackJson\"\xb4\x03\n" +
+	"\tpack_json\x18\x01 \x01(\fR\bpackJson\"\xdc\x03\n" +
 	"\x0eExecuteRequest\x12\x17\n" +
 	"\atype_id\x18\x01 \x01(\tR\x06typeId\x12\x14\n" +
 	"\x05input\x18\x02 \x01(\fR\x05input\x12+\n" +
@@ -2567,7 +2589,8 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\x17host_services_broker_id\x18\x05 \x01(\rR\x14hostServicesBrokerId\x12G\n" +
 	"\x0fdirect_channels\x18\x06 \x03(\v2\x1e.wophost.v1.DirectChannelOfferR\x0edirectChannels\x12;\n" +
 	"\n" +
-	"direct_log\x18\a \x01(\v2\x1c.wophost.v1.DirectLogRequestR\tdirectLog\x1a=\n" +
+	"direct_log\x18\a \x01(\v2\x1c.wophost.v1.DirectLogRequestR\tdirectLog\x12&\n" +
+	"\x0fcall_timeout_ms\x18\b \x01(\x03R\rcallTimeoutMs\x1a=\n" +
 	"\x0fAdvertisedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"L\n" +
@@ -2631,13 +2654,14 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\rGrantedFamily\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05whole\x18\x02 \x01(\bR\x05whole\x12\x16\n" +
-	"\x06facets\x18\x03 \x03(\tR\x06facets\"\x9e\x01\n" +
+	"\x06facets\x18\x03 \x03(\tR\x06facets\"\xcc\x01\n" +
 	"\x1aDirectChannelInvokeRequest\x12\x16\n" +
 	"\x06family\x18\x01 \x01(\tR\x06family\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x18\n" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12\x14\n" +
 	"\x05grant\x18\x04 \x01(\fR\x05grant\x12 \n" +
-	"\vtraceparent\x18\x05 \x01(\tR\vtraceparent\"5\n" +
+	"\vtraceparent\x18\x05 \x01(\tR\vtraceparent\x12,\n" +
+	"\x12deadline_unix_nano\x18\x06 \x01(\x03R\x10deadlineUnixNano\"5\n" +
 	"\x1bDirectChannelInvokeResponse\x12\x16\n" +
 	"\x06result\x18\x01 \x01(\fR\x06result\"T\n" +
 	"\rEndRunRequest\x12\x15\n" +
