@@ -337,7 +337,6 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		Timeout:          msTimeout(req.TimeoutMs),
 		IdempotencyKey:   key,
 		IdempotencyScope: idempotency.Scope(s.credential(r)),
-		Owner:            idempotency.Scope(s.credential(r)),
 		Traceparent:      r.Header.Get("traceparent"),
 		Record:           true,
 	})

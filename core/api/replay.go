@@ -106,7 +106,6 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		Timeout:          msTimeout(req.TimeoutMs),
 		IdempotencyKey:   key,
 		IdempotencyScope: idempotency.Scope(s.credential(r)),
-		Owner:            idempotency.Scope(s.credential(r)),
 		Traceparent:      r.Header.Get("traceparent"),
 		Record:           true,
 		Replay:           rec,

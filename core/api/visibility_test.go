@@ -26,10 +26,10 @@ func TestRunsAreVisibleToTheirOwner(t *testing.T) {
 		TokenScopes: map[string][]string{"tok-ops": {config.ScopeAllRuns}, "tok-odd": {}},
 	})
 	w := execute(t, s, `{"input":{}}`, map[string]string{"Authorization": "Bearer tok-alice"})
-	if w.Code != http.StatusOK || f.opts.Owner != idempotency.Scope("tok-alice") {
-		t.Fatalf("execute: %d, owner %q", w.Code, f.opts.Owner)
+	if w.Code != http.StatusOK || f.opts.IdempotencyScope != idempotency.Scope("tok-alice") {
+		t.Fatalf("execute: %d, owner %q", w.Code, f.opts.IdempotencyScope)
 	}
-	alices := &host.RunRecord{RunID: replayRunID, TypeID: "kvdemo.remember", Input: json.RawMessage(`{}`), Owner: f.opts.Owner}
+	alices := &host.RunRecord{RunID: replayRunID, TypeID: "kvdemo.remember", Input: json.RawMessage(`{}`), Owner: f.opts.IdempotencyScope}
 	cli := &host.RunRecord{RunID: "run_0123456789abcdef0123cafe", TypeID: "kvdemo.remember", Input: json.RawMessage(`{}`)}
 	f.records = map[string]*host.RunRecord{alices.RunID: alices, cli.RunID: cli}
 	f.calls = 0
@@ -71,8 +71,8 @@ func TestRunsAreVisibleToTheirOwner(t *testing.T) {
 			}
 		}
 	}
-	if f.opts.Owner != idempotency.Scope("tok-ops") {
-		t.Errorf("the replay's own record belongs to %q, want the replaying token's scope", f.opts.Owner)
+	if f.opts.IdempotencyScope != idempotency.Scope("tok-ops") {
+		t.Errorf("the replay's own record belongs to %q, want the replaying token's scope", f.opts.IdempotencyScope)
 	}
 
 	// Without tokens every run is everyone's, as on a loopback host

@@ -28,17 +28,14 @@ type RunOptions struct {
 	// instead of a second run. It must match the key grammar. It also
 	// travels in the call context of every call the run makes.
 	IdempotencyKey string
-	// IdempotencyScope is whom the key belongs to: keys of different
-	// scopes never meet. The API derives it from the caller's credential
-	// (idempotency.Scope); the operator's CLI uses the empty scope.
+	// IdempotencyScope is whom the key, and the run, belong to: keys of
+	// different scopes never meet, and the run's record names its scope
+	// as its owner (RunRecord.Owner), whom the API lets replay it. The
+	// API derives it from the caller's credential (idempotency.Scope,
+	// never the credential); the operator's CLI and an API without tokens
+	// use the empty scope.
 	IdempotencyScope string
-	// Owner is whom the run belongs to, written into its record: the
-	// API's caller, as idempotency.Scope of its credential (never the
-	// credential). Empty for the operator's CLI and an API without tokens.
-	// The API lets only the owner, or a token with the runs:all scope,
-	// replay the run.
-	Owner       string
-	Traceparent string
+	Traceparent      string
 	// Record writes a run record once the node has run (RunRecord),
 	// whatever its outcome: state_dir/runs/<runId>.json, or with the
 	// postgres storage backend a row of the host's schema.
@@ -163,7 +160,7 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	defer remove()
 	rec := &RunRecord{
 		RunID: run.ID, TypeID: typeID, Pack: p.Name, PackVersion: p.Version, Input: input, StartedAt: time.Now().UTC(),
-		Owner: opts.Owner,
+		Owner: opts.IdempotencyScope,
 	}
 	if opts.Replay != nil && node.Role == packmanifest.RoleSideEffect && !slices.Contains(opts.Live, typeID) {
 		if _, err := liveMatcher(opts.Live); err != nil {

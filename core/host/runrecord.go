@@ -50,7 +50,7 @@ type RunRecord struct {
 	Error   *wop.Error      `json:"error,omitempty"`
 	Output  json.RawMessage `json:"output,omitempty"`
 	// Owner is the scope of the credential the run was asked with
-	// (RunOptions.Owner); empty when it was asked without one.
+	// (RunOptions.IdempotencyScope); empty when it was asked without one.
 	Owner string `json:"owner,omitempty"`
 	// ReplayOf is the run id this run replayed, if any.
 	ReplayOf string `json:"replayOf,omitempty"`
