@@ -39,6 +39,10 @@ func StartPack(name string, exe *Executable, opts Options) (*Pack, error) {
 	return &Pack{proc: proc, conn: conn}, nil
 }
 
+// MemoryBreach reports whether the kernel killed the contained process
+// for its memory cap, and the cap in bytes.
+func (p *Pack) MemoryBreach() (limit int64, exceeded bool) { return p.proc.memoryBreach() }
+
 // Manifest returns the pack.json bytes the binary was built with.
 func (p *Pack) Manifest(ctx context.Context) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/wophost/wophost/core/sandbox"
 	"github.com/wophost/wophost/internal/procgroup"
 	"github.com/wophost/wophost/sdk/hostwire"
 	"github.com/wophost/wophost/sdk/tracing"
@@ -54,6 +56,26 @@ type Options struct {
 	// which a plugin's direct channel holds its callers' unread answers
 	// to.
 	DirectMaxUnreadBytes int
+	// Contain, when set, starts the process contained (package sandbox).
+	Contain *Containment
+}
+
+// Containment is how one process is contained.
+type Containment struct {
+	// Support is what the kernel can enforce (sandbox.Probe).
+	Support *sandbox.Support
+	// Launcher is the host binary, which confines the process and execs
+	// its entry (sandbox.IsLaunch).
+	Launcher string
+	// Policy is what the operator allows the process.
+	Policy sandbox.Policy
+	// Declared lists the requirements the process declared.
+	Declared []string
+	// Dir is the process's directory, readable and executable: the pack
+	// directory.
+	Dir string
+	// StateDir is the process's own directory for state, made if missing.
+	StateDir string
 }
 
 // PhaseError is a start-up failure in a named lifecycle phase.
@@ -163,6 +185,9 @@ type process struct {
 	direct   string
 	// words keeps the end of the process's stderr.
 	words *lastWords
+	// contained is the process's containment, nil when it runs
+	// uncontained.
+	contained *sandbox.Process
 }
 
 // startOutcome is what go-plugin's start returned.
@@ -190,15 +215,47 @@ func startProcess(name string, exe *Executable, opts Options) (*process, goplugi
 	cmd.Args[0] = exe.path
 	cmd.Dir = filepath.Dir(exe.path)
 	cmd.Env = processEnv(name, opts)
+	var contained *sandbox.Process
+	if c := opts.Contain; c != nil {
+		var err error
+		contained, err = c.Support.Prepare(name, c.Policy, c.Declared, c.Dir, c.StateDir, exe.file, hex.EncodeToString(exe.sum))
+		if err != nil {
+			cancel()
+			exe.Close()
+			return nil, nil, fmt.Errorf("contain %s: %w", name, err)
+		}
+		if !contained.Grants().Env {
+			// Without env.read the process gets the protocol's variables
+			// and the operator's, none of the host's own.
+			cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool {
+				k, _, _ := strings.Cut(kv, "=")
+				return hostwire.IsBaseEnv(k) && opts.Env[k] == ""
+			})
+		}
+		cmd.Env = append(cmd.Env, sandbox.StateDirEnv+"="+c.StateDir)
+	}
 	// A process group of its own keeps a terminal's Ctrl-C away from the
 	// process (the host decides when it stops) and lets the host end
 	// whatever the process spawned with it.
 	launch := procgroup.Prepare(cmd)
 	cmd.Cancel = func() error { return procgroup.Kill(cmd.Process.Pid) }
 	cfg, started, err := hostwire.ClientConfig(cmd, logger, opts.StartTimeout, opts.MaxMessageBytes)
+	if err == nil && contained != nil {
+		// After ClientConfig: the entry's descriptor follows the ones it
+		// attached.
+		err = contained.Wrap(cmd, opts.Contain.Launcher, exe.file)
+		if g := contained.SocketGroup(); g != "" {
+			// The process runs as another user: the host's sockets for it
+			// are open to its group.
+			cfg.UnixSocketConfig = &goplugin.UnixSocketConfig{Group: g}
+		}
+	}
 	if err != nil {
 		cancel()
 		exe.Close()
+		if contained != nil {
+			contained.Close()
+		}
 		return nil, nil, fmt.Errorf("launch %s: %w", name, err)
 	}
 	cfg.PluginLogBufferSize = 256 << 10
@@ -210,14 +267,16 @@ func startProcess(name string, exe *Executable, opts Options) (*process, goplugi
 	cfg.Stderr = words
 	cfg.SyncStderr = io.MultiWriter(logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), words)
 	var recorder *sumRecorder
-	if exe.sum != nil {
+	if exe.sum != nil && contained == nil {
+		// A contained process's launcher checks the sum itself, on the
+		// open file, just before exec.
 		// go-plugin hashes the file at the command's path once more just
 		// before exec: the same open file, through /proc.
 		recorder = &sumRecorder{Hash: sha256.New()}
 		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: exe.sum, Hash: recorder}
 	}
 	client := goplugin.NewClient(cfg)
-	p := &process{name: name, client: client, logger: logger, cancel: cancel, words: words}
+	p := &process{name: name, client: client, logger: logger, cancel: cancel, words: words, contained: contained}
 
 	t0 := time.Now()
 	done := make(chan startOutcome, 1)
@@ -255,6 +314,12 @@ func startProcess(name string, exe *Executable, opts Options) (*process, goplugi
 		// Read after the start returned, which is after go-plugin hashed.
 		if recorder != nil && recorder.sum != nil && errors.Is(out.err, goplugin.ErrChecksumsDoNotMatch) {
 			return nil, nil, &ChecksumError{Path: exe.path, Expected: hex.EncodeToString(exe.sum), Actual: hex.EncodeToString(recorder.sum), AtExec: true}
+		}
+		if actual, ok := sandbox.ChecksumMismatch(words.String()); ok {
+			return nil, nil, &ChecksumError{Path: exe.path, Expected: hex.EncodeToString(exe.sum), Actual: actual, AtExec: true}
+		}
+		if said, ok := sandbox.LaunchFailure(words.String()); ok {
+			return nil, nil, fmt.Errorf("the launcher could not contain %s: %s", name, said)
 		}
 		if took := time.Since(t0); took >= opts.StartTimeout {
 			return nil, nil, fmt.Errorf("%s did not complete its handshake within start_timeout (%s): %w", name, opts.StartTimeout, out.err)
@@ -342,7 +407,19 @@ func (p *process) stop(graceful bool) {
 		if p.direct != "" {
 			_ = os.RemoveAll(p.direct)
 		}
+		if p.contained != nil {
+			p.contained.Close()
+		}
 	})
+}
+
+// memoryBreach reports whether the process, contained, was killed for its
+// memory cap, and the cap.
+func (p *process) memoryBreach() (limit int64, exceeded bool) {
+	if p.contained == nil {
+		return 0, false
+	}
+	return p.contained.MemoryLimit(), p.contained.MemoryExceeded()
 }
 
 // directDir returns the private directory in which the process makes its

@@ -11,32 +11,23 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"sync"
 )
-
-// Policy is what the operator allows one process (the sandbox block).
-type Policy struct {
-	// Allow lists the requirement tokens the operator grants.
-	Allow []string
-	// MemoryBytes and Processes are the caps; 0 sets none.
-	MemoryBytes int64
-	Processes   int
-	// ReadPaths and WritePaths are granted with fs.read and fs.write.
-	ReadPaths  []string
-	WritePaths []string
-	// RunAs is "name", "name:group" or "uid:gid"; "" keeps the host's user.
-	RunAs string
-}
 
 // Process is one contained start, prepared by Support.Prepare: the spec
 // the launcher applies and the host's resources for it (a cgroup, a
 // private temporary directory). Close it once the process has exited.
 type Process struct {
-	spec    Spec
-	cgroup  *Cgroup
-	tmp     string
-	grants  Grants
-	user    *ids
-	skipped map[string]string
+	// mu orders MemoryExceeded, which the host asks when a run fails,
+	// with Close, which removes the cgroup it reads.
+	mu       sync.Mutex
+	oomKills int
+	spec     Spec
+	cgroup   *Cgroup
+	tmp      string
+	grants   Grants
+	user     *ids
+	skipped  map[string]string
 }
 
 type ids struct{ uid, gid int }
@@ -252,12 +243,22 @@ func (p *Process) MemoryLimit() int64 {
 }
 
 // MemoryExceeded reports whether the kernel killed the process for its
-// memory cap. Ask before Close.
-func (p *Process) MemoryExceeded() bool { return p.cgroup.OOMKills() > 0 }
+// memory cap, before or after Close.
+func (p *Process) MemoryExceeded() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := p.cgroup.OOMKills(); n > p.oomKills {
+		p.oomKills = n
+	}
+	return p.oomKills > 0
+}
 
 // Close removes the process's cgroup and temporary directory. The
 // process must have exited. Safe to call more than once.
 func (p *Process) Close() {
+	p.MemoryExceeded()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.cgroup.Remove()
 	if p.tmp != "" {
 		_ = os.RemoveAll(p.tmp)

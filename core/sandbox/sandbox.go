@@ -65,6 +65,20 @@ func Rules() []string {
 	return []string{RuleMemory, RuleProcessCount, RuleUser, RulePrivileges, RuleFilesystem, RuleSignals, RuleNetwork, RuleProcesses, RuleEnvironment}
 }
 
+// Policy is what the operator allows one process (the sandbox block).
+type Policy struct {
+	// Allow lists the requirement tokens the operator grants.
+	Allow []string
+	// MemoryBytes and Processes are the caps; 0 sets none.
+	MemoryBytes int64
+	Processes   int
+	// ReadPaths and WritePaths are granted with fs.read and fs.write.
+	ReadPaths  []string
+	WritePaths []string
+	// RunAs is "name", "name:group" or "uid:gid"; "" keeps the host's user.
+	RunAs string
+}
+
 // Grants is what a contained process may do beyond the default, the
 // requirements it declared that the operator's policy allows.
 type Grants struct {

@@ -19,6 +19,11 @@ const specEnv = "WOPHOST_SANDBOX_LAUNCH"
 // sandbox from another failure.
 const GrantsEnv = "WOPHOST_SANDBOX"
 
+// StateDirEnv is the variable a contained process finds set to its own
+// directory for state, the one directory outside its temporary directory
+// it may write.
+const StateDirEnv = "WOPHOST_STATE_DIR"
+
 // Network settings of a Spec.
 const (
 	networkNone = ""
