@@ -31,6 +31,7 @@ const (
 	CodeIdempotencyKeyInvalid = idempotency.CodeKeyInvalid
 	CodePackValidationFailed  = wop.CodePackValidationFailed
 	CodePackPeerDependency    = wop.CodePackPeerDependencyMissing
+	CodePackRequirementUnmet  = wop.CodePackRuntimeRequirementUnmet
 	CodeUnauthenticated       = "unauthenticated"
 	CodeForbidden             = "forbidden"
 	CodeNotFound              = wop.CodeNotFound
@@ -88,6 +89,7 @@ func statusTable() map[string]int {
 		CodeIdempotencyKeyInvalid: http.StatusBadRequest,
 		CodePackValidationFailed:  http.StatusBadRequest,
 		CodePackPeerDependency:    http.StatusBadRequest,
+		CodePackRequirementUnmet:  http.StatusBadRequest,
 		CodePackKindInvalid:       http.StatusBadRequest,
 		CodePackEngine:            http.StatusBadRequest,
 		CodePackPeerUndefined:     http.StatusBadRequest,
@@ -129,13 +131,18 @@ func StatusOf(code string) int {
 }
 
 // ctxTable maps the ctx-level codes the host refuses with to the code of
-// the HTTP answer; a code missing here is answered as internal_error.
+// the HTTP answer; a code missing here is answered as internal_error,
+// keeping the code in details.code. The sandbox's memory, capability and
+// escape codes are left out on purpose: they come from pack code that ran,
+// so they are answered as a failed node is, and sandbox_timeout as the
+// deadline it is.
 func ctxTable() map[string]string {
 	return map[string]string{
 		wop.CodeValidation:                           CodeValidation,
 		idempotency.CodeKeyInvalid:                   CodeIdempotencyKeyInvalid,
 		wop.CodePackValidationFailed:                 CodePackValidationFailed,
 		wop.CodePackPeerDependencyMissing:            CodePackPeerDependency,
+		wop.CodePackRuntimeRequirementUnmet:          CodePackRequirementUnmet,
 		packmanifest.CodePackKindInvalid:             CodePackKindInvalid,
 		packmanifest.CodePackEngineUnsupported:       CodePackEngine,
 		packmanifest.CodePackPeerDependencyUndefined: CodePackPeerUndefined,
@@ -152,6 +159,7 @@ func ctxTable() map[string]string {
 		wop.CodeUnavailable:                          CodeRunnerUnavailable,
 		wop.CodeInternal:                             CodeInternalError,
 		wop.CodeDeadlineExceeded:                     CodeDeadlineExceeded,
+		wop.CodeSandboxTimeout:                       CodeDeadlineExceeded,
 		wop.CodeCancelled:                            CodeCancelled,
 		wop.CodeUpstreamUnavailable:                  CodeUpstreamUnavailable,
 		wop.CodeMCPError:                             CodeUpstreamUnavailable,

@@ -51,6 +51,11 @@ func TestRefusal(t *testing.T) {
 		{"run expired", wop.Errorf(CodeRunExpired, "m").WithDetails(map[string]string{"runId": "run_01"}), 410, "run_expired", `{"retryable":false,"runId":"run_01"}`},
 		{"replay diverged", wop.Errorf(CodeReplayDivergedAtRefusal, "m"), 409, "replay_diverged_at_refusal", `{"retryable":false}`},
 		{"replay source missing", wop.Errorf(CodeReplaySourceMissing, "m"), 409, "replay_source_missing", `{"retryable":false}`},
+		{"requirement unmet", wop.Errorf(wop.CodePackRuntimeRequirementUnmet, "m").WithDetails(map[string]any{"unmet": []string{"subprocess"}, "manifest": "p@1.0.0"}), 400, "pack_runtime_requirement_unmet", `{"manifest":"p@1.0.0","retryable":false,"unmet":["subprocess"]}`},
+		{"sandbox timeout", wop.Errorf(wop.CodeSandboxTimeout, "m"), 504, "wophost.deadline_exceeded", `{"retryable":false}`},
+		{"sandbox memory", wop.Errorf(wop.CodeSandboxMemoryExceeded, "m").WithDetails(map[string]int{"limitBytes": 1 << 20}), 500, "internal_error", `{"code":"sandbox_memory_exceeded","limitBytes":1048576,"retryable":false}`},
+		{"sandbox capability", wop.Errorf(wop.CodeSandboxCapabilityDenied, "m").WithDetails(map[string]string{"requestedCapability": "net.outbound"}), 500, "internal_error", `{"code":"sandbox_capability_denied","requestedCapability":"net.outbound","retryable":false}`},
+		{"sandbox escape", wop.Errorf(wop.CodeSandboxEscapeAttempt, "m"), 500, "internal_error", `{"code":"sandbox_escape_attempt","retryable":false}`},
 	} {
 		status, env := Refusal(tc.err)
 		if status != tc.status || env.Error != tc.code || string(env.Details) != tc.details || env.Message == "" {

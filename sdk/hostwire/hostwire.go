@@ -28,6 +28,12 @@ const (
 // plugin or pack the key material of its connection.
 const EnvTLSFD = wire.EnvTLSFD
 
+// EnvSandbox is the variable the host sets, only for a process it runs
+// contained, to the requirement tokens the sandbox grants, comma-separated
+// ("" for none). The pack SDK reads its presence to report a refused
+// operation as sandbox_capability_denied.
+const EnvSandbox = wire.EnvSandbox
+
 // Handshake is the go-plugin handshake every wophost binary shares. The
 // cookie only guards against running a plugin by hand; it is not security.
 var Handshake = wire.Handshake

@@ -32,7 +32,11 @@ type Pack struct {
 
 // Node runs one node. input has already been validated by the host
 // against the schema file the node's inputSchemaRef names. The result is marshalled to JSON; errors should
-// be *wop.Error values (others reach the host as "internal").
+// be *wop.Error values (others reach the host as "internal"). When the
+// host runs the pack contained (WOPHOST_SANDBOX set), an error that is no
+// *wop.Error and holds a refused operation's EPERM or EACCES reaches it
+// as sandbox_capability_denied, naming the runtime requirement that would
+// allow the operation.
 type Node func(ctx *Ctx, input json.RawMessage) (any, error)
 
 // TypedNode adapts a function over a typed input to a Node. Unknown fields

@@ -27,13 +27,14 @@ func Serve(p *Pack) {
 	tp, flush := procutil.Tracing(name, logger)
 	defer flush()
 	procutil.WatchParent(logger, nil)
+	isContained := contained(os.LookupEnv)
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{
 			wire.ProtocolVersion: {
 				wire.KindPack: &wire.PackPlugin{
 					NewServer: func(broker *goplugin.GRPCBroker) wophostv1.PackServer {
-						return &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, tracer: tp.Tracer(tracerName), hosts: map[uint32]*wire.HostCaller{}, direct: direct.NewPool(maxBytes)}
+						return &server{p: p, broker: broker, logger: logger, maxBytes: maxBytes, tracer: tp.Tracer(tracerName), hosts: map[uint32]*wire.HostCaller{}, direct: direct.NewPool(maxBytes), contained: isContained}
 					},
 				},
 			},

@@ -27,6 +27,9 @@ type server struct {
 	logger   hclog.Logger
 	maxBytes int
 	tracer   trace.Tracer
+	// contained says the host runs this process in a sandbox: a node's
+	// failure on a refused operation is then sandbox_capability_denied.
+	contained bool
 
 	mu    sync.Mutex
 	hosts map[uint32]*wire.HostCaller
@@ -94,7 +97,7 @@ func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (re
 	out, err := invoke.Safely(logger, "node", func() (any, error) { return node(c, req.GetInput()) })
 	calls := account.Seal()
 	if err != nil {
-		return nil, failure(invoke.Failure(ctx, err), calls)
+		return nil, failure(s.nodeFailure(ctx, err), calls)
 	}
 	b, we := invoke.Result(out, s.maxBytes, "output of "+req.GetTypeId())
 	if we != nil {
@@ -107,6 +110,18 @@ func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (re
 		resp.DirectCalls = direct.FitAccount(calls, s.maxBytes-proto.Size(resp)-accountSlack)
 	}
 	return resp, nil
+}
+
+// nodeFailure is the envelope of err, a node's failure under ctx. In a
+// contained pack an operation the sandbox refused is named as such, even
+// when ctx ended too: the refusal is why the node failed.
+func (s *server) nodeFailure(ctx context.Context, err error) *wop.Error {
+	if s.contained {
+		if we := sandboxDenial(err); we != nil {
+			return we
+		}
+	}
+	return invoke.Failure(ctx, err)
 }
 
 // accountSlack is the room an account's own field takes in an answer

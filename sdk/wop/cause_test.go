@@ -58,6 +58,12 @@ func TestRetryableThroughNesting(t *testing.T) {
 		{CodeCapabilityNotProvided, false, false},
 		{CodeValidation, false, false},
 		{CodeInternal, false, false},
+		// Containment: the same policy or limit meets a retry again.
+		{CodePackRuntimeRequirementUnmet, false, false},
+		{CodeSandboxMemoryExceeded, false, false},
+		{CodeSandboxTimeout, false, false},
+		{CodeSandboxCapabilityDenied, false, false},
+		{CodeSandboxEscapeAttempt, false, false},
 	}
 	for _, c := range codes {
 		for _, depth := range []int{0, 1, 2, 3, 5, maxCauseDepth} {

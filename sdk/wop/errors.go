@@ -67,6 +67,34 @@ const (
 	CodeUpstreamUnavailable       = "upstream_unavailable"
 )
 
+// Error codes of containment (OpenWOP's sandbox execution contract and its
+// runtime requirements). None is retryable: a retry unchanged meets the
+// same policy, or the same limit, again.
+const (
+	// CodePackRuntimeRequirementUnmet refuses a pack at load whose
+	// runtime.requires[] names a requirement the operator's sandbox policy
+	// does not grant, before any of its code runs. details.unmet lists the
+	// tokens not granted, details.manifest is the pack's "name@version".
+	CodePackRuntimeRequirementUnmet = "pack_runtime_requirement_unmet"
+	// CodeSandboxMemoryExceeded fails a node whose pack went past the
+	// memory its sandbox allows (the process was killed for it).
+	// details.limitBytes is the limit.
+	CodeSandboxMemoryExceeded = "sandbox_memory_exceeded"
+	// CodeSandboxTimeout fails a node that went past the wall-clock time
+	// its sandbox allows. It carries no details.
+	CodeSandboxTimeout = "sandbox_timeout"
+	// CodeSandboxCapabilityDenied fails a node whose pack attempted an
+	// operation its sandbox refused (a connection, a new process, a file
+	// outside its paths). details.requestedCapability names the
+	// runtime.requires token that would allow it, or "unknown".
+	CodeSandboxCapabilityDenied = "sandbox_capability_denied"
+	// CodeSandboxEscapeAttempt fails a node whose pack attempted what no
+	// policy grants (a refused system call such as ptrace or mount, a
+	// signal to a process outside its sandbox). details.escapeKind says
+	// which.
+	CodeSandboxEscapeAttempt = "sandbox_escape_attempt"
+)
+
 // Error is the error envelope {code, message, capability, retryable,
 // details} that reaches pack code. It survives every process hop intact.
 type Error struct {

@@ -104,5 +104,7 @@ func CoreCodes() []string {
 		CodeCapabilityNotDeclared, CodePackValidationFailed, CodeValidation, CodeNotFound,
 		CodeIdempotencyKeyMismatch, CodeUnavailable, CodeDeadlineExceeded, CodeCancelled,
 		CodeCallDepthExceeded, CodeInternal, CodeMCPError, CodeUpstreamUnavailable,
+		CodePackRuntimeRequirementUnmet, CodeSandboxMemoryExceeded, CodeSandboxTimeout,
+		CodeSandboxCapabilityDenied, CodeSandboxEscapeAttempt,
 	}
 }

@@ -34,8 +34,10 @@ func IsBaseEnv(name string) bool {
 // IsReservedEnv reports whether the variable name is one the host sets
 // itself for the plugin protocol, which an operator may therefore not
 // pass: the WOPHOST_ variables (log level, message limit, plugin name, the
-// TLS descriptor, the handshake cookie, tracing) and go-plugin's PLUGIN_
-// ones (ports, protocol versions, the client certificate).
+// TLS descriptor, the handshake cookie, tracing, the sandbox's grant) and
+// go-plugin's PLUGIN_ ones (ports, protocol versions, the client
+// certificate). An operator who could set WOPHOST_SANDBOX would make an
+// uncontained process report its failures as the sandbox's.
 func IsReservedEnv(name string) bool {
 	return strings.HasPrefix(name, "WOPHOST_") || strings.HasPrefix(name, "PLUGIN_")
 }

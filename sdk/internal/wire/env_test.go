@@ -43,7 +43,7 @@ func TestProcessEnvCarriesNothingElse(t *testing.T) {
 
 func TestIsReservedEnv(t *testing.T) {
 	for name, want := range map[string]bool{
-		EnvLogLevel: true, EnvTLSFD: true, Handshake.MagicCookieKey: true, "WOPHOST_OTLP_HEADERS": true,
+		EnvLogLevel: true, EnvTLSFD: true, EnvSandbox: true, Handshake.MagicCookieKey: true, "WOPHOST_OTLP_HEADERS": true,
 		"PLUGIN_CLIENT_CERT": true, "PLUGIN_MIN_PORT": true, "PATH": false, "OPENAI_API_KEY": false, "WOPHOSTX": false,
 	} {
 		if got := IsReservedEnv(name); got != want {

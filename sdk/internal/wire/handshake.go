@@ -23,6 +23,12 @@ const (
 	EnvPluginName      = "WOPHOST_PLUGIN_NAME"
 )
 
+// EnvSandbox is set, only for a process the host runs contained, to the
+// runtime requirement tokens its sandbox grants, comma-separated ("" when
+// it grants none). Its presence, not its value, says the process is
+// contained.
+const EnvSandbox = "WOPHOST_SANDBOX"
+
 // DefaultMaxMessageBytes is the message size limit when the host sets none.
 const DefaultMaxMessageBytes = 16 << 20
 
