@@ -473,6 +473,9 @@ pack %q {
 // it, the hostile pack reaches everything it tries: the threat the
 // containment answers. This also shows that each reach of the pack works,
 // so that a refusal in the tests above is the containment's doing.
+//
+// The sandbox block is the documented opt-out; a host whose config does
+// not know the block yet fails to parse this config.
 func TestUncontainedPackReachesEverything(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skipf("the hostile pack reads the host's environment through Linux's /proc; this is %s", runtime.GOOS)
