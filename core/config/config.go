@@ -123,6 +123,13 @@ type Host struct {
 	// connection and per pack (direct_max_unread_bytes, default twice
 	// MaxMessageBytes).
 	DirectMaxUnreadBytes int
+	// Sandbox is the containment every pack gets unless its pack block
+	// sets its own (sandbox.go); DefaultSandbox without a sandbox block.
+	Sandbox Sandbox
+	// RequireSandbox is every pack's require_sandbox unless its pack
+	// block sets its own: a pack whose sandbox rules cannot all be
+	// enforced is then refused rather than started without them.
+	RequireSandbox bool
 }
 
 // Capability is one capability block: a plugin and its opaque config.
@@ -157,6 +164,11 @@ type Capability struct {
 	// process gets; nil when none. Values may come from env() and are
 	// secrets then: they are never logged.
 	Env map[string]string
+	// Sandbox is the containment of the plugin process; nil when the
+	// block has no sandbox block, and the plugin runs uncontained. The
+	// host's sandbox block does not apply: a plugin's needs are not a
+	// pack's.
+	Sandbox *Sandbox
 	// Config is the body of the config block, decoded later against the
 	// plugin's schema; hcl.EmptyBody() when the block is absent.
 	Config hcl.Body
@@ -186,6 +198,12 @@ type Pack struct {
 	// RequireSignature refuses the pack unless it is signed by a trusted
 	// key: the block's require_signature, or the host block's.
 	RequireSignature bool
+	// Sandbox is the pack's containment: the host's, with each attribute
+	// the pack's sandbox block sets in place of the host's value.
+	Sandbox Sandbox
+	// RequireSandbox refuses to start the pack when a rule of Sandbox
+	// cannot be enforced: the block's require_sandbox, or the host's.
+	RequireSandbox bool
 
 	DefRange  hcl.Range
 	PathRange hcl.Range
@@ -234,6 +252,10 @@ type rawHost struct {
 	Runs []*rawRuns `hcl:"runs,block"`
 	// Health is the health block (health.go).
 	Health []*rawHealth `hcl:"health,block"`
+	// Sandbox is the sandbox block (sandbox.go), the packs' default.
+	Sandbox []*rawSandbox `hcl:"sandbox,block"`
+	// RequireSandbox is require_sandbox, the packs' default.
+	RequireSandbox *hcl.Attribute `hcl:"require_sandbox"`
 }
 
 type rawCapability struct {
@@ -252,7 +274,9 @@ type rawCapability struct {
 	AllowWritable *hcl.Attribute `hcl:"allow_writable"`
 	Env           *hcl.Attribute `hcl:"env"`
 	Config        *rawConfig     `hcl:"config,block"`
-	DefRange      hcl.Range      `hcl:",def_range"`
+	// Sandbox is the sandbox block (sandbox.go).
+	Sandbox  []*rawSandbox `hcl:"sandbox,block"`
+	DefRange hcl.Range     `hcl:",def_range"`
 }
 
 type rawConfig struct {
@@ -268,7 +292,11 @@ type rawPack struct {
 	Env           *hcl.Attribute `hcl:"env"`
 	// RequireSignature is require_signature.
 	RequireSignature *hcl.Attribute `hcl:"require_signature"`
-	DefRange         hcl.Range      `hcl:",def_range"`
+	// RequireSandbox is require_sandbox.
+	RequireSandbox *hcl.Attribute `hcl:"require_sandbox"`
+	// Sandbox is the sandbox block (sandbox.go).
+	Sandbox  []*rawSandbox `hcl:"sandbox,block"`
+	DefRange hcl.Range     `hcl:",def_range"`
 }
 
 // Allowed values, as shown to the operator when a value is rejected.
@@ -539,6 +567,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		Storage:         DefaultStorage(),
 		Runs:            DefaultRuns(),
 		Health:          DefaultHealth(),
+		Sandbox:         DefaultSandbox(),
 		DirectChannels:  true,
 		// Twice the default max_message_bytes, as below.
 		DirectMaxUnreadBytes: 2 * DefaultMaxMessageBytes,
@@ -605,6 +634,11 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	h.Storage = d.storage(r.Storage)
 	h.Runs = d.runs(r.Runs)
 	h.Health = d.health(r.Health)
+	d.attr(r.RequireSandbox, &h.RequireSandbox)
+	// Without a sandbox block, a pack's inherited policy points at the
+	// host block, where one would be added.
+	h.Sandbox.DefRange = r.DefRange
+	h.Sandbox, _ = d.sandbox(r.Sandbox, h.Sandbox)
 	return h, pluginDirOK
 }
 
@@ -662,6 +696,9 @@ func (d *decoder) capability(r *rawCapability, host Host, pluginDirOK bool) *Cap
 	d.attr(r.AllowWritable, &c.AllowWritable)
 	d.attr(r.DirectCalls, &c.DirectCalls)
 	c.Env = d.env(r.Env)
+	if sb, ok := d.sandbox(r.Sandbox, DefaultSandbox()); ok {
+		c.Sandbox = &sb
+	}
 	if n, ok := d.intAttr(r.MaxConcurrent, 1, MaxConcurrent); ok {
 		c.MaxConcurrentCalls = n
 	}
@@ -686,7 +723,10 @@ func (d *decoder) checkFamilies(families []string, rng hcl.Range) {
 
 func (d *decoder) pack(r *rawPack, host Host) *Pack {
 	p := &Pack{Name: r.Name, DefRange: r.DefRange, PathRange: r.PathRange, RequireSignature: host.RequireSignature}
+	p.RequireSandbox = host.RequireSandbox
 	d.attr(r.RequireSignature, &p.RequireSignature)
+	d.attr(r.RequireSandbox, &p.RequireSandbox)
+	p.Sandbox, _ = d.sandbox(r.Sandbox, host.Sandbox)
 	if r.Name == "" {
 		d.errorf(r.DefRange, "Invalid pack name", "A pack's label is its name and must not be empty.")
 	}

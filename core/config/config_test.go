@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -158,12 +159,18 @@ pack "community.demo" {
 		Storage:         DefaultStorage(),
 		Runs:            DefaultRuns(),
 		Health:          DefaultHealth(),
+		Sandbox:         DefaultSandbox(),
 		DirectChannels:  true,
 		// Twice the max_message_bytes set.
 		DirectMaxUnreadBytes: 2 << 20,
 	}
-	if cfg.Host != wantHost {
-		t.Errorf("Host = %+v, want %+v", cfg.Host, wantHost)
+	gotHost := cfg.Host
+	// Without a sandbox block of its own, the packs' policy points at
+	// the host block.
+	assertPos(t, "Host.Sandbox.DefRange", gotHost.Sandbox.DefRange, f.path, 2, 1)
+	gotHost.Sandbox.DefRange = hcl.Range{}
+	if !reflect.DeepEqual(gotHost, wantHost) {
+		t.Errorf("Host = %+v, want %+v", gotHost, wantHost)
 	}
 	if cfg.Path != f.path || cfg.Dir != f.dir {
 		t.Errorf("Path, Dir = %q, %q; want %q, %q", cfg.Path, cfg.Dir, f.path, f.dir)
@@ -245,10 +252,11 @@ func TestLoadDefaults(t *testing.T) {
 		Storage:              Storage{Backend: "embedded", MaxConnections: 8, StatementTimeout: 5 * time.Second, ClaimLease: 30 * time.Second},
 		Runs:                 Runs{LogMaxCalls: 10000, LogMaxBytes: 16 << 20},
 		Health:               Health{Interval: 10 * time.Second, Timeout: 5 * time.Second, Failures: 3},
+		Sandbox:              Sandbox{Enabled: true, MemoryBytes: 512 << 20, Processes: 64},
 		DirectChannels:       true,
 		DirectMaxUnreadBytes: 32 << 20,
 	}
-	if cfg.Host != want {
+	if !reflect.DeepEqual(cfg.Host, want) {
 		t.Errorf("Host = %+v, want %+v", cfg.Host, want)
 	}
 }

@@ -1056,3 +1056,34 @@ func TestOpenWOPSchemaRefusesTheOldShape(t *testing.T) {
 		}
 	}
 }
+
+// The runtime requirements the host grants by name are OpenWOP's, no more
+// and no fewer.
+func TestRuntimeRequirementsAreOpenWOPs(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "openwop-node-pack.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Defs map[string]struct {
+			Properties map[string]struct {
+				Items struct {
+					Enum []string `json:"enum"`
+				} `json:"items"`
+			} `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(src, &schema); err != nil {
+		t.Fatal(err)
+	}
+	want := schema.Defs["runtime"].Properties["requires"].Items.Enum
+	if len(want) == 0 {
+		t.Fatal("the schema's runtime.requires enum was not found")
+	}
+	if got := RuntimeRequirements(); !slices.Equal(got, want) {
+		t.Errorf("RuntimeRequirements() = %v, want the schema's %v", got, want)
+	}
+	if !IsRuntimeRequirement(RuntimeNetOutbound) || IsRuntimeRequirement("net.outbond") || IsRuntimeRequirement("") {
+		t.Error("IsRuntimeRequirement disagrees with the vocabulary")
+	}
+}

@@ -5,6 +5,34 @@ import (
 	"slices"
 )
 
+// The runtime requirements: what a pack's process may need of the machine
+// beyond computing, named in runtime.requires. OpenWOP closes the list; an
+// operator grants them (the sandbox block's allow).
+const (
+	RuntimeNetDNS      = "net.dns"
+	RuntimeNetOutbound = "net.outbound"
+	RuntimeCrypto      = "crypto"
+	RuntimeSubprocess  = "subprocess"
+	RuntimeFSRead      = "fs.read"
+	RuntimeFSWrite     = "fs.write"
+	RuntimeEnvRead     = "env.read"
+	RuntimeClock       = "clock"
+)
+
+// RuntimeRequirements returns the vocabulary of runtime.requires, in the
+// order OpenWOP's schema lists it. The slice is the caller's own.
+func RuntimeRequirements() []string {
+	return []string{
+		RuntimeNetDNS, RuntimeNetOutbound, RuntimeCrypto, RuntimeSubprocess,
+		RuntimeFSRead, RuntimeFSWrite, RuntimeEnvRead, RuntimeClock,
+	}
+}
+
+// IsRuntimeRequirement reports whether s is a runtime.requires token.
+func IsRuntimeRequirement(s string) bool {
+	return slices.Contains(RuntimeRequirements(), s)
+}
+
 // Requirement is one family, or one facet of a family, that a pack or node
 // needs the host to advertise.
 type Requirement struct {

@@ -343,8 +343,7 @@ func newManifestShape() *shape {
 		"entry":             str(),
 		"format":            enum("esm", "cjs", "wheel", "binary", "shared-library", "wasm", "wasm-component"),
 		"minRuntimeVersion": str(),
-		"requires": arrayOf(enum("net.dns", "net.outbound", "crypto", "subprocess",
-			"fs.read", "fs.write", "env.read", "clock")).uniq(),
+		"requires":          arrayOf(enum(RuntimeRequirements()...)).uniq(),
 		// The MCP Registry server record of a remote pack; this host
 		// refuses remote packs, so only its being an object is checked.
 		"mcpServer": {kind: "object", values: &shape{kind: "any"}},
