@@ -31,6 +31,8 @@ type Metrics struct {
 	stateWriteFailures *prometheus.CounterVec
 	replays            *prometheus.CounterVec
 	pruned             *prometheus.CounterVec
+
+	sandboxViolations *prometheus.CounterVec
 }
 
 // NewMetrics returns the metric set. records is read at every scrape for
@@ -82,6 +84,10 @@ func NewMetrics(records func() []registry.Record) *Metrics {
 			Name: "wophost_pruned_records_total",
 			Help: "Records removed by retention, by store (run_records, idempotency_keys).",
 		}, []string{"store"}),
+		sandboxViolations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wophost_sandbox_violations_total",
+			Help: "Nodes failed by a pack's sandbox, by pack and rule (memory, capability, timeout, escape).",
+		}, []string{"pack", "rule"}),
 	}
 	// Writable until a host says otherwise; the stores' series exist from
 	// the start, so a rate over them needs no first failure.
@@ -90,7 +96,7 @@ func NewMetrics(records func() []registry.Record) *Metrics {
 		m.stateWriteFailures.WithLabelValues(store)
 		m.pruned.WithLabelValues(store)
 	}
-	m.reg.MustRegister(m.stateWritable, m.stateWriteFailures, m.replays, m.pruned)
+	m.reg.MustRegister(m.stateWritable, m.stateWriteFailures, m.replays, m.pruned, m.sandboxViolations)
 	m.reg.MustRegister(m.calls, m.directCalls, m.callLatency, m.callsInFlight, m.runs, m.runLatency,
 		newCapabilityCollector(records),
 		collectors.NewGoCollector(),
@@ -152,6 +158,52 @@ func (m *Metrics) IdempotentReplay(typeID string) { m.replays.WithLabelValues(ty
 // Pruned counts records of store removed by retention
 // (host.StateObserver).
 func (m *Metrics) Pruned(store string, n int) { m.pruned.WithLabelValues(store).Add(float64(n)) }
+
+// SandboxRule is the rule of a pack's sandbox a violation broke, the rule
+// label of wophost_sandbox_violations_total.
+type SandboxRule string
+
+// The rules, one for each sandbox failure code.
+const (
+	// SandboxMemory: the pack went past its memory limit
+	// (sandbox_memory_exceeded).
+	SandboxMemory SandboxRule = "memory"
+	// SandboxCapability: the sandbox refused an operation the pack's
+	// grant does not cover (sandbox_capability_denied).
+	SandboxCapability SandboxRule = "capability"
+	// SandboxTimeout: the pack went past its wall-clock bound
+	// (sandbox_timeout).
+	SandboxTimeout SandboxRule = "timeout"
+	// SandboxEscape: the pack attempted what no grant allows
+	// (sandbox_escape_attempt).
+	SandboxEscape SandboxRule = "escape"
+)
+
+// SandboxRuleOf is the rule a node failure's code reports broken, and
+// false for a code that is no sandbox failure.
+func SandboxRuleOf(code string) (SandboxRule, bool) {
+	switch code {
+	case wop.CodeSandboxMemoryExceeded:
+		return SandboxMemory, true
+	case wop.CodeSandboxCapabilityDenied:
+		return SandboxCapability, true
+	case wop.CodeSandboxTimeout:
+		return SandboxTimeout, true
+	case wop.CodeSandboxEscapeAttempt:
+		return SandboxEscape, true
+	}
+	return "", false
+}
+
+// SandboxViolation counts one violation of rule by pack's sandbox. The
+// first violation of a pack makes its series for every rule, so that a
+// rate over any of them needs no violation of that rule first.
+func (m *Metrics) SandboxViolation(pack string, rule SandboxRule) {
+	for _, r := range []SandboxRule{SandboxMemory, SandboxCapability, SandboxTimeout, SandboxEscape} {
+		m.sandboxViolations.WithLabelValues(pack, string(r))
+	}
+	m.sandboxViolations.WithLabelValues(pack, string(rule)).Inc()
+}
 
 func codeLabel(err error) string {
 	if err == nil {

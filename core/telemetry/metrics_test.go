@@ -8,6 +8,7 @@ import (
 
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // The host reports its state directory to the metrics it observes calls
@@ -41,5 +42,46 @@ func TestStateMetrics(t *testing.T) {
 	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	if !strings.Contains(w.Body.String(), "wophost_state_writable 1") {
 		t.Error("the gauge did not come back to 1")
+	}
+}
+
+func TestSandboxViolations(t *testing.T) {
+	m := NewMetrics(func() []registry.Record { return nil })
+	scrape := func() string {
+		w := httptest.NewRecorder()
+		m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+		return w.Body.String()
+	}
+	if strings.Contains(scrape(), "wophost_sandbox_violations_total{") {
+		t.Fatal("a series before any violation")
+	}
+	for _, code := range []string{wop.CodeSandboxCapabilityDenied, wop.CodeSandboxCapabilityDenied, wop.CodeSandboxMemoryExceeded} {
+		rule, ok := SandboxRuleOf(code)
+		if !ok {
+			t.Fatalf("%s: no rule", code)
+		}
+		m.SandboxViolation("kvdemo", rule)
+	}
+	m.SandboxViolation("other", SandboxEscape)
+	body := scrape()
+	for _, want := range []string{
+		`wophost_sandbox_violations_total{pack="kvdemo",rule="capability"} 2`,
+		`wophost_sandbox_violations_total{pack="kvdemo",rule="memory"} 1`,
+		`wophost_sandbox_violations_total{pack="kvdemo",rule="timeout"} 0`,
+		`wophost_sandbox_violations_total{pack="kvdemo",rule="escape"} 0`,
+		`wophost_sandbox_violations_total{pack="other",rule="escape"} 1`,
+		`wophost_sandbox_violations_total{pack="other",rule="capability"} 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	for code, want := range map[string]SandboxRule{
+		wop.CodeSandboxTimeout: SandboxTimeout, wop.CodeSandboxEscapeAttempt: SandboxEscape,
+		wop.CodeDeadlineExceeded: "", wop.CodePackRuntimeRequirementUnmet: "", "sandbox_memory": "",
+	} {
+		if got, ok := SandboxRuleOf(code); got != want || ok != (want != "") {
+			t.Errorf("SandboxRuleOf(%s) = %q, %v; want %q", code, got, ok, want)
+		}
 	}
 }
