@@ -158,7 +158,7 @@ func (g *globals) startHostWith(ctx context.Context, cfg *config.Config, ldr *co
 
 func (g *globals) startHostFor(ctx context.Context, cfg *config.Config, ldr *config.Loader, listing bool) (*host.Host, error) {
 	logger := g.logger(cfg)
-	h := host.New(cfg, ldr, logger, version)
+	h := newHost(cfg, ldr, logger)
 	rep := h.Start(ctx)
 	warnDiagnostics(logger, append(rep.Capabilities, rep.Packs...))
 	fatal := rep.Config

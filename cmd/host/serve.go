@@ -140,7 +140,7 @@ func httpSettings(cfg *config.Config) config.HTTP {
 // start starts a host for cfg. Capability and pack problems are logged;
 // config problems are returned.
 func (d *daemon) start(ctx context.Context, cfg *config.Config, ldr *config.Loader) (*host.Host, error) {
-	h := host.New(cfg, ldr, d.logger, version)
+	h := newHost(cfg, ldr, d.logger)
 	h.ObserveCalls(d.metrics)
 	rep := h.Start(ctx)
 	// A required capability that is waiting does not hold the host back:

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wophost/wophost/core/config"
-	"github.com/wophost/wophost/core/host"
 )
 
 func validateCommand(g *globals) *cobra.Command {
@@ -98,7 +97,7 @@ func (g *globals) check(ctx context.Context) (*validation, error) {
 	if g.logLevel == "" {
 		logger.SetLevel(hclog.Off)
 	}
-	h := host.New(run, ldr, logger, version)
+	h := newHost(run, ldr, logger)
 	rep := h.Start(ctx)
 	v.ready, v.capabilities = countReady(h), len(run.Capabilities)
 	v.loaded, v.packs = len(h.Packs())-countRefused(h), len(run.Packs)

@@ -18,6 +18,7 @@ import (
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/core/sandbox"
 	"github.com/wophost/wophost/internal/logdedup"
 	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wop"
@@ -77,6 +78,8 @@ type Host struct {
 	// state is the state directory's health, idempotency store and
 	// retention (state.go).
 	state *state
+	// sandbox is what this kernel can enforce of a contained process.
+	sandbox *sandbox.Support
 }
 
 // New returns a host for cfg. files is the loader that parsed cfg; it
@@ -117,7 +120,9 @@ func NewWithOptions(cfg *config.Config, files *config.Loader, logger hclog.Logge
 		caps:     map[string]*capability{},
 		byTypeID: map[string]*Pack{},
 		done:     make(chan struct{}),
+		sandbox:  sandbox.Probe(),
 	}
+	reg.SetSandbox(h.sandboxRecord())
 	h.traces = tracing.Noop()
 	if t := cfg.Host.Tracing; t != nil {
 		tp, err := tracing.NewProvider(context.Background(), t.Settings, t.ServiceName)
@@ -172,6 +177,7 @@ func (r *Report) Fatal() bool { return r.Config.HasErrors() }
 func (h *Host) Start(ctx context.Context) *Report {
 	rep := &Report{}
 	h.state.start()
+	h.logContainment()
 	packs, launched := h.launchPacks(ctx)
 	h.startCapabilities(ctx, rep)
 	if rep.Fatal() {

@@ -104,6 +104,8 @@ type PackInfo struct {
 	// Restarts counts the restarts of the pack's process since the host
 	// started.
 	Restarts int `json:"restarts"`
+	// Sandbox is the pack's containment.
+	Sandbox *PackSandbox `json:"sandbox,omitempty"`
 }
 
 // Packs lists every declared pack in declaration order.
@@ -120,6 +122,7 @@ func (h *Host) Packs() []PackInfo {
 		if p.Err != nil {
 			info.Error = p.Err.Error()
 		}
+		info.Sandbox = h.packSandboxInfo(p)
 		p.live.Unlock()
 		out = append(out, info)
 	}
@@ -282,6 +285,10 @@ func (h *Host) launchPack(ctx context.Context, p *Pack) error {
 	for _, n := range m.Nodes {
 		p.TypeIDs = append(p.TypeIDs, n.TypeID)
 	}
+	// Refused at load, before anything runs (OpenWOP RFC 0076).
+	if err := h.checkRuntimeRequirements(p); err != nil {
+		return err
+	}
 	p.entry = filepath.Join(p.Path, filepath.FromSlash(m.Runtime.Entry))
 	proc, err := h.startPackProcess(ctx, p)
 	p.proc = proc
@@ -307,6 +314,7 @@ func (h *Host) startPackProcess(ctx context.Context, p *Pack) (*loader.Pack, err
 	}
 	opts := h.opts
 	opts.Env = p.cfg.Env
+	opts.Contain = h.packContainment(p)
 	proc, err := loader.StartPack(p.Name, exe, opts)
 	if err != nil {
 		if d := p.digestMismatch(err); d != nil {

@@ -160,6 +160,9 @@ func (h *Host) execute(ctx context.Context, p *Pack, proc *loader.Pack, req *wop
 	p.live.Unlock()
 	out, account, err := proc.Execute(ctx, req)
 	if err != nil && ctx.Err() == nil && (errors.Is(err, loader.ErrUnreachable) || proc.Gone()) {
+		if breach := h.memoryExceeded(p, proc, req.GetTypeId()); breach != nil {
+			return nil, nil, breach
+		}
 		h.logger.Debug("pack unreachable during a run", "pack", p.Name, "type_id", req.GetTypeId(), "error", err)
 		return nil, nil, wop.Errorf(wop.CodeUnavailable, "pack %s exited during the run of %s", p.Name, req.GetTypeId()).
 			WithRetryable(true).WithDetails(map[string]string{"pack": p.Name, "typeId": req.GetTypeId()})

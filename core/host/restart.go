@@ -29,6 +29,10 @@ type Options struct {
 	// Restart is the restart policy of crashed plugins and packs; the zero
 	// value is DefaultRestartPolicy.
 	Restart RestartPolicy
+	// Launcher is the host binary, run to contain a process before it
+	// execs its entry (package sandbox). Without one, no process is
+	// contained and every rule is reported as not enforced.
+	Launcher string
 }
 
 // withDefaults fills in what o leaves unset.

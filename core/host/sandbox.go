@@ -1,0 +1,182 @@
+package host
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/loader"
+	"github.com/wophost/wophost/core/sandbox"
+	"github.com/wophost/wophost/sdk/wop"
+)
+
+// PackSandbox is what `host packs` and GET /v1/packs show of a pack's
+// containment.
+type PackSandbox struct {
+	// Contained is set when the pack's process starts through the
+	// launcher.
+	Contained bool `json:"contained"`
+	// Granted lists the declared requirements the policy grants.
+	Granted []string `json:"granted,omitempty"`
+	// NotEnforced names each rule this host cannot enforce, with why.
+	NotEnforced map[string]string `json:"notEnforced,omitempty"`
+}
+
+// sandboxPolicy is the launcher's view of a sandbox block.
+func sandboxPolicy(s config.Sandbox) sandbox.Policy {
+	return sandbox.Policy{
+		Allow:       s.Allow,
+		MemoryBytes: s.MemoryBytes,
+		Processes:   s.Processes,
+		ReadPaths:   s.ReadPaths,
+		WritePaths:  s.WritePaths,
+		RunAs:       s.RunAs,
+	}
+}
+
+// notEnforced names the rules that cannot be enforced for a process under
+// s on this host, with why: all of them when the host has no launcher.
+func (h *Host) notEnforced(s config.Sandbox) map[string]string {
+	if h.options.Launcher == "" {
+		out := map[string]string{}
+		for _, r := range sandbox.Rules() {
+			out[r] = "the host was started without a launcher (an embedded host)"
+		}
+		return out
+	}
+	return h.sandbox.Unenforced(sandboxPolicy(s))
+}
+
+// checkRuntimeRequirements refuses p when it declares a runtime
+// requirement its policy does not grant (OpenWOP's
+// pack_runtime_requirement_unmet), or when require_sandbox is set and a
+// rule cannot be enforced. A pack that is not contained declares what it
+// likes: nothing is withheld from it.
+func (h *Host) checkRuntimeRequirements(p *Pack) error {
+	sb := p.cfg.Sandbox
+	if !sb.Enabled {
+		if p.cfg.RequireSandbox {
+			return wop.Errorf(wop.CodePackRuntimeRequirementUnmet, "require_sandbox is set but the pack's sandbox block has enabled = false").
+				WithDetails(map[string]any{"unmet": []string{"sandbox"}, "manifest": p.Name + "@" + p.Version})
+		}
+		return nil
+	}
+	if unmet := sandbox.Unmet(p.manifest.Runtime.Requires, sb.Allow); len(unmet) > 0 {
+		return wop.Errorf(wop.CodePackRuntimeRequirementUnmet, "runtime.requires lists %s, which the pack's sandbox policy does not allow; grant it with sandbox { allow = [...] } in the pack's block if the pack may have it",
+			strings.Join(unmet, ", ")).
+			WithDetails(map[string]any{"unmet": unmet, "manifest": p.Name + "@" + p.Version,
+				"advice": "add the requirement to the allow list of the pack's sandbox block"})
+	}
+	if p.cfg.RequireSandbox {
+		if skipped := h.notEnforced(sb); len(skipped) > 0 {
+			rules := slices.Sorted(maps.Keys(skipped))
+			var why []string
+			for _, r := range rules {
+				why = append(why, r+" ("+skipped[r]+")")
+			}
+			return wop.Errorf(wop.CodePackRuntimeRequirementUnmet, "require_sandbox is set and this host cannot enforce: %s", strings.Join(why, "; ")).
+				WithDetails(map[string]any{"unmet": []string{"sandbox"}, "manifest": p.Name + "@" + p.Version, "notEnforced": skipped})
+		}
+	}
+	return nil
+}
+
+// packContainment is how p's process is contained, nil when it runs
+// uncontained.
+func (h *Host) packContainment(p *Pack) *loader.Containment {
+	sb := p.cfg.Sandbox
+	if !sb.Enabled || h.options.Launcher == "" {
+		return nil
+	}
+	return &loader.Containment{
+		Support:  h.sandbox,
+		Launcher: h.options.Launcher,
+		Policy:   sandboxPolicy(sb),
+		Declared: p.manifest.Runtime.Requires,
+		Dir:      p.Path,
+		StateDir: filepath.Join(h.cfg.Host.StateDir, "packs", p.Name),
+	}
+}
+
+// packSandboxInfo is p's containment as listed.
+func (h *Host) packSandboxInfo(p *Pack) *PackSandbox {
+	sb := p.cfg.Sandbox
+	if !sb.Enabled {
+		return &PackSandbox{}
+	}
+	info := &PackSandbox{Contained: h.options.Launcher != "", NotEnforced: h.notEnforced(sb)}
+	if p.manifest != nil {
+		g := sandbox.Grant(p.manifest.Runtime.Requires, sb.Allow, sb.ReadPaths, sb.WritePaths)
+		if t := g.Tokens(); t != "" {
+			info.Granted = strings.Split(t, ",")
+		}
+	}
+	return info
+}
+
+// sandboxRecord is the advertisement's sandbox record (OpenWOP RFC 0035):
+// the host's default policy for packs, and which rules hold. Nil when
+// packs are not contained by default.
+func (h *Host) sandboxRecord() json.RawMessage {
+	sb := h.cfg.Host.Sandbox
+	if !sb.Enabled || h.options.Launcher == "" {
+		return nil
+	}
+	skipped := h.notEnforced(sb)
+	var enforced []string
+	for _, r := range sandbox.Rules() {
+		if _, ok := skipped[r]; !ok && (r != sandbox.RuleUser || sb.RunAs != "") {
+			enforced = append(enforced, r)
+		}
+	}
+	rec := map[string]any{
+		"status":           "experimental",
+		"isolationModel":   "process",
+		"memoryLimitBytes": sb.MemoryBytes,
+		"wallClockLimitMs": h.cfg.Host.RunTimeout.Milliseconds(),
+		"x-wophost-rules":  map[string]any{"enforced": enforced, "notEnforced": skipped},
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		panic(fmt.Sprintf("sandbox record: %v", err))
+	}
+	return b
+}
+
+// memoryExceeded is the failure of a run whose pack the kernel killed for
+// its memory cap, nil when that is not what happened.
+func (h *Host) memoryExceeded(p *Pack, proc *loader.Pack, typeID string) error {
+	limit, exceeded := proc.MemoryBreach()
+	if !exceeded {
+		return nil
+	}
+	h.logger.Warn("a contained pack was killed for its memory cap", "pack", p.Name, "type_id", typeID, "rule", sandbox.RuleMemory, "limit_bytes", limit)
+	return wop.Errorf(wop.CodeSandboxMemoryExceeded, "pack %s was killed for reaching its memory cap of %d bytes during the run of %s", p.Name, limit, typeID).
+		WithDetails(map[string]any{"pack": p.Name, "typeId": typeID, "limitBytes": limit})
+}
+
+// logContainment says once, at start, how packs are contained and which
+// rules this host cannot enforce.
+func (h *Host) logContainment() {
+	sb := h.cfg.Host.Sandbox
+	if !sb.Enabled {
+		h.logger.Warn("packs run uncontained: the host block's sandbox has enabled = false")
+		return
+	}
+	if h.options.Launcher == "" {
+		h.logger.Warn("packs run uncontained: the host was started without a launcher (an embedded host)")
+		return
+	}
+	skipped := h.notEnforced(sb)
+	if len(skipped) == 0 {
+		h.logger.Info("packs are contained", "landlock_abi", h.sandbox.LandlockABI, "cgroups", h.sandbox.Cgroups())
+		return
+	}
+	for _, r := range slices.Sorted(maps.Keys(skipped)) {
+		h.logger.Warn("a sandbox rule is not enforced on this host", "rule", r, "reason", skipped[r])
+	}
+}
