@@ -2,6 +2,7 @@ package pack
 
 import (
 	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -75,11 +76,9 @@ func sandboxDenial(err error) *wop.Error {
 //   - an *os.PathError or *os.LinkError of an operation that writes
 //     (mkdir, remove, rename, link, symlink, truncate, chmod, chown,
 //     chtimes, write, and their *at forms): fs.write;
-//   - an *os.PathError of "open" or "openat": fs.read. The error does
-//     not say whether the file was opened for writing, so this is the
-//     conservative reading: a write refused at open names fs.read, and
-//     the operator who grants it sees the write refused next, with
-//     fs.write;
+//   - an *os.PathError of "open" or "openat": fs.read, unless the path
+//     opens for reading or does not exist, in which case the refused open
+//     was one for writing or creating: fs.write (openIntent);
 //   - anything else, a bare errno among them: unknown.
 func refusedRequirement(err error) (string, bool) {
 	var dnsErr *net.DNSError
@@ -102,6 +101,9 @@ func refusedRequirement(err error) (string, bool) {
 	}
 	var pathErr *os.PathError
 	if errors.As(err, &pathErr) && refused(pathErr) {
+		if pathErr.Op == "open" || pathErr.Op == "openat" {
+			return openIntent(pathErr.Path, os.Open), true
+		}
 		if req := pathOpRequirement(pathErr.Op); req != "" {
 			return req, true
 		}
@@ -140,8 +142,6 @@ func pathOpRequirement(op string) string {
 	switch op {
 	case "fork/exec":
 		return requiresSubprocess
-	case "open", "openat":
-		return requiresFSRead
 	case "mkdir", "mkdirat", "mkdirtemp", "create", "createtemp",
 		"remove", "removeat", "unlinkat",
 		"rename", "renameat", "link", "linkat", "symlink", "symlinkat",
@@ -150,6 +150,22 @@ func pathOpRequirement(op string) string {
 		return requiresFSWrite
 	}
 	return ""
+}
+
+// openIntent names the requirement a refused open of path needed. The
+// error does not say how the file was opened, so the path is opened
+// again, for reading only: refused again, reading was what was refused;
+// opened, or not there (a create), it was the write.
+func openIntent(path string, open func(string) (*os.File, error)) string {
+	f, err := open(path)
+	if err == nil {
+		f.Close()
+		return requiresFSWrite
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return requiresFSWrite
+	}
+	return requiresFSRead
 }
 
 // startsProcess reports whether the system call named by an

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -35,7 +36,7 @@ var (
 		Err: "dial udp 127.0.0.53:53: socket: operation not permitted", Name: "example.com", Server: "127.0.0.53:53"}}
 	forkRefused  = &os.PathError{Op: "fork/exec", Path: "/usr/bin/git", Err: syscall.EPERM}
 	lookPathDeny = &exec.Error{Name: "git", Err: syscall.EACCES}
-	openRefused  = &os.PathError{Op: "open", Path: "/etc/shadow", Err: syscall.EACCES}
+	openRefused  = &os.PathError{Op: "open", Path: "/dev/null", Err: syscall.EACCES}
 	mkdirRefused = &os.PathError{Op: "mkdir", Path: "/var/lib/x", Err: syscall.EACCES}
 )
 
@@ -54,8 +55,10 @@ func TestSandboxDenialNamesTheRequirement(t *testing.T) {
 		{"fork refused, wrapped", fmt.Errorf("run git: %w", forkRefused), "subprocess"},
 		{"look path refused", lookPathDeny, "subprocess"},
 		{"clone refused", os.NewSyscallError("clone", syscall.EPERM), "subprocess"},
-		{"open refused", openRefused, "fs.read"},
-		{"openat refused", &os.PathError{Op: "openat", Path: "x", Err: syscall.EACCES}, "fs.read"},
+		// The path opens for reading here (or is not there): the refused
+		// open was a write's.
+		{"open refused", openRefused, "fs.write"},
+		{"openat refused", &os.PathError{Op: "openat", Path: "no-such-file", Err: syscall.EACCES}, "fs.write"},
 		{"mkdir refused", fmt.Errorf("cache: %w", mkdirRefused), "fs.write"},
 		{"remove refused", &os.PathError{Op: "remove", Path: "/x", Err: syscall.EPERM}, "fs.write"},
 		{"truncate refused", &os.PathError{Op: "truncate", Path: "/x", Err: syscall.EACCES}, "fs.write"},
@@ -171,5 +174,16 @@ func TestExecuteAttributesARefusalOnlyWhenContained(t *testing.T) {
 	}
 	if we := run(true, "test.own"); we.Code != "acme.denied" {
 		t.Errorf("contained, the node's own envelope: %v", we)
+	}
+}
+
+func TestRefusedOpenForReadingNamesFSRead(t *testing.T) {
+	refusedAgain := func(string) (*os.File, error) { return nil, syscall.EACCES }
+	if got := openIntent("/any", refusedAgain); got != "fs.read" {
+		t.Fatalf("an open refused again for reading: %s, want fs.read", got)
+	}
+	missing := func(string) (*os.File, error) { return nil, fs.ErrNotExist }
+	if got := openIntent("/any", missing); got != "fs.write" {
+		t.Fatalf("an open of a missing file: %s, want fs.write", got)
 	}
 }
