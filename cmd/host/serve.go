@@ -142,6 +142,7 @@ func httpSettings(cfg *config.Config) config.HTTP {
 func (d *daemon) start(ctx context.Context, cfg *config.Config, ldr *config.Loader) (*host.Host, error) {
 	h := newHost(cfg, ldr, d.logger)
 	h.ObserveCalls(d.metrics)
+	h.ObserveSandbox(d.metrics.SandboxViolation)
 	rep := h.Start(ctx)
 	// A required capability that is waiting does not hold the host back:
 	// it serves the rest, /readyz says 503 until it is ready.

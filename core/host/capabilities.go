@@ -405,6 +405,7 @@ func (h *Host) processOptions(cc *config.Capability) loader.Options {
 	opts.StartTimeout = cc.StartTimeout
 	opts.Env = cc.Env
 	opts.MaxConcurrentCalls = cc.MaxConcurrentCalls
+	opts.Contain = h.pluginContainment(cc)
 	return opts
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/core/sandbox"
+	"github.com/wophost/wophost/core/telemetry"
 	"github.com/wophost/wophost/internal/logdedup"
 	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wop"
@@ -78,8 +79,10 @@ type Host struct {
 	// state is the state directory's health, idempotency store and
 	// retention (state.go).
 	state *state
-	// sandbox is what this kernel can enforce of a contained process.
-	sandbox *sandbox.Support
+	// sandbox is what this kernel can enforce of a contained process;
+	// onViolation is told of each run failed for a sandbox rule.
+	sandbox     *sandbox.Support
+	onViolation func(pack string, rule telemetry.SandboxRule)
 }
 
 // New returns a host for cfg. files is the loader that parsed cfg; it

@@ -159,6 +159,9 @@ func (h *Host) execute(ctx context.Context, p *Pack, proc *loader.Pack, req *wop
 	}
 	p.live.Unlock()
 	out, account, err := proc.Execute(ctx, req)
+	if err != nil {
+		h.noteViolation(p, req.GetTypeId(), err)
+	}
 	if err != nil && ctx.Err() == nil && (errors.Is(err, loader.ErrUnreachable) || proc.Gone()) {
 		if breach := h.memoryExceeded(p, proc, req.GetTypeId()); breach != nil {
 			return nil, nil, breach

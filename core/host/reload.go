@@ -59,6 +59,7 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config, files *config.Loa
 	if h.observer != nil {
 		next.ObserveCalls(h.observer)
 	}
+	next.onViolation = h.onViolation
 	next.prev = h
 	rep := next.Start(ctx)
 	next.prev = nil
@@ -331,7 +332,8 @@ func (h *Host) drainTimeout() time.Duration {
 
 // fingerprint sums up what a plugin process runs with: its binary (path,
 // file identity and pin), the block's family filter, its environment, its
-// decoded config, and the host settings every process is started with,
+// decoded config, its sandbox block, and the host settings every process
+// is started with,
 // storage included (a plugin's pool is opened with the dsn it was given).
 // Settings that only the host applies (required, max_concurrent_calls,
 // start_timeout) are left out: changing them does not need a new process.
@@ -351,10 +353,12 @@ func (h *Host) fingerprint(cc *config.Capability, identity string, configJSON []
 		Storage             plugin.Storage
 		// A channel's bound is set at Configure.
 		DirectMaxUnreadBytes int
+		// Containment is applied at start.
+		Sandbox *config.Sandbox
 	}{
 		cc.PluginPath, cc.SHA256, identity, cc.Families, cc.Env, configJSON,
 		h.cfg.Host.StateDir, h.opts.LogLevel.String(), h.opts.MaxMessageBytes, h.opts.Tracing,
-		h.storageFor(cc), h.opts.DirectMaxUnreadBytes,
+		h.storageFor(cc), h.opts.DirectMaxUnreadBytes, cc.Sandbox,
 	})
 	return hex.EncodeToString(sum.Sum(nil))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/sandbox"
+	"github.com/wophost/wophost/core/telemetry"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -102,6 +103,24 @@ func (h *Host) packContainment(p *Pack) *loader.Containment {
 	}
 }
 
+// pluginContainment is how cc's plugin is contained: only when its block
+// has a sandbox block. A plugin declares no requirements: what the
+// operator allows is what it gets.
+func (h *Host) pluginContainment(cc *config.Capability) *loader.Containment {
+	sb := cc.Sandbox
+	if sb == nil || !sb.Enabled || h.options.Launcher == "" {
+		return nil
+	}
+	return &loader.Containment{
+		Support:  h.sandbox,
+		Launcher: h.options.Launcher,
+		Policy:   sandboxPolicy(*sb),
+		Declared: sb.Allow,
+		Dir:      filepath.Dir(cc.PluginPath),
+		StateDir: filepath.Join(h.cfg.Host.StateDir, "plugins", cc.Name),
+	}
+}
+
 // packSandboxInfo is p's containment as listed.
 func (h *Host) packSandboxInfo(p *Pack) *PackSandbox {
 	sb := p.cfg.Sandbox
@@ -155,6 +174,9 @@ func (h *Host) memoryExceeded(p *Pack, proc *loader.Pack, typeID string) error {
 		return nil
 	}
 	h.logger.Warn("a contained pack was killed for its memory cap", "pack", p.Name, "type_id", typeID, "rule", sandbox.RuleMemory, "limit_bytes", limit)
+	if h.onViolation != nil {
+		h.onViolation(p.Name, telemetry.SandboxMemory)
+	}
 	return wop.Errorf(wop.CodeSandboxMemoryExceeded, "pack %s was killed for reaching its memory cap of %d bytes during the run of %s", p.Name, limit, typeID).
 		WithDetails(map[string]any{"pack": p.Name, "typeId": typeID, "limitBytes": limit})
 }
@@ -178,5 +200,25 @@ func (h *Host) logContainment() {
 	}
 	for _, r := range slices.Sorted(maps.Keys(skipped)) {
 		h.logger.Warn("a sandbox rule is not enforced on this host", "rule", r, "reason", skipped[r])
+	}
+}
+
+// ObserveSandbox has report called with the pack and the rule of every
+// run a contained pack failed for breaking a sandbox rule. Call it before
+// Start.
+func (h *Host) ObserveSandbox(report func(pack string, rule telemetry.SandboxRule)) {
+	h.onViolation = report
+}
+
+// noteViolation logs and reports a node's failure that the pack's SDK
+// attributed to the sandbox.
+func (h *Host) noteViolation(p *Pack, typeID string, err error) {
+	rule, ok := telemetry.SandboxRuleOf(wop.CodeOf(err))
+	if !ok {
+		return
+	}
+	h.logger.Info("a contained pack was refused what its sandbox does not grant", "pack", p.Name, "type_id", typeID, "rule", string(rule), "error", err)
+	if h.onViolation != nil {
+		h.onViolation(p.Name, rule)
 	}
 }
