@@ -586,7 +586,7 @@ func TestParseNotesUnimplementedFeatures(t *testing.T) {
 		got = append(got, n.Field)
 	}
 	want := []string{
-		"/connector", "/runtime/format", "/runtime/minRuntimeVersion", "/runtime/requires",
+		"/connector", "/runtime/format", "/runtime/minRuntimeVersion",
 		"/peerDependencies/promptLibrary",
 		"/nodes/1/label", "/nodes/1/capabilities", "/nodes/1/outputs/out/sensitive", "/nodes/1/envelopeContractRef",
 		"/nodes/1/artifact", "/nodes/1/mcp", "/nodes/1/configSchemaRef", "/nodes/1", "/nodes/1/requiredModelCapabilities",
@@ -595,14 +595,6 @@ func TestParseNotesUnimplementedFeatures(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("notes at %v, want %v", got, want)
-	}
-	for _, n := range m.Notes {
-		switch n.Field {
-		case "/runtime/requires":
-			if !strings.Contains(n.Message, "every platform primitive") {
-				t.Errorf("runtime.requires note %q does not say every primitive is available", n.Message)
-			}
-		}
 	}
 	if err := openWOPValid(t, openWOPSchema(t), data); err != nil {
 		t.Errorf("the OpenWOP schema refuses the features: %v", err)

@@ -24,10 +24,6 @@ func (m *Manifest) notes() []Note {
 	if m.Runtime.MinRuntimeVersion != "" {
 		add("/runtime/minRuntimeVersion", "is not checked: the host starts runtime.entry as an executable")
 	}
-	if len(m.Runtime.Requires) > 0 {
-		add("/runtime/requires", "the pack runs as an ordinary process of the host's user, with every platform primitive available ("+
-			strings.Join(m.Runtime.Requires, ", ")+"); nothing is sandboxed")
-	}
 	for _, key := range sortedKeys(m.PeerDependencies) {
 		switch v := m.PeerDependencies[key]; v {
 		case Required, Optional, "supported":
