@@ -23,6 +23,7 @@ all: build
 build: export CGO_ENABLED := 0
 build: ## Build the host, the plugins and the example packs.
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/host ./cmd/host
+	$(GO) build -o $(BIN)/wophost-launch ./cmd/wophost-launch
 	@for d in $(EXAMPLE_PLUGIN_DIRS); do echo "$(GO) build -o $(BIN)/wophost-$${d#examples/plugins/} ./$$d"; $(GO) build -o $(BIN)/wophost-$${d#examples/plugins/} ./$$d || exit 1; done
 	@for d in $(PLUGIN_DIRS); do echo "$(GO) build -o $(BIN)/wophost-$${d#plugins/} ./$$d"; $(GO) build -o $(BIN)/wophost-$${d#plugins/} ./$$d || exit 1; done
 	$(GO) build -o examples/packs/kvdemo/bin/kvdemo ./examples/packs/kvdemo

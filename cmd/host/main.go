@@ -5,6 +5,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -25,13 +26,33 @@ func main() {
 	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// newHost returns a host for cfg whose launcher is this binary.
+// newHost returns a host for cfg that contains its packs with launcher.
 func newHost(cfg *config.Config, ldr *config.Loader, logger hclog.Logger) *host.Host {
 	var opts host.Options
-	if self, err := os.Executable(); err == nil {
-		opts.Launcher = self
+	if l, err := launcher(); err == nil {
+		opts.Launcher = l
 	} else {
 		logger.Warn("packs run uncontained: the host cannot find its own binary to contain them with", "error", err)
 	}
 	return host.NewWithOptions(cfg, ldr, logger, version, opts)
+}
+
+// launcherName is the small launcher binary the host prefers, beside its
+// own: it starts in a millisecond or two where the host binary, with
+// everything it links, takes tens.
+const launcherName = "wophost-launch"
+
+// launcher is the program that contains what the host starts: the
+// launcher beside this binary when it is there, a regular executable that
+// only its owner may write, or else this binary, which does the same.
+func launcher() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	beside := filepath.Join(filepath.Dir(self), launcherName)
+	if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 && fi.Mode()&0o022 == 0 {
+		return beside, nil
+	}
+	return self, nil
 }

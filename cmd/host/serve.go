@@ -142,7 +142,11 @@ func httpSettings(cfg *config.Config) config.HTTP {
 func (d *daemon) start(ctx context.Context, cfg *config.Config, ldr *config.Loader) (*host.Host, error) {
 	h := newHost(cfg, ldr, d.logger)
 	h.ObserveCalls(d.metrics)
-	h.ObserveSandbox(d.metrics.SandboxViolation)
+	h.ObserveSandbox(func(pack, code string) {
+		if rule, ok := telemetry.SandboxRuleOf(code); ok {
+			d.metrics.SandboxViolation(pack, rule)
+		}
+	})
 	rep := h.Start(ctx)
 	// A required capability that is waiting does not hold the host back:
 	// it serves the rest, /readyz says 503 until it is ready.

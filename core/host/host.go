@@ -19,7 +19,6 @@ import (
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/core/sandbox"
-	"github.com/wophost/wophost/core/telemetry"
 	"github.com/wophost/wophost/internal/logdedup"
 	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wop"
@@ -82,7 +81,7 @@ type Host struct {
 	// sandbox is what this kernel can enforce of a contained process;
 	// onViolation is told of each run failed for a sandbox rule.
 	sandbox     *sandbox.Support
-	onViolation func(pack string, rule telemetry.SandboxRule)
+	onViolation func(pack, code string)
 }
 
 // New returns a host for cfg. files is the loader that parsed cfg; it

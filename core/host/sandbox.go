@@ -11,7 +11,6 @@ import (
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/sandbox"
-	"github.com/wophost/wophost/core/telemetry"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -175,7 +174,7 @@ func (h *Host) memoryExceeded(p *Pack, proc *loader.Pack, typeID string) error {
 	}
 	h.logger.Warn("a contained pack was killed for its memory cap", "pack", p.Name, "type_id", typeID, "rule", sandbox.RuleMemory, "limit_bytes", limit)
 	if h.onViolation != nil {
-		h.onViolation(p.Name, telemetry.SandboxMemory)
+		h.onViolation(p.Name, wop.CodeSandboxMemoryExceeded)
 	}
 	return wop.Errorf(wop.CodeSandboxMemoryExceeded, "pack %s was killed for reaching its memory cap of %d bytes during the run of %s", p.Name, limit, typeID).
 		WithDetails(map[string]any{"pack": p.Name, "typeId": typeID, "limitBytes": limit})
@@ -203,22 +202,22 @@ func (h *Host) logContainment() {
 	}
 }
 
-// ObserveSandbox has report called with the pack and the rule of every
-// run a contained pack failed for breaking a sandbox rule. Call it before
-// Start.
-func (h *Host) ObserveSandbox(report func(pack string, rule telemetry.SandboxRule)) {
+// ObserveSandbox has report called with the pack and the code of every
+// run a contained pack failed for breaking a sandbox rule (a sandbox_*
+// code). Call it before Start.
+func (h *Host) ObserveSandbox(report func(pack, code string)) {
 	h.onViolation = report
 }
 
 // noteViolation logs and reports a node's failure that the pack's SDK
 // attributed to the sandbox.
 func (h *Host) noteViolation(p *Pack, typeID string, err error) {
-	rule, ok := telemetry.SandboxRuleOf(wop.CodeOf(err))
-	if !ok {
+	code := wop.CodeOf(err)
+	if !strings.HasPrefix(code, "sandbox_") {
 		return
 	}
-	h.logger.Info("a contained pack was refused what its sandbox does not grant", "pack", p.Name, "type_id", typeID, "rule", string(rule), "error", err)
+	h.logger.Info("a contained pack broke a rule of its sandbox", "pack", p.Name, "type_id", typeID, "code", code, "error", err)
 	if h.onViolation != nil {
-		h.onViolation(p.Name, rule)
+		h.onViolation(p.Name, code)
 	}
 }

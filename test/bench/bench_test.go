@@ -228,11 +228,17 @@ pack "community.wophost.kvdemo" {
 // every capability is ready and every pack loaded. The host is returned
 // whenever it was created, even with an error, so the caller can Close it.
 func start(ctx context.Context, path string) (*host.Host, error) {
+	return startWith(ctx, path, host.Options{})
+}
+
+// startWith is start with the host's options: a host without a launcher
+// (start's) runs its packs uncontained.
+func startWith(ctx context.Context, path string, opts host.Options) (*host.Host, error) {
 	cfg, ldr, diags := config.Load(path)
 	if diags.HasErrors() {
 		return nil, errors.New(config.FormatDiagnostics(diags))
 	}
-	h := host.New(cfg, ldr, hclog.NewNullLogger(), "0.0.0-bench")
+	h := host.NewWithOptions(cfg, ldr, hclog.NewNullLogger(), "0.0.0-bench", opts)
 	rep := h.Start(ctx)
 	if all := rep.All(); all.HasErrors() {
 		return h, errors.New(config.FormatDiagnostics(all))

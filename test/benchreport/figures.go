@@ -141,6 +141,16 @@ func figures() []figure {
 		ctxVsDirect("node run with one ctx call", "BenchmarkNodeRun", nil),
 		ctxVsDirect("node run with one ctx call on a direct channel", "BenchmarkNodeRunDirect", nil),
 		{
+			name: "node run with one ctx call, contained pack", bench: "BenchmarkNodeRunContained",
+			value: "contained-ns/run", show: nanosAsMicros(),
+			baseline: "uncontained-ns/run", baselineLabel: "uncontained pack", ratioMetric: "contained/uncontained",
+		},
+		{
+			name: "pack start to handshake, contained", bench: "BenchmarkPackStartContained",
+			value: "contained-ms/start", show: millis(),
+			baseline: "uncontained-ms/start", baselineLabel: "uncontained start", ratioMetric: "contained/uncontained",
+		},
+		{
 			name: "bare gRPC round trip (grpc-go, no TLS)", bench: "BenchmarkGRPCRoundTrip",
 			value: "grpc-ns/rtt", show: nanosAsMicros(),
 			baseline: "socket-ns/rtt", baselineLabel: "unix-socket round trip",
