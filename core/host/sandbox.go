@@ -4,13 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
+	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/sandbox"
+	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -26,16 +30,47 @@ type PackSandbox struct {
 	NotEnforced map[string]string `json:"notEnforced,omitempty"`
 }
 
-// sandboxPolicy is the launcher's view of a sandbox block.
-func sandboxPolicy(s config.Sandbox) sandbox.Policy {
+// sandboxPolicy is the launcher's view of a sandbox block, with the
+// trace collector's port open when the host exports traces, for the
+// process's spans.
+func (h *Host) sandboxPolicy(s config.Sandbox) sandbox.Policy {
 	return sandbox.Policy{
-		Allow:       s.Allow,
-		MemoryBytes: s.MemoryBytes,
-		Processes:   s.Processes,
-		ReadPaths:   s.ReadPaths,
-		WritePaths:  s.WritePaths,
-		RunAs:       s.RunAs,
+		Allow:        s.Allow,
+		MemoryBytes:  s.MemoryBytes,
+		Processes:    s.Processes,
+		ReadPaths:    s.ReadPaths,
+		WritePaths:   s.WritePaths,
+		RunAs:        s.RunAs,
+		ConnectPorts: collectorPorts(h.opts.Tracing),
 	}
+}
+
+// collectorPorts is the TCP port of the OTLP receiver t exports to, none
+// when tracing is off. An endpoint without a port has its protocol's
+// default (4317 for gRPC, 4318 for HTTP, 443 for an https URL).
+func collectorPorts(t *tracing.Settings) []uint16 {
+	if t == nil || t.Endpoint == "" {
+		return nil
+	}
+	hostPort, def := t.Endpoint, "4317"
+	if t.Protocol == tracing.ProtocolHTTP {
+		def = "4318"
+	}
+	if u, err := url.Parse(t.Endpoint); err == nil && u.Host != "" && strings.Contains(t.Endpoint, "://") {
+		hostPort = u.Host
+		if u.Scheme == "https" {
+			def = "443"
+		}
+	}
+	port := def
+	if _, p, err := net.SplitHostPort(hostPort); err == nil {
+		port = p
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil
+	}
+	return []uint16{uint16(n)}
 }
 
 // notEnforced names the rules that cannot be enforced for a process under
@@ -48,7 +83,7 @@ func (h *Host) notEnforced(s config.Sandbox) map[string]string {
 		}
 		return out
 	}
-	return h.sandbox.Unenforced(sandboxPolicy(s))
+	return h.sandbox.Unenforced(h.sandboxPolicy(s))
 }
 
 // checkRuntimeRequirements refuses p when it declares a runtime
@@ -95,7 +130,7 @@ func (h *Host) packContainment(p *Pack) *loader.Containment {
 	return &loader.Containment{
 		Support:  h.sandbox,
 		Launcher: h.options.Launcher,
-		Policy:   sandboxPolicy(sb),
+		Policy:   h.sandboxPolicy(sb),
 		Declared: p.manifest.Runtime.Requires,
 		Dir:      p.Path,
 		StateDir: filepath.Join(h.cfg.Host.StateDir, "packs", p.Name),
@@ -113,7 +148,7 @@ func (h *Host) pluginContainment(cc *config.Capability) *loader.Containment {
 	return &loader.Containment{
 		Support:  h.sandbox,
 		Launcher: h.options.Launcher,
-		Policy:   sandboxPolicy(*sb),
+		Policy:   h.sandboxPolicy(*sb),
 		Declared: sb.Allow,
 		Dir:      filepath.Dir(cc.PluginPath),
 		StateDir: filepath.Join(h.cfg.Host.StateDir, "plugins", cc.Name),
@@ -191,6 +226,10 @@ func (h *Host) logContainment() {
 	if h.options.Launcher == "" {
 		h.logger.Warn("packs run uncontained: the host was started without a launcher (an embedded host)")
 		return
+	}
+	if ports := collectorPorts(h.opts.Tracing); len(ports) > 0 {
+		h.logger.Warn("tracing is on: contained processes may open internet sockets to export their spans; TCP connects are held to the collector's port where Landlock has TCP rules (ABI 4), UDP is not filtered",
+			"port", ports[0], "landlock_abi", h.sandbox.LandlockABI)
 	}
 	skipped := h.notEnforced(sb)
 	if len(skipped) == 0 {

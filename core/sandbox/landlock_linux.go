@@ -63,6 +63,9 @@ func applyLandlock(spec *Spec) error {
 	if spec.Network == networkDNS {
 		rules = append(rules, landlock.ConnectTCP(53))
 	}
+	for _, port := range spec.ConnectPorts {
+		rules = append(rules, landlock.ConnectTCP(port))
+	}
 	if err := landlockConfig(spec.Network).Restrict(rules...); err != nil {
 		return fmt.Errorf("apply Landlock: %w", err)
 	}

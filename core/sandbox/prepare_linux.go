@@ -79,6 +79,7 @@ func (s *Support) Prepare(name string, p Policy, declared []string, dir, stateDi
 		Landlock:         s.LandlockABI > 0,
 		Seccomp:          s.Seccomp,
 		Network:          g.Network,
+		ConnectPorts:     p.ConnectPorts,
 		Subprocess:       g.Subprocess,
 		ReadExec:         []string{dir},
 		ReadWrite:        append(owned, g.WritePaths...),

@@ -77,6 +77,11 @@ type Policy struct {
 	WritePaths []string
 	// RunAs is "name", "name:group" or "uid:gid"; "" keeps the host's user.
 	RunAs string
+	// ConnectPorts are TCP ports the process may connect to whatever it
+	// declared: the trace collector's, when the host exports traces, for
+	// the process's spans. Internet sockets are then allowed, and TCP
+	// connects held to these ports by Landlock (ABI 4 and later).
+	ConnectPorts []uint16
 }
 
 // Grants is what a contained process may do beyond the default, the

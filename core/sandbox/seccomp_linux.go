@@ -44,7 +44,7 @@ func seccompPolicy(spec *Spec) seccomp.Policy {
 			seccomp.SyscallGroup{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
 		)
 	}
-	if spec.Network == networkNone {
+	if spec.Network == networkNone && len(spec.ConnectPorts) == 0 {
 		groups = append(groups, seccomp.SyscallGroup{
 			Action: seccomp.ActionErrno,
 			NamesWithCondtions: []seccomp.NameWithConditions{{

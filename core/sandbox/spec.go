@@ -75,6 +75,9 @@ type Spec struct {
 	Seccomp bool `json:"seccomp,omitempty"`
 	// Network is "", NetDNS or NetOutbound (see Grants.Network).
 	Network string `json:"network,omitempty"`
+	// ConnectPorts are TCP ports the process may connect to whatever its
+	// network grant (Policy.ConnectPorts).
+	ConnectPorts []uint16 `json:"connectPorts,omitempty"`
 	// Subprocess lets the process start other processes and programs.
 	Subprocess bool `json:"subprocess,omitempty"`
 }
