@@ -45,8 +45,9 @@ func (e *NotReadyError) Error() string {
 
 // Ready reports whether the host can serve what the operator asked for:
 // nil when every capability block with required = true is ready, the
-// state directory takes writes and every pack the host admitted can run
-// nodes (none crashed, restarting or failed); ErrClosing once Close has
+// state directory takes writes, every pack the host admitted can run
+// nodes (none crashed, restarting or failed) and no pack was refused for
+// require_sandbox; ErrClosing once Close has
 // begun, a *StorageError while the state directory cannot take writes, a
 // *NotReadyError otherwise.
 func (h *Host) Ready() error {
@@ -68,8 +69,11 @@ func (h *Host) Ready() error {
 		}
 	}
 	for _, p := range h.Packs() {
-		switch p.State {
-		case PackCrashed, PackRestarting, PackFailed:
+		switch {
+		case p.State == PackCrashed, p.State == PackRestarting, p.State == PackFailed,
+			// require_sandbox asked for a sandbox this host cannot give:
+			// the host is not what the operator asked for.
+			p.State == PackRefused && p.Sandbox != nil && p.Sandbox.Required && len(p.Sandbox.NotEnforced) > 0:
 			nr.Packs[p.Name] = p.State
 			nr.PackOrder = append(nr.PackOrder, p.Name)
 		}

@@ -28,6 +28,8 @@ type PackSandbox struct {
 	Granted []string `json:"granted,omitempty"`
 	// NotEnforced names each rule this host cannot enforce, with why.
 	NotEnforced map[string]string `json:"notEnforced,omitempty"`
+	// Required is the pack's require_sandbox.
+	Required bool `json:"required,omitempty"`
 }
 
 // sandboxPolicy is the launcher's view of a sandbox block, with the
@@ -159,9 +161,9 @@ func (h *Host) pluginContainment(cc *config.Capability) *loader.Containment {
 func (h *Host) packSandboxInfo(p *Pack) *PackSandbox {
 	sb := p.cfg.Sandbox
 	if !sb.Enabled {
-		return &PackSandbox{}
+		return &PackSandbox{Required: p.cfg.RequireSandbox}
 	}
-	info := &PackSandbox{Contained: h.options.Launcher != "", NotEnforced: h.notEnforced(sb)}
+	info := &PackSandbox{Contained: h.options.Launcher != "", NotEnforced: h.notEnforced(sb), Required: p.cfg.RequireSandbox}
 	if p.manifest != nil {
 		g := sandbox.Grant(p.manifest.Runtime.Requires, sb.Allow, sb.ReadPaths, sb.WritePaths)
 		if t := g.Tokens(); t != "" {
