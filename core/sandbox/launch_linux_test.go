@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,6 +61,11 @@ func tryReach(r string) int {
 		for i := 0; i < len(b); i += 4096 {
 			b[i] = 1
 		}
+	case "ids":
+		// Not a reach: what the process runs as, for the run_as test.
+		groups, _ := os.Getgroups()
+		fmt.Printf("%d:%d:%v", os.Getuid(), os.Getgid(), groups)
+		return 0
 	case "signal":
 		pid, _ := strconv.Atoi(target)
 		err = syscall.Kill(pid, 0)
@@ -209,5 +215,27 @@ func TestMemoryCapKillsTheProcess(t *testing.T) {
 	}
 	if proc.cgroup.MemoryCapped() && !proc.MemoryExceeded() {
 		t.Fatalf("the process ended (%s) but its cgroup counted no OOM kill", out)
+	}
+}
+
+// As root with run_as, the process runs as that user and its group, with
+// no other group, and still has its own temporary directory, although
+// the directories the sandbox's rules name (the test binary's, the state
+// directory under the test's own 0700 temporary directory) are closed to
+// that user.
+func TestRunAsSwitchesUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skipf("switching user takes root; the test runs as uid %d", os.Geteuid())
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("the test runs as the user nobody, which this system does not have: %v", err)
+	}
+	p := Policy{RunAs: "nobody"}
+	if out, _ := contained(t, p, nil, "ids:"); out != nobody.Uid+":"+nobody.Gid+":[]" {
+		t.Errorf("ids under run_as nobody: got %q, want %s:%s:[]", out, nobody.Uid, nobody.Gid)
+	}
+	if out, _ := contained(t, p, nil, "own:"); out != "ok" {
+		t.Errorf("own under run_as nobody: got %q, want ok", out)
 	}
 }
