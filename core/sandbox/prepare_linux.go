@@ -222,8 +222,13 @@ func (p *Process) Grants() Grants { return p.grants }
 // Skipped names the rules not enforced for this process, with why.
 func (p *Process) Skipped() map[string]string { return p.skipped }
 
-// TempDir is the process's private temporary directory.
-func (p *Process) TempDir() string { return p.tmp }
+// TempDir is the process's private temporary directory, "" once Close
+// removed it.
+func (p *Process) TempDir() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tmp
+}
 
 // SocketGroup is the group the host's sockets for this process must be
 // open to ("" when it runs as the host's user).
