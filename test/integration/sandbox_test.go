@@ -278,6 +278,9 @@ func TestContainedPackRefusesEachReach(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "written-by-hostile")
 
 	s.try(t, "hostile.try", "own", "", 0).succeeded(t, "own before")
+	// refused counts the tries the sandbox refused, each of which the
+	// host counts as a violation of the capability rule.
+	refused := 0
 	for _, c := range []struct {
 		name, reach, target, capability string
 		after                           func(t *testing.T, o tryOutcome)
@@ -304,6 +307,9 @@ func TestContainedPackRefusesEachReach(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := s.try(t, "hostile.try", c.reach, c.target, 0)
+			if o.Error != nil && o.Error.Code == codeCapabilityDenied {
+				refused++
+			}
 			o.denied(t, c.reach, c.capability)
 			if strings.Contains(o.body, apiToken) || strings.Contains(o.body, "kvdemo-state-canary") {
 				t.Errorf("the refusal carries what the pack was refused: %s", o.body)
@@ -315,6 +321,24 @@ func TestContainedPackRefusesEachReach(t *testing.T) {
 	}
 	s.kvdemoAnswers(t, "after the hostile pack")
 	s.try(t, "hostile.try", "own", "", 0).succeeded(t, "own after")
+
+	// Every refusal is counted against the pack, and nothing else is: the
+	// tries that worked and the other pack's run leave the count alone.
+	if refused == 0 {
+		t.Fatal("the sandbox refused none of the reaches")
+	}
+	metrics := request(t, "GET", s.d.base+"/metrics", "", auth)
+	if metrics.status != 200 {
+		t.Fatalf("GET /metrics: %d %s", metrics.status, metrics.body)
+	}
+	series := fmt.Sprintf(`wophost_sandbox_violations_total{pack=%q,rule="capability"}`, hostileName)
+	if got := metricValue(metrics.body, series); got != float64(refused) {
+		t.Errorf("%s = %v after %d refused reaches, want %d:\n%s", series, got, refused, refused, grepLines(metrics.body, "wophost_sandbox_"))
+	}
+	kvdemoSeries := fmt.Sprintf(`wophost_sandbox_violations_total{pack=%q,rule="capability"}`, kvdemoName)
+	if got := metricValue(metrics.body, kvdemoSeries); got > 0 {
+		t.Errorf("%s = %v, want no violation counted against the pack that made none", kvdemoSeries, got)
+	}
 }
 
 // With a memory cap, a pack that allocates past it fails the run with
