@@ -48,6 +48,14 @@ func tryReach(r string) int {
 		if c, err = net.DialTimeout("tcp", target, 2*time.Second); err == nil {
 			c.Close()
 		}
+	case "udp":
+		// UDP, which Landlock's network rules (TCP bind and connect) do
+		// not cover: only the seccomp filter's socket rule refuses it.
+		var c net.Conn
+		if c, err = net.Dial("udp", target); err == nil {
+			_, err = c.Write([]byte("x"))
+			c.Close()
+		}
 	case "exec":
 		err = exec.Command(target).Run()
 	case "own":
@@ -149,11 +157,17 @@ func TestContainedProcessIsRefusedWhatItWasNotGranted(t *testing.T) {
 			c.Close()
 		}
 	}()
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
 	cases := []struct{ name, reach string }{
 		{"read a file outside", "read:" + secret},
 		{"read the parent's environment", "read:/proc/" + strconv.Itoa(os.Getpid()) + "/environ"},
 		{"write outside", "write:" + filepath.Join(t.TempDir(), "out")},
 		{"connect to a local port", "connect:" + ln.Addr().String()},
+		{"send a datagram", "udp:" + udp.LocalAddr().String()},
 		{"run a program", "exec:/bin/true"},
 		{"signal the parent", "signal:" + strconv.Itoa(os.Getpid())},
 	}
@@ -173,6 +187,20 @@ func TestContainedProcessIsRefusedWhatItWasNotGranted(t *testing.T) {
 	}
 	if n := accepted.Load(); n != 1 {
 		t.Fatalf("the listener accepted %d connections, want 1 (the uncontained one)", n)
+	}
+	// A datagram on loopback is queued on the receiving socket before
+	// its send returns: what was sent is there to read by now.
+	datagrams := 0
+	for buf := make([]byte, 16); ; datagrams++ {
+		if err := udp.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := udp.ReadFrom(buf); err != nil {
+			break
+		}
+	}
+	if datagrams != 1 {
+		t.Fatalf("the UDP socket received %d datagrams, want 1 (the uncontained one)", datagrams)
 	}
 }
 
