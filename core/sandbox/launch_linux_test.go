@@ -241,8 +241,18 @@ func TestMemoryCapKillsTheProcess(t *testing.T) {
 	if out == "ok" {
 		t.Fatalf("allocating 512 MiB under a 64 MiB cap succeeded")
 	}
-	if proc.cgroup.MemoryCapped() && !proc.MemoryExceeded() {
+	capped := proc.cgroup.MemoryCapped()
+	if capped && !proc.MemoryExceeded() {
 		t.Fatalf("the process ended (%s) but its cgroup counted no OOM kill", out)
+	}
+	// The host asks once the process is gone, which may be after Close:
+	// the answers hold.
+	proc.Close()
+	if got := proc.MemoryLimit(); got != 64<<20 {
+		t.Errorf("MemoryLimit after Close = %d, want %d", got, 64<<20)
+	}
+	if capped && !proc.MemoryExceeded() {
+		t.Errorf("MemoryExceeded after Close = false, want the OOM kill still counted")
 	}
 }
 
