@@ -130,8 +130,8 @@ pack %q { path = %q }
 		t.Errorf("the contained kv plugin left nothing in its state directory (%v)", err)
 	}
 
-	// The pack, contained by default, after its runs: the same process
-	// answered them, still confined.
+	// The pack, contained by default, is confined as the contained
+	// plugin is.
 	confinement(t, "the kvdemo pack, contained by default", hostChild(t, s.d, filepath.Join(pack, "bin", "kvdemo")), true)
 	if p := s.packInfo(t, kvdemoName); p.Sandbox == nil || !p.Sandbox.Contained {
 		t.Errorf("GET /v1/packs: the kvdemo pack's sandbox is %+v, want it contained", p.Sandbox)
