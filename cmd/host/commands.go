@@ -309,9 +309,9 @@ func (g *globals) printPacks(h *host.Host) error {
 		return json.NewEncoder(g.stdout).Encode(packs)
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PACK\tVERSION\tSTATE\tNODES\tDEGRADED\tERROR")
+	fmt.Fprintln(tw, "PACK\tVERSION\tSTATE\tSANDBOX\tNODES\tDEGRADED\tERROR")
 	for _, p := range packs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Version), p.State,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Version), p.State, sandboxColumn(p.Sandbox),
 			orDash(strings.Join(p.Nodes, ",")), orDash(strings.Join(p.Degraded, ",")), orDash(oneLine(p.Error)))
 	}
 	if err := tw.Flush(); err != nil {
@@ -334,6 +334,23 @@ func (g *globals) printPacks(h *host.Host) error {
 		}
 	}
 	return nil
+}
+
+// sandboxColumn is the SANDBOX column of `host packs`: whether the pack's
+// process is contained and, when some rules cannot be enforced on this
+// host, how many (the JSON output and the log name them).
+func sandboxColumn(s *host.PackSandbox) string {
+	if s == nil || !s.Contained {
+		return "uncontained"
+	}
+	switch n := len(s.NotEnforced); n {
+	case 0:
+		return "contained"
+	case 1:
+		return "contained (1 rule not enforced)"
+	default:
+		return fmt.Sprintf("contained (%d rules not enforced)", n)
+	}
 }
 
 func orDash(s string) string {

@@ -424,9 +424,20 @@ func (p *process) memoryBreach() (limit int64, exceeded bool) {
 
 // directDir returns the private directory in which the process makes its
 // direct channel's socket, made on first use and removed when the process
-// stops. It is short, under the system's temporary directory, since a
+// stops (for a contained process, its private temporary directory). It is short, under the system's temporary directory, since a
 // unix socket's path is bounded (108 bytes on Linux).
 func (p *process) directDir() (string, error) {
+	if p.contained != nil {
+		// A contained process may make a file, a socket among them, only
+		// in its own directories (Landlock): a directory of the host's
+		// would refuse its bind, and the channel would be lost. Its
+		// private temporary directory is as private (mode 0700, its own
+		// user's) and is removed with it.
+		if dir := p.contained.TempDir(); dir != "" {
+			return dir, nil
+		}
+		return "", fmt.Errorf("direct channel directory: %s has stopped", p.name)
+	}
 	p.directMu.Lock()
 	defer p.directMu.Unlock()
 	if p.direct == "" {

@@ -73,6 +73,19 @@ func confineAndExec(spec *Spec, argv []string) error {
 			return err
 		}
 	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	if spec.Landlock {
+		// Before the switch of user: the ruleset opens each of its paths,
+		// and the user the process runs as may be unable to reach them
+		// (a state_dir of mode 0700, a pack under a private directory).
+		// The rules hold the same after the switch; what the new user may
+		// open is then bounded by both the rules and its own permissions.
+		if err := applyLandlock(spec); err != nil {
+			return err
+		}
+	}
 	if spec.SwitchUser {
 		if err := switchUser(spec.UID, spec.GID); err != nil {
 			return err
@@ -80,14 +93,6 @@ func confineAndExec(spec *Spec, argv []string) error {
 	}
 	if spec.DropCapabilities {
 		if err := dropCapabilities(); err != nil {
-			return err
-		}
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("set no_new_privs: %w", err)
-	}
-	if spec.Landlock {
-		if err := applyLandlock(spec); err != nil {
 			return err
 		}
 	}

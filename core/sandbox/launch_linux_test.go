@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -47,6 +48,14 @@ func tryReach(r string) int {
 		if c, err = net.DialTimeout("tcp", target, 2*time.Second); err == nil {
 			c.Close()
 		}
+	case "udp":
+		// UDP, which Landlock's network rules (TCP bind and connect) do
+		// not cover: only the seccomp filter's socket rule refuses it.
+		var c net.Conn
+		if c, err = net.Dial("udp", target); err == nil {
+			_, err = c.Write([]byte("x"))
+			c.Close()
+		}
 	case "exec":
 		err = exec.Command(target).Run()
 	case "own":
@@ -60,6 +69,11 @@ func tryReach(r string) int {
 		for i := 0; i < len(b); i += 4096 {
 			b[i] = 1
 		}
+	case "ids":
+		// Not a reach: what the process runs as, for the run_as test.
+		groups, _ := os.Getgroups()
+		fmt.Printf("%d:%d:%v", os.Getuid(), os.Getgid(), groups)
+		return 0
 	case "signal":
 		pid, _ := strconv.Atoi(target)
 		err = syscall.Kill(pid, 0)
@@ -147,11 +161,17 @@ func TestContainedProcessIsRefusedWhatItWasNotGranted(t *testing.T) {
 			c.Close()
 		}
 	}()
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
 	cases := []struct{ name, reach string }{
 		{"read a file outside", "read:" + secret},
 		{"read the parent's environment", "read:/proc/" + strconv.Itoa(os.Getpid()) + "/environ"},
 		{"write outside", "write:" + filepath.Join(t.TempDir(), "out")},
 		{"connect to a local port", "connect:" + ln.Addr().String()},
+		{"send a datagram", "udp:" + udp.LocalAddr().String()},
 		{"run a program", "exec:/bin/true"},
 		{"signal the parent", "signal:" + strconv.Itoa(os.Getpid())},
 	}
@@ -171,6 +191,20 @@ func TestContainedProcessIsRefusedWhatItWasNotGranted(t *testing.T) {
 	}
 	if n := accepted.Load(); n != 1 {
 		t.Fatalf("the listener accepted %d connections, want 1 (the uncontained one)", n)
+	}
+	// A datagram on loopback is queued on the receiving socket before
+	// its send returns: what was sent is there to read by now.
+	datagrams := 0
+	for buf := make([]byte, 16); ; datagrams++ {
+		if err := udp.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := udp.ReadFrom(buf); err != nil {
+			break
+		}
+	}
+	if datagrams != 1 {
+		t.Fatalf("the UDP socket received %d datagrams, want 1 (the uncontained one)", datagrams)
 	}
 }
 
@@ -211,7 +245,39 @@ func TestMemoryCapKillsTheProcess(t *testing.T) {
 	if out == "ok" {
 		t.Fatalf("allocating 512 MiB under a 64 MiB cap succeeded")
 	}
-	if proc.cgroup.MemoryCapped() && !proc.MemoryExceeded() {
+	capped := proc.cgroup.MemoryCapped()
+	if capped && !proc.MemoryExceeded() {
 		t.Fatalf("the process ended (%s) but its cgroup counted no OOM kill", out)
+	}
+	// The host asks once the process is gone, which may be after Close:
+	// the answers hold.
+	proc.Close()
+	if got := proc.MemoryLimit(); got != 64<<20 {
+		t.Errorf("MemoryLimit after Close = %d, want %d", got, 64<<20)
+	}
+	if capped && !proc.MemoryExceeded() {
+		t.Errorf("MemoryExceeded after Close = false, want the OOM kill still counted")
+	}
+}
+
+// As root with run_as, the process runs as that user and its group, with
+// no other group, and still has its own temporary directory, although
+// the directories the sandbox's rules name (the test binary's, the state
+// directory under the test's own 0700 temporary directory) are closed to
+// that user.
+func TestRunAsSwitchesUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skipf("switching user takes root; the test runs as uid %d", os.Geteuid())
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("the test runs as the user nobody, which this system does not have: %v", err)
+	}
+	p := Policy{RunAs: "nobody"}
+	if out, _ := contained(t, p, nil, "ids:"); out != nobody.Uid+":"+nobody.Gid+":[]" {
+		t.Errorf("ids under run_as nobody: got %q, want %s:%s:[]", out, nobody.Uid, nobody.Gid)
+	}
+	if out, _ := contained(t, p, nil, "own:"); out != "ok" {
+		t.Errorf("own under run_as nobody: got %q, want ok", out)
 	}
 }

@@ -22,12 +22,16 @@ type Process struct {
 	// with Close, which removes the cgroup it reads.
 	mu       sync.Mutex
 	oomKills int
-	spec     Spec
-	cgroup   *Cgroup
-	tmp      string
-	grants   Grants
-	user     *ids
-	skipped  map[string]string
+	// memoryLimit is the memory cap, kept from Prepare: Close forgets the
+	// cgroup, and the host asks for the cap after the process was killed
+	// for it, which may be after Close.
+	memoryLimit int64
+	spec        Spec
+	cgroup      *Cgroup
+	tmp         string
+	grants      Grants
+	user        *ids
+	skipped     map[string]string
 }
 
 type ids struct{ uid, gid int }
@@ -113,6 +117,10 @@ func (s *Support) Prepare(name string, p Policy, declared []string, dir, stateDi
 		spec.Cgroups = cg.procsFiles()
 		if !cg.MemoryCapped() && p.MemoryBytes > 0 {
 			spec.AddressSpace = uint64(p.MemoryBytes)
+		}
+		proc.memoryLimit = int64(spec.AddressSpace)
+		if cg.MemoryCapped() {
+			proc.memoryLimit = cg.Limit
 		}
 	}
 	proc.spec = spec
@@ -223,8 +231,13 @@ func (p *Process) Grants() Grants { return p.grants }
 // Skipped names the rules not enforced for this process, with why.
 func (p *Process) Skipped() map[string]string { return p.skipped }
 
-// TempDir is the process's private temporary directory.
-func (p *Process) TempDir() string { return p.tmp }
+// TempDir is the process's private temporary directory, "" once Close
+// removed it.
+func (p *Process) TempDir() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tmp
+}
 
 // SocketGroup is the group the host's sockets for this process must be
 // open to ("" when it runs as the host's user).
@@ -236,12 +249,7 @@ func (p *Process) SocketGroup() string {
 }
 
 // MemoryLimit is the memory cap in bytes, 0 for none.
-func (p *Process) MemoryLimit() int64 {
-	if p.cgroup != nil && p.cgroup.MemoryCapped() {
-		return p.cgroup.Limit
-	}
-	return int64(p.spec.AddressSpace)
-}
+func (p *Process) MemoryLimit() int64 { return p.memoryLimit }
 
 // MemoryExceeded reports whether the kernel killed the process for its
 // memory cap, before or after Close.

@@ -8,8 +8,8 @@
 //
 // The launcher applies, in order: membership of a cgroup of its own for
 // memory and processes (or rlimits where no cgroup controller is
-// writable), the user and group to run as, the drop of every capability,
-// no_new_privs, a Landlock ruleset and a seccomp filter. The host side
+// writable), no_new_privs, a Landlock ruleset, the user and group to run
+// as, the drop of every capability and a seccomp filter. The host side
 // (Prepare) decides what each start gets from the policy, the pack's
 // declared requirements and what the kernel supports (Probe), and tells
 // the launcher in one environment variable that the launcher removes

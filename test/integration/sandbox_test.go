@@ -284,6 +284,9 @@ func TestContainedPackRefusesEachReach(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "written-by-hostile")
 
 	s.try(t, "hostile.try", "own", "", 0).succeeded(t, "own before")
+	// refused counts the tries the sandbox refused, each of which the
+	// host counts as a violation of the capability rule.
+	refused := 0
 	for _, c := range []struct {
 		name, reach, target, capability string
 		after                           func(t *testing.T, o tryOutcome)
@@ -310,6 +313,9 @@ func TestContainedPackRefusesEachReach(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := s.try(t, "hostile.try", c.reach, c.target, 0)
+			if o.Error != nil && o.Error.Code == codeCapabilityDenied {
+				refused++
+			}
 			o.denied(t, c.reach, c.capability)
 			if strings.Contains(o.body, apiToken) || strings.Contains(o.body, "kvdemo-state-canary") {
 				t.Errorf("the refusal carries what the pack was refused: %s", o.body)
@@ -321,6 +327,24 @@ func TestContainedPackRefusesEachReach(t *testing.T) {
 	}
 	s.kvdemoAnswers(t, "after the hostile pack")
 	s.try(t, "hostile.try", "own", "", 0).succeeded(t, "own after")
+
+	// Every refusal is counted against the pack, and nothing else is: the
+	// tries that worked and the other pack's run leave the count alone.
+	if refused == 0 {
+		t.Fatal("the sandbox refused none of the reaches")
+	}
+	metrics := request(t, "GET", s.d.base+"/metrics", "", auth)
+	if metrics.status != 200 {
+		t.Fatalf("GET /metrics: %d %s", metrics.status, metrics.body)
+	}
+	series := fmt.Sprintf(`wophost_sandbox_violations_total{pack=%q,rule="capability"}`, hostileName)
+	if got := metricValue(metrics.body, series); got != float64(refused) {
+		t.Errorf("%s = %v after %d refused reaches, want %d:\n%s", series, got, refused, refused, grepLines(metrics.body, "wophost_sandbox_"))
+	}
+	kvdemoSeries := fmt.Sprintf(`wophost_sandbox_violations_total{pack=%q,rule="capability"}`, kvdemoName)
+	if got := metricValue(metrics.body, kvdemoSeries); got > 0 {
+		t.Errorf("%s = %v, want no violation counted against the pack that made none", kvdemoSeries, got)
+	}
 }
 
 // With a memory cap, a pack that allocates past it fails the run with
@@ -514,4 +538,58 @@ func TestUncontainedPackReachesEverything(t *testing.T) {
 	}
 	s.try(t, "hostile.try", "alloc", strconv.Itoa(256<<20), 0).succeeded(t, "alloc of 256 MiB")
 	s.try(t, "hostile.try", "own", "", 0).succeeded(t, "own")
+}
+
+// `host packs` says in its SANDBOX column which packs are contained: by
+// default every one, and not one whose block switches it off.
+func TestContainedOrNotInHostPacks(t *testing.T) {
+	requireContainment(t)
+	state := filepath.Join(t.TempDir(), "state")
+	cfg := sandboxConfig(t, state, "", fmt.Sprintf(`pack %q {
+  path = %q
+  sandbox { enabled = false }
+}
+`, hostileName, hostilePack(t, "hostile")))
+	t.Setenv("WOPHOST_API_TOKEN", apiToken)
+	res := runHost(t, "", "--config", cfg, "--log-level", "off", "packs")
+	if res.code != 0 {
+		t.Fatalf("host packs: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	for name, want := range map[string]string{kvdemoName: "contained", hostileName: "uncontained"} {
+		got := tableCell(t, res.stdout, name, "SANDBOX")
+		// A kernel may lack a rule, which the column then counts.
+		if got != want && !(want == "contained" && strings.HasPrefix(got, "contained (")) {
+			t.Errorf("host packs: %s's SANDBOX is %q, want %q\n%s", name, got, want, res.stdout)
+		}
+	}
+}
+
+// tableCell returns the cell of column in the row of a table as the
+// commands print it (columns aligned under their headings, the first
+// naming the row), trimmed.
+func tableCell(t *testing.T, table, row, column string) string {
+	t.Helper()
+	lines := strings.Split(table, "\n")
+	header := lines[0]
+	start := strings.Index(header, column)
+	if start < 0 {
+		t.Fatalf("no column %s in:\n%s", column, table)
+	}
+	// A cell ends where the next heading starts; the last runs to the
+	// end of its row.
+	end := -1
+	if i := strings.IndexFunc(header[start+len(column):], func(r rune) bool { return r != ' ' }); i >= 0 {
+		end = start + len(column) + i
+	}
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, row+" ") || len(l) < start {
+			continue
+		}
+		if end < 0 || end > len(l) {
+			return strings.TrimSpace(l[start:])
+		}
+		return strings.TrimSpace(l[start:end])
+	}
+	t.Fatalf("no row %s in:\n%s", row, table)
+	return ""
 }
