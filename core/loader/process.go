@@ -232,7 +232,6 @@ func startProcess(name string, exe *Executable, opts Options) (*process, goplugi
 				return hostwire.IsBaseEnv(k) && opts.Env[k] == ""
 			})
 		}
-		cmd.Env = append(cmd.Env, sandbox.StateDirEnv+"="+c.StateDir)
 	}
 	// A process group of its own keeps a terminal's Ctrl-C away from the
 	// process (the host decides when it stops) and lets the host end

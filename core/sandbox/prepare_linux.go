@@ -18,6 +18,10 @@ import (
 // the launcher applies and the host's resources for it (a cgroup, a
 // private temporary directory). Close it once the process has exited.
 type Process struct {
+	// stateDir is the process's own directory for state, "" for none;
+	// stateFile holds it open for a process run as another user (Wrap).
+	stateDir  string
+	stateFile *os.File
 	// mu orders MemoryExceeded, which the host asks when a run fails,
 	// with Close, which removes the cgroup it reads.
 	mu       sync.Mutex
@@ -43,7 +47,7 @@ type ids struct{ uid, gid int }
 // left out and reported by Skipped.
 func (s *Support) Prepare(name string, p Policy, declared []string, dir, stateDir string, entry *os.File, sha256 string) (*Process, error) {
 	g := Grant(declared, p.Allow, p.ReadPaths, p.WritePaths)
-	proc := &Process{grants: g, skipped: s.Unenforced(p)}
+	proc := &Process{grants: g, skipped: s.Unenforced(p), stateDir: stateDir}
 	if p.RunAs != "" && s.Root {
 		u, err := lookupRunAs(p.RunAs)
 		if err != nil {
@@ -213,6 +217,19 @@ func resolverFiles() []string {
 // descriptor, and the spec. Call it once the command's other descriptors
 // are attached.
 func (p *Process) Wrap(cmd *exec.Cmd, launcher string, entry *os.File) error {
+	stateDir := p.stateDir
+	if p.user != nil && stateDir != "" {
+		// The state directory lies in the host's, which another user may
+		// not traverse; the process reaches it through a descriptor the
+		// host opened, whose /proc link leads there without the walk.
+		f, err := os.Open(stateDir)
+		if err != nil {
+			return fmt.Errorf("open the state directory: %w", err)
+		}
+		p.stateFile = f
+		stateDir = "/proc/self/fd/" + strconv.Itoa(3+len(cmd.ExtraFiles))
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+	}
 	p.spec.ExecFD = 3 + len(cmd.ExtraFiles)
 	cmd.ExtraFiles = append(cmd.ExtraFiles, entry)
 	enc, err := encodeSpec(&p.spec)
@@ -222,6 +239,9 @@ func (p *Process) Wrap(cmd *exec.Cmd, launcher string, entry *os.File) error {
 	cmd.Args = append([]string{launcher, LaunchArg}, cmd.Args...)
 	cmd.Path = launcher
 	cmd.Env = append(cmd.Env, specEnv+"="+enc, GrantsEnv+"="+p.grants.Tokens(), "TMPDIR="+p.tmp)
+	if p.stateDir != "" {
+		cmd.Env = append(cmd.Env, StateDirEnv+"="+stateDir)
+	}
 	return nil
 }
 
@@ -269,6 +289,10 @@ func (p *Process) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cgroup.Remove()
+	if p.stateFile != nil {
+		p.stateFile.Close()
+		p.stateFile = nil
+	}
 	if p.tmp != "" {
 		_ = os.RemoveAll(p.tmp)
 		p.tmp = ""

@@ -34,8 +34,12 @@ func TestPackRunsAsSeparateUser(t *testing.T) {
 		t.Fatalf("kvdemo.recall by a pack running as nobody: %d %s\n%s", r.status, r.body, s.d.log())
 	}
 
-	// Its temporary directory is its own, as the user it runs as.
-	s.try(t, "hostile.try", "own", "", 0).succeeded(t, "own, running as nobody")
+	// Its temporary and state directories are its own, as the user it
+	// runs as; the state directory through the descriptor the host
+	// opened, the host's state_dir being closed to that user.
+	if detail := s.try(t, "hostile.try", "own", "", 0).succeeded(t, "own, running as nobody"); !strings.Contains(detail, " and /proc/self/fd/") {
+		t.Fatalf("own, running as nobody: %q, want its state directory reached through a descriptor", detail)
+	}
 	// Another pack's state is out of reach, to nobody's permissions as
 	// to the sandbox.
 	s.try(t, "hostile.try", "read", anotherPacksState(t, s.state), 0).denied(t, "read of another pack's state", "fs.read")

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wophost/wophost/sdk/pack"
@@ -269,31 +270,45 @@ func spin(ctx context.Context) error {
 // own writes a file in the pack's temp directory and reads it back: what
 // a contained pack may still do.
 func own() (*Answer, error) {
-	dir := os.TempDir()
+	dirs := []string{os.TempDir()}
+	// A contained pack's state directory, named to it by the host.
+	if d := os.Getenv("WOPHOST_STATE_DIR"); d != "" {
+		dirs = append(dirs, d)
+	}
+	for _, dir := range dirs {
+		if err := ownFile(dir); err != nil {
+			return nil, err
+		}
+	}
+	return &Answer{Done: true, Detail: "wrote and read back a file in " + strings.Join(dirs, " and ")}, nil
+}
+
+// ownFile writes a file in dir and reads it back.
+func ownFile(dir string) error {
 	f, err := os.CreateTemp(dir, "hostile-own-*")
 	if err != nil {
-		return nil, fmt.Errorf("own: create a file in %s: %w", dir, err)
+		return fmt.Errorf("own: create a file in %s: %w", dir, err)
 	}
 	name := f.Name()
 	defer os.Remove(name)
 	want := make([]byte, 64)
 	if _, err := rand.Read(want); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("own: %w", err)
+		return fmt.Errorf("own: %w", err)
 	}
 	if _, err := f.Write(want); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("own: write %s: %w", name, err)
+		return fmt.Errorf("own: write %s: %w", name, err)
 	}
 	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("own: write %s: %w", name, err)
+		return fmt.Errorf("own: write %s: %w", name, err)
 	}
 	got, err := os.ReadFile(name)
 	if err != nil {
-		return nil, fmt.Errorf("own: read back %s: %w", name, err)
+		return fmt.Errorf("own: read back %s: %w", name, err)
 	}
 	if !bytes.Equal(got, want) {
-		return nil, errors.New("own: read back other bytes than were written to " + name)
+		return errors.New("own: read back other bytes than were written to " + name)
 	}
-	return &Answer{Done: true, Detail: fmt.Sprintf("wrote and read back %d bytes in %s", len(got), dir)}, nil
+	return nil
 }
