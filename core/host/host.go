@@ -124,7 +124,9 @@ func NewWithOptions(cfg *config.Config, files *config.Loader, logger hclog.Logge
 		done:     make(chan struct{}),
 		sandbox:  sandbox.Probe(),
 	}
-	reg.SetSandbox(h.sandboxRecord())
+	if rec := h.sandboxRecord(); rec != nil {
+		reg.Provide(*rec)
+	}
 	h.traces = tracing.Noop()
 	if t := cfg.Host.Tracing; t != nil {
 		tp, err := tracing.NewProvider(context.Background(), t.Settings, t.ServiceName)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/loader"
+	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/core/sandbox"
 	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wop"
@@ -173,33 +174,42 @@ func (h *Host) packSandboxInfo(p *Pack) *PackSandbox {
 	return info
 }
 
-// sandboxRecord is the advertisement's sandbox record (OpenWOP RFC 0035):
-// the host's default policy for packs, and which rules hold. Nil when
-// packs are not contained by default.
-func (h *Host) sandboxRecord() json.RawMessage {
+// FamilySandbox is the vendor family whose record says how the host
+// contains its packs (OpenWOP RFC 0035's sandbox record, which the
+// discovery document of OpenWOP 2.0 has no place for but its extensions).
+const FamilySandbox = "wophost.sandbox"
+
+// sandboxRecord is the advertisement's sandbox record: the host's default
+// policy for packs, and which rules hold. Nil when packs are not
+// contained by default.
+func (h *Host) sandboxRecord() *registry.Family {
 	sb := h.cfg.Host.Sandbox
 	if !sb.Enabled || h.options.Launcher == "" {
 		return nil
 	}
 	skipped := h.notEnforced(sb)
-	var enforced []string
+	enforced := []string{}
 	for _, r := range sandbox.Rules() {
 		if _, ok := skipped[r]; !ok && (r != sandbox.RuleUser || sb.RunAs != "") {
 			enforced = append(enforced, r)
 		}
 	}
-	rec := map[string]any{
-		"status":           "experimental",
-		"isolationModel":   "process",
-		"memoryLimitBytes": sb.MemoryBytes,
-		"wallClockLimitMs": h.cfg.Host.RunTimeout.Milliseconds(),
-		"x-wophost-rules":  map[string]any{"enforced": enforced, "notEnforced": skipped},
+	facet := func(v any) json.RawMessage {
+		b, err := json.Marshal(v)
+		if err != nil {
+			panic(fmt.Sprintf("sandbox record: %v", err))
+		}
+		return b
 	}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		panic(fmt.Sprintf("sandbox record: %v", err))
+	return &registry.Family{
+		Name: FamilySandbox, Status: "experimental", Since: "2.0", Until: "2027-12-31", Witness: "witnessable-gated",
+		Facets: map[string]json.RawMessage{
+			"isolationModel":   facet("process"),
+			"memoryLimitBytes": facet(sb.MemoryBytes),
+			"wallClockLimitMs": facet(h.cfg.Host.RunTimeout.Milliseconds()),
+			"rules":            facet(map[string]any{"enforced": enforced, "notEnforced": skipped}),
+		},
 	}
-	return b
 }
 
 // memoryExceeded is the failure of a run whose pack the kernel killed for

@@ -105,10 +105,8 @@ type Registry struct {
 	advertised map[string]served
 	// provided are the families the host serves itself (Provide).
 	provided []Family
-	// sandbox is the advertisement's sandbox record, nil for none.
-	sandbox json.RawMessage
-	doc     []byte
-	now     func() time.Time
+	doc      []byte
+	now      func() time.Time
 }
 
 type served struct {
@@ -121,15 +119,6 @@ type served struct {
 type Implementation struct {
 	Name    string
 	Version string
-}
-
-// SetSandbox sets the advertisement's sandbox record (OpenWOP RFC 0035),
-// how the host contains the packs it runs; nil removes it.
-func (r *Registry) SetSandbox(rec json.RawMessage) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sandbox = rec
-	r.doc = r.render(r.advertised)
 }
 
 // New returns an empty registry.
@@ -557,10 +546,6 @@ func (r *Registry) render(adv map[string]served) []byte {
 	var b strings.Builder
 	b.WriteString(`{"protocolVersions":["2.0"],"preferredVersion":"2.0","implementation":`)
 	writeJSON(&b, map[string]string{"name": r.impl.Name, "version": r.impl.Version})
-	if r.sandbox != nil {
-		b.WriteString(`,"sandbox":`)
-		b.Write(r.sandbox)
-	}
 	for _, name := range wop.CoreFamilies() {
 		if s, ok := adv[name]; ok {
 			b.WriteString(",")

@@ -102,11 +102,14 @@ pack "private.wophost.mcppack" {
 		// other names it may see beyond the base set.
 		own     map[string]string
 		allowed func(string) bool
+		// baseSet: it sees the host's base set; a contained pack does
+		// not, without env.read.
+		baseSet bool
 	}{
-		{"plugin", bin.testcap, map[string]string{"ECHO_MODE": "loud", "ECHO_KEY": passed}, protocol},
-		{"pack", filepath.Join(pack, "mcppack"), map[string]string{"PACK_VAR": "for-the-pack"}, protocol},
-		{"mcp plugin", mcpPlugin, map[string]string{"MCP_PLUGIN_ONLY": "for-the-plugin"}, protocol},
-		{"stdio MCP server", toolbox, map[string]string{"TOOLBOX_VAR": "for-the-server"}, func(string) bool { return false }},
+		{"plugin", bin.testcap, map[string]string{"ECHO_MODE": "loud", "ECHO_KEY": passed}, protocol, true},
+		{"pack", filepath.Join(pack, "mcppack"), map[string]string{"PACK_VAR": "for-the-pack"}, protocol, false},
+		{"mcp plugin", mcpPlugin, map[string]string{"MCP_PLUGIN_ONLY": "for-the-plugin"}, protocol, true},
+		{"stdio MCP server", toolbox, map[string]string{"TOOLBOX_VAR": "for-the-server"}, func(string) bool { return false }, true},
 	}
 	var procs []testbin.Process
 	deadline := time.Now().Add(30 * time.Second)
@@ -142,8 +145,11 @@ pack "private.wophost.mcppack" {
 					t.Errorf("%s: %s = %q, want %q as its block passes", c.name, k, env[k], v)
 				}
 			}
-			if env["TZ"] != "Etc/UTC" || env["PATH"] == "" {
+			switch {
+			case c.baseSet && (env["TZ"] != "Etc/UTC" || env["PATH"] == ""):
 				t.Errorf("%s lacks the base set: TZ=%q PATH=%q", c.name, env["TZ"], env["PATH"])
+			case !c.baseSet && (env["TZ"] != "" || env["PATH"] != ""):
+				t.Errorf("%s, contained, sees the host's base set: TZ=%q PATH=%q", c.name, env["TZ"], env["PATH"])
 			}
 		})
 	}

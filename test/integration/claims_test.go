@@ -36,7 +36,12 @@ capability "echo" {
   plugin   = "testcap"
   families = ["test.echo"]
 }
-pack "private.wophost.probe" { path = %[5]q }
+pack "private.wophost.probe" {
+  path = %[5]q
+  # The test has it write where the test looks, or start processes:
+  # it runs uncontained (containment has its own tests).
+  sandbox { enabled = false }
+}
 `
 
 // keyedPost sends body to url under the idempotency key, from any

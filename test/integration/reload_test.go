@@ -61,7 +61,12 @@ capability "ai" {
     }
   }
 }
-pack "private.wophost.probe" { path = %q }
+pack "private.wophost.probe" {
+  path = %q
+  # The test has it write where the test looks, or start processes:
+  # it runs uncontained (containment has its own tests).
+  sandbox { enabled = false }
+}
 pack "community.wophost.kvdemo" { path = %q }
 `, bin.dir, filepath.Join(filepath.Dir(path), "state"), kvMax, binary(t, "./plugins/aienvelope"), aiAttempts,
 		filepath.Join(filepath.Dir(path), "probe"), filepath.Join(filepath.Dir(path), "kvdemo"))

@@ -219,7 +219,12 @@ capability "echo" {
   plugin   = "testcap"
   families = ["test.echo"]
 }
-pack "private.wophost.probe" { path = %q }
+pack "private.wophost.probe" {
+  path = %q
+  # The test has it write where the test looks, or start processes:
+  # it runs uncontained (containment has its own tests).
+  sandbox { enabled = false }
+}
 `, bin.dir, filepath.Join(dir, "state"), probePack(t)))
 	effects := filepath.Join(dir, "effects.txt")
 	lines := func() int {

@@ -114,7 +114,12 @@ capability "silent" {
   plugin        = "`+silentPlugin+`"
   start_timeout = "2s"
 }
-pack "private.test.silent" { path = "`+packDir+`" }
+pack "private.test.silent" {
+  path = "`+packDir+`"
+  # The test has it write where the test looks, or start processes:
+  # it runs uncontained (containment has its own tests).
+  sandbox { enabled = false }
+}
 `)
 
 	execAt := time.Now()
