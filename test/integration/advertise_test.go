@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/wophost/wophost/core/host"
 )
 
 type record struct {
@@ -91,8 +93,10 @@ capability "junk" { plugin = "`+junk+`" }
 	if err := json.Unmarshal(doc["extensions"], &ext); err != nil {
 		t.Fatalf("extensions: %v", err)
 	}
-	if len(ext) != 1 || ext["test.echo"] == nil {
-		t.Fatalf("advertised extensions = %s, want exactly test.echo", doc["extensions"])
+	// Beside the plugins' families, the host's own record of how it
+	// contains packs (host.FamilySandbox), which no plugin serves.
+	if len(ext) != 2 || ext["test.echo"] == nil || ext[host.FamilySandbox] == nil {
+		t.Fatalf("advertised extensions = %s, want exactly test.echo and %s", doc["extensions"], host.FamilySandbox)
 	}
 	for _, core := range []string{"aiEnvelope", "promptLibrary", "agentRuntime", "agents", "mcp"} {
 		if _, ok := doc[core]; ok {
