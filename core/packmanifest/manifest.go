@@ -190,8 +190,12 @@ func (n Note) String() string { return n.Field + ": " + n.Message }
 // Problem is one reason a manifest is refused, as listed in the details of
 // the refusal.
 type Problem struct {
+	// File is the pack file the problem is in, relative to the pack
+	// directory and slash-separated, when it is not pack.json: a schema
+	// file that a reference reaches.
+	File string `json:"file,omitempty"`
 	// Field is the JSON pointer of the offending value ("" for the whole
-	// document).
+	// document) in pack.json, or in File when File is set.
 	Field   string `json:"field"`
 	Message string `json:"message"`
 	// Code is the OpenWOP error code of this problem when it has one of
@@ -386,6 +390,9 @@ func (ps *problems) addCode(field, code, message string) {
 // addProblem is add for a problem built whole.
 func (ps *problems) addProblem(p Problem) {
 	for _, q := range *ps {
+		if p.File != q.File {
+			continue
+		}
 		if p.Field == q.Field || q.Field == "" || strings.HasPrefix(p.Field, q.Field+"/") {
 			return
 		}
@@ -398,7 +405,7 @@ func (ps *problems) addProblem(p Problem) {
 // means.
 func (ps problems) has(field string) bool {
 	for _, p := range ps {
-		if p.Field == field || strings.HasPrefix(p.Field, field+"/") {
+		if p.File == "" && (p.Field == field || strings.HasPrefix(p.Field, field+"/")) {
 			return true
 		}
 	}
@@ -451,9 +458,13 @@ func (ps problems) err(file string) error {
 }
 
 // problemLine shows one problem on one line: "file:line:col: message" when
-// its position is known, otherwise "pointer: message".
+// its position is known, "schema-file: pointer: message" for a problem in
+// another file of the pack, otherwise "pointer: message".
 func problemLine(file string, p Problem) string {
 	msg := strings.Join(strings.Fields(p.Message), " ")
+	if p.File != "" {
+		return p.File + ": " + label(p.Field) + ": " + msg
+	}
 	if p.Line > 0 {
 		at := file + ":" + strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Column)
 		if p.Field != "" {

@@ -897,7 +897,6 @@ func TestLoadSchemasRefusesBadReferences(t *testing.T) {
 		{"not an object", map[string]string{"schemas/summarize.input.json": `["object"]`, "schemas/object.json": `{}`}, nil, "must hold a JSON object"},
 		{"bad keyword", map[string]string{"schemas/summarize.input.json": `{"type": 5}`, "schemas/object.json": `{}`}, nil, "is not valid JSON Schema: /type"},
 		{"bad regexp", map[string]string{"schemas/summarize.input.json": `{"type": "string", "pattern": "("}`, "schemas/object.json": `{}`}, nil, "/pattern"},
-		{"reaches a file", map[string]string{"schemas/summarize.input.json": `{"$ref": "file:///etc/passwd"}`, "schemas/object.json": `{}`}, nil, "outside the schema"},
 		{"a directory", map[string]string{"schemas/summarize.input.json/x": `{}`, "schemas/object.json": `{}`}, nil, "not a regular file"},
 		{"symlink out", map[string]string{"schemas/object.json": `{}`}, func(t *testing.T, dir string) {
 			if err := os.Symlink(outside, filepath.Join(dir, "schemas", "summarize.input.json")); err != nil {

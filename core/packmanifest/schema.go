@@ -2,14 +2,9 @@ package packmanifest
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
+	"cmp"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -21,7 +16,6 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
-	"github.com/wophost/wophost/internal/rooted"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -34,39 +28,50 @@ type Violation struct {
 	Message string `json:"message"`
 }
 
-// schemaBase is the synthetic location schema files are registered under.
-// The .invalid TLD guarantees it never resolves to anything real.
-const schemaBase = "https://pack.invalid"
-
-// refuseLoader stops a schema from reaching files or the network through
-// $ref or $schema: a pack is untrusted, and the library's default loader
-// reads any local file.
-type refuseLoader struct{}
-
-func (refuseLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("schema references outside the schema are not supported: %s", url)
-}
+// schemaBase is the synthetic location schema files are compiled under,
+// one URL per file (fileURL), so that the compiler resolves a relative
+// reference between them as between files. The .invalid TLD guarantees it
+// never resolves to anything real, and messages show pack paths instead.
+const schemaBase = "https://" + schemaHost
 
 // LoadSchemas reads and compiles the schema files the nodes reference
 // (configSchemaRef, inputSchemaRef, outputSchemaRef), each a path inside
 // dir, the pack directory: a path that leads outside it, through ".." or
 // a symbolic link, is refused, and so is a missing file or one that is not
-// a JSON Schema (2020-12 unless it says otherwise; no $ref outside the
-// file). Each file is compiled once, however many nodes name it. Problems
-// are reported like Parse's, in a pack_validation_failed *wop.Error.
+// a JSON Schema (2020-12 unless it says otherwise). A schema may $ref
+// another file of the pack by a path relative to its own file
+// ("common.json#/$defs/key", "./defs/x.json"), read through dir as the
+// nodes' files are; a reference that leaves dir, an absolute path and a
+// URL (http, https, file or any other) are refused, each named by its file
+// and JSON pointer, all of them in one error. The files the references
+// reach are bounded (MaxSchemaFiles, MaxSchemaBytes), and a reference
+// cycle is compiled as the schema it describes. Each file is compiled
+// once, however many nodes name it. Problems are reported like Parse's,
+// in a pack_validation_failed *wop.Error.
 //
 // When pack.json lists the pack's file digests (FilesKey, as a signed
-// pack.json does), each schema file must be listed and its bytes, as read
-// for compiling, must have the listed digest: a file changed after its
-// signature was checked is refused, not compiled.
+// pack.json does), each schema file, referenced ones included, must be
+// listed and its bytes, as read for compiling, must have the listed
+// digest: a file changed after its signature was checked is refused, not
+// compiled.
 func (m *Manifest) LoadSchemas(dir string) error {
 	return m.loadSchemas(dir, filepath.Join(dir, FileName))
 }
 
 func (m *Manifest) loadSchemas(dir, file string) error {
 	var ps problems
+	set := newSchemaSet(dir, m.Files)
 	compiled := map[string]*jsonschema.Schema{}
 	failed := map[string]string{}
+	// The nodes' own files are read first, so that the bound on the files
+	// the references reach falls on a referenced file, not on a node's.
+	for i := range m.Nodes {
+		for _, ref := range m.Nodes[i].refs() {
+			if *ref.path != "" && checkEntry(*ref.path) == "" {
+				set.read(path.Clean(filepath.ToSlash(*ref.path)))
+			}
+		}
+	}
 	for i := range m.Nodes {
 		n := &m.Nodes[i]
 		targets := []**jsonschema.Schema{&n.config, &n.input, &n.output}
@@ -77,16 +82,20 @@ func (m *Manifest) loadSchemas(dir, file string) error {
 			field := "/nodes" + pointer(strconv.Itoa(i)) + "/" + ref.key
 			key := path.Clean(filepath.ToSlash(*ref.path))
 			if msg, bad := failed[key]; bad {
-				ps.add(field, msg)
+				if msg != "" {
+					ps.add(field, msg)
+				}
 				continue
 			}
 			sch, ok := compiled[key]
 			if !ok {
 				var msg string
-				sch, msg = compileFile(dir, *ref.path, m.Files)
-				if msg != "" {
+				sch, msg = set.node(key, *ref.path, &ps)
+				if sch == nil {
 					failed[key] = msg
-					ps.add(field, msg)
+					if msg != "" {
+						ps.add(field, msg)
+					}
 					continue
 				}
 				compiled[key] = sch
@@ -97,76 +106,22 @@ func (m *Manifest) loadSchemas(dir, file string) error {
 	return ps.err(file)
 }
 
-// compileFile reads and compiles the schema at rel inside dir, or explains
-// why it cannot. With pins (a FilesKey map), the bytes read must have the
-// digest pins lists for rel.
-func compileFile(dir, rel string, pins map[string]string) (*jsonschema.Schema, string) {
-	q := strconv.Quote(rel)
-	if msg := checkEntry(rel); msg != "" {
+// node reads, walks and compiles the schema file key that a node names as
+// named, or explains why it cannot: a problem of the file itself is
+// returned, for the node's field; one of the files it references is
+// recorded in ps, at that file (both nil and "").
+func (s *schemaSet) node(key, named string, ps *problems) (*jsonschema.Schema, string) {
+	if msg := checkEntry(named); msg != "" {
 		return nil, msg
 	}
-	f, err := rooted.OpenFile(dir, rel, os.O_RDONLY)
-	if err != nil {
-		var out *rooted.OutsideError
-		switch {
-		case errors.As(err, &out):
-			return nil, q + " leads outside the pack directory through a symbolic link; put the schema file inside the pack"
-		case errors.Is(err, fs.ErrNotExist):
-			return nil, q + " does not exist in the pack directory " + dir
-		}
-		return nil, "cannot open " + q + ": " + err.Error()
+	f := s.read(key)
+	if msg := cmp.Or(f.unreachable, f.bad); msg != "" {
+		return nil, strconv.Quote(named) + " " + msg
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, q + " is not a regular file"
+	if !s.walk(key, ps) {
+		return nil, ""
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
-	if err != nil {
-		return nil, "cannot read " + q + ": " + err.Error()
-	}
-	if len(data) > MaxSize {
-		return nil, q + " is larger than " + strconv.Itoa(MaxSize) + " bytes"
-	}
-	if pins != nil {
-		key := path.Clean(filepath.ToSlash(rel))
-		sum := sha256.Sum256(data)
-		switch want, ok := pins[key]; {
-		case !ok:
-			return nil, q + " is not among the files " + FilesKey + " lists"
-		case hex.EncodeToString(sum[:]) != want:
-			return nil, q + " is not the file " + FilesKey + " lists: its sha256 is " + hex.EncodeToString(sum[:]) + ", not " + want
-		}
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		return nil, q + " is not valid JSON: " + err.Error()
-	}
-	if _, ok := doc.(map[string]any); !ok {
-		return nil, q + " must hold a JSON object, a JSON Schema"
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(refuseLoader{})
-	url := schemaBase + "/" + path.Clean(filepath.ToSlash(rel))
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, q + " cannot be registered as a schema: " + err.Error()
-	}
-	sch, err := c.Compile(url)
-	if err == nil {
-		return sch, ""
-	}
-	// A schema that breaks the metaschema is reported at each offending
-	// keyword, which is where its author has to look.
-	var sve *jsonschema.SchemaValidationError
-	var verr *jsonschema.ValidationError
-	if errors.As(err, &sve) && errors.As(sve.Err, &verr) {
-		var parts []string
-		for _, v := range violations(verr) {
-			parts = append(parts, label(v.Pointer)+" "+v.Message)
-		}
-		return nil, q + " is not valid JSON Schema: " + strings.Join(parts, "; ")
-	}
-	return nil, q + " does not compile as JSON Schema: " + err.Error()
+	return s.compile(key, named, ps)
 }
 
 // ValidateInput checks input against the node's input schema. Input that
@@ -244,7 +199,9 @@ func violations(verr *jsonschema.ValidationError) []Violation {
 				out = append(out, Violation{Pointer: at + pointer(name), Message: "is not allowed"})
 			}
 		default:
-			out = append(out, Violation{Pointer: at, Message: k.LocalizedString(p)})
+			// packRelative: a reference cycle is reported by the
+			// compiler's URL of the file.
+			out = append(out, Violation{Pointer: at, Message: packRelative(k.LocalizedString(p))})
 		}
 	}
 	walk(verr)
