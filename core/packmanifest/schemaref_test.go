@@ -98,6 +98,7 @@ func TestSchemaRefsRefusedOutsideThePack(t *testing.T) {
     "urn": {"$ref": "urn:example:x"},
     "dynamic": {"$dynamicRef": "../../x.json"},
     "local": {"$ref": "#/$defs/ok"},
+    "default": {"$ref": "../../x.json"},
     "own": {
       "$id": "https://example.com/own.json",
       "$defs": {"ok": {"type": "string"}},
@@ -124,6 +125,8 @@ func TestSchemaRefsRefusedOutsideThePack(t *testing.T) {
 		"/properties/internal/$ref":       `"https://pack.invalid/schemas/common.json" is a remote URL`,
 		"/properties/urn/$ref":            `"urn:example:x" is a URL (urn:)`,
 		"/properties/dynamic/$dynamicRef": `"../../x.json" leaves the pack's directory`,
+		// A property named like a value keyword is a schema all the same.
+		"/properties/default/$ref": `"../../x.json" leaves the pack's directory`,
 		// Under an absolute $id, a relative path leads off to that URL,
 		// not into the pack.
 		"/properties/own/properties/rel/$ref": `"x.json" resolves against the $id "https://example.com/own.json" to https://example.com/x.json, outside the pack`,

@@ -3,6 +3,7 @@ package packsign
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -269,5 +270,66 @@ func TestVerifyRefusesAChangedBinary(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "the binary bin/pack is not the one signed: its sha256 is "+sum("\x7fELF another binary")) {
 		t.Errorf("message: %v", err)
+	}
+}
+
+// The signature covers the whole pack tree (Digests hashes every file),
+// so a schema file that another schema only references is covered as
+// surely as one pack.json names: changing it after signing fails the
+// verification, naming it, and the file changed after a verification is
+// refused by LoadSchemas on the bytes it compiles.
+func TestVerifyCoversReferencedSchemas(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"bin/pack":                 "\x7fELF a binary",
+		"schemas/input.json":       `{"type":"object","properties":{"key":{"$ref":"defs/common.json#/$defs/key"}}}`,
+		"schemas/defs/common.json": `{"$defs":{"key":{"type":"string","minLength":1}}}`,
+	}
+	for name, content := range files {
+		write(t, dir, name, content)
+	}
+	digests, err := Digests(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := map[string]any{
+		"name": "vendor.acme.tools", "version": "1.0.0", "kind": "node",
+		"engines": map[string]any{"openwop": ">=2.0 <3.0.0"},
+		"runtime": map[string]any{"language": "go", "entry": "bin/pack"},
+		"nodes": []any{map[string]any{"typeId": "demo.echo", "version": "1.0.0", "category": "data", "role": "pure",
+			"inputSchemaRef": "schemas/input.json"}},
+		"signing":                   map[string]any{"keyId": "acme-2026", "scheme": Scheme},
+		packmanifest.EntrySHA256Key: sum(files["bin/pack"]),
+		packmanifest.FilesKey:       digests,
+	}
+	raw, _ := json.MarshalIndent(doc, "", "  ")
+	write(t, dir, packmanifest.FileName, string(raw))
+	sig, err := Sign(seededKey(1), "acme-2026", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, FileName, string(sig.Marshal()))
+	load := func() (*packmanifest.Manifest, error) {
+		m, err := packmanifest.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, m.LoadSchemas(dir)
+	}
+	if _, err := verify(t, dir, acmeKeys(), true); err != nil {
+		t.Fatalf("the pack as signed: %v", err)
+	}
+	if _, err := load(); err != nil {
+		t.Fatalf("the schemas as signed: %v", err)
+	}
+
+	loosened := `{"$defs":{"key":{}}}`
+	write(t, dir, "schemas/defs/common.json", loosened)
+	_, err = verify(t, dir, acmeKeys(), false)
+	if d := details(t, err); d.Reason != ReasonFileDigestMismatch || d.File != "schemas/defs/common.json" || d.Actual != sum(loosened) {
+		t.Errorf("a referenced schema changed: %+v, want file_digest_mismatch naming schemas/defs/common.json", d)
+	}
+	if _, err := load(); err == nil || !strings.Contains(err.Error(), "schemas/defs/common.json: (document): is not the file "+packmanifest.FilesKey+" lists") {
+		t.Errorf("LoadSchemas of the changed file: %v", err)
 	}
 }
