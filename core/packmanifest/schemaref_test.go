@@ -99,6 +99,7 @@ func TestSchemaRefsRefusedOutsideThePack(t *testing.T) {
     "dynamic": {"$dynamicRef": "../../x.json"},
     "local": {"$ref": "#/$defs/ok"},
     "default": {"$ref": "../../x.json"},
+    "common": {"$ref": "defs/common.json#/$defs/ok"},
     "own": {
       "$id": "https://example.com/own.json",
       "$defs": {"ok": {"type": "string"}},
@@ -109,9 +110,14 @@ func TestSchemaRefsRefusedOutsideThePack(t *testing.T) {
   "$defs": {"ok": {"type": "string"}, "value": {"const": {"$ref": "../../etc/passwd"}, "enum": [{"$ref": "file:///x"}]}}
 }`,
 		"shared/x.json": `{}`,
+		// A file reached through a reference is walked as the nodes' own.
+		"schemas/defs/common.json": `{"$defs": {"ok": {"type": "string"}, "far": {"$ref": "../../../x.json"}, "near": {"$ref": "../../shared/x.json"}}}`,
 	})
 	_, _, err := Load(dir)
 	ps := problemsOf(t, err)
+	if p, ok := at(ps, "schemas/defs/common.json", "/$defs/far/$ref"); !ok || p.Message != `"../../../x.json" leaves the pack's directory` {
+		t.Errorf("schemas/defs/common.json: /$defs/far/$ref: got %+v", p)
+	}
 	const in = "schemas/summarize.input.json"
 	want := map[string]string{
 		"/properties/up/$ref":             `"../../etc/passwd" leaves the pack's directory`,
@@ -137,8 +143,8 @@ func TestSchemaRefsRefusedOutsideThePack(t *testing.T) {
 			t.Errorf("%s: %s: got %+v, want %q", in, field, p, msg)
 		}
 	}
-	if len(ps) != len(want) {
-		t.Errorf("%d problems, want %d: %+v", len(ps), len(want), ps)
+	if len(ps) != len(want)+1 {
+		t.Errorf("%d problems, want %d: %+v", len(ps), len(want)+1, ps)
 	}
 	msg := wop.AsError(err).Message
 	if strings.Contains(msg, "pack.invalid/") && !strings.Contains(msg, `"https://pack.invalid/schemas/common.json"`) || strings.Count(msg, "pack.invalid") != 1 {
