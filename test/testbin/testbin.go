@@ -5,8 +5,10 @@ package testbin
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 )
@@ -42,7 +44,9 @@ func Build(builds map[string]string) error {
 
 // LayOutPack makes dst a pack directory: the pack.json of the source pack
 // at srcRel (relative to the repository), the schema files its nodes
-// reference, and binary copied to the path its runtime.entry names. The
+// reference with every file beside them in their directories (where the
+// files their $refs name sit), and binary copied to the path its
+// runtime.entry names. The
 // host checks the binary's embedded pack.json against the file, so the
 // file must be the one the binary was built from; the schema files it
 // reads from the directory.
@@ -73,6 +77,13 @@ func LayOutPack(srcRel, binary, dst string) error {
 			if err := copyFile(filepath.Join(src, filepath.FromSlash(ref)), filepath.Join(dst, filepath.FromSlash(ref)), 0o644); err != nil {
 				return fmt.Errorf("%s/pack.json names a schema file: %w", srcRel, err)
 			}
+			// A schema at the top sits beside the sources: it is copied
+			// alone.
+			if dir := path.Dir(path.Clean(ref)); dir != "." {
+				if err := copyDir(filepath.Join(src, filepath.FromSlash(dir)), filepath.Join(dst, filepath.FromSlash(dir))); err != nil {
+					return fmt.Errorf("%s: the directory of a schema file: %w", srcRel, err)
+				}
+			}
 		}
 	}
 	if err := copyFile(binary, filepath.Join(dst, filepath.FromSlash(m.Runtime.Entry)), 0o755); err != nil {
@@ -80,6 +91,21 @@ func LayOutPack(srcRel, binary, dst string) error {
 	}
 	// pack.json last: Cache.Pack takes its presence for a complete layout.
 	return os.WriteFile(filepath.Join(dst, "pack.json"), manifest, 0o644)
+}
+
+// copyDir copies the regular files under src to dst, keeping their
+// paths.
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		return copyFile(p, filepath.Join(dst, rel), 0o644)
+	})
 }
 
 // copyFile copies src to dst, creating dst's directory.
