@@ -371,7 +371,7 @@ func archive(repo, commit, subdir string) ([]modzip.File, error) {
 	}
 	out, err := git(repo, args...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the files of %q at commit %s: %w", subdir, short(commit), err)
 	}
 	zr, err := zip.NewReader(bytes.NewReader(out), int64(len(out)))
 	if err != nil {
@@ -421,7 +421,7 @@ func modSum(mod []byte) (string, error) {
 }
 
 // write writes res's version into the proxy directory out: the zip of
-// files (checked and hashed first, into a temporary file), the .mod, the
+// files (made and hashed first, into a temporary file), the .mod, the
 // .info last, then the list and @latest from every version there.
 func write(out string, res *Result, files []modzip.File, mod []byte) (err error) {
 	escPath, err := module.EscapePath(res.Module)
@@ -460,10 +460,6 @@ func write(out string, res *Result, files []modzip.File, mod []byte) (err error)
 		return err
 	}
 	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	// What the go command checks of a downloaded zip.
-	if _, err := modzip.CheckZip(mv, tmp.Name()); err != nil {
 		return err
 	}
 	if res.Sum, err = dirhash.HashZip(tmp.Name(), dirhash.Hash1); err != nil {
