@@ -186,7 +186,7 @@ func TestNewForSDKVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env = append(env, testbin.SDKNoSumDB)
+	env = append(env, testbin.SDKNoSumDB, "GOWORK=off")
 	// Outside any checkout: no SDK directory is there to find.
 	wd := filepath.Join(tmp, "src")
 	if err := os.Mkdir(wd, 0o755); err != nil {

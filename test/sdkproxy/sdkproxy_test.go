@@ -81,6 +81,7 @@ func TestVendorModuleFromProxyDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	env = append(env, "GOWORK=off")
 
 	// The near miss: the same, but the checksum database is asked.
 	out, err := goRun(vendor, append(env, "GONOSUMDB=", "GOPRIVATE=", "GOSUMDB=sum.golang.org"), "mod", "tidy")

@@ -70,7 +70,7 @@ func SDKProxy(binDir, out, version string) (*goproxy.Result, error) {
 // the SDK's dependencies come from there when it holds them), then the
 // user's GOPROXY. Builds are -trimpath, which makes their compiled
 // packages the same whatever the cache's directory, so they are reused
-// from one run to the next. GOWORK is off: the module is built alone.
+// from one run to the next.
 func ModuleEnv(modCache string, proxies ...string) ([]string, error) {
 	out, err := exec.Command("go", "env", "-json", "GOMODCACHE", "GOPROXY", "GOFLAGS").Output()
 	if err != nil {
@@ -88,6 +88,5 @@ func ModuleEnv(modCache string, proxies ...string) ([]string, error) {
 		"GOMODCACHE="+modCache,
 		"GOPROXY="+strings.Join(chain, ","),
 		"GOFLAGS="+strings.TrimSpace(env.GOFLAGS+" -modcacherw -trimpath"),
-		"GOWORK=off",
 	), nil
 }
