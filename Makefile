@@ -4,8 +4,17 @@
 GO        ?= go
 BIN       := bin
 TOOLS     := .bin
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
-LDFLAGS   := -X main.version=$(VERSION)
+# The sdk/vX.Y.Z tags version the SDK module, not the host.
+VERSION   ?= $(shell git describe --tags --always --dirty --exclude 'sdk/*' 2>/dev/null || echo 0.1.0-dev)
+# The SDK's release version: the sdk/vX.Y.Z tag on the commit built, if any
+# (or SDK_VERSION=vX.Y.Z). The host binary names it, so that `host new`
+# requires that version of the SDK instead of replacing it with a checkout,
+# and `make sdk-proxy` writes it; without one, the host is a development
+# build and sdk-proxy writes the commit's pseudo-version.
+SDK_VERSION ?= $(shell git describe --tags --exact-match --match 'sdk/v*' 2>/dev/null | sed 's|^sdk/||')
+LDFLAGS   := -X main.version=$(VERSION) -X main.sdkVersion=$(SDK_VERSION)
+# Where `make sdk-proxy` writes the SDK module, a directory for GOPROXY=file://.
+SDK_PROXY_DIR ?= dist/goproxy
 
 # Every directory under plugins/ with a main.go is a capability plugin,
 # built as bin/wophost-NAME.
@@ -13,7 +22,7 @@ PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard plugins/*/main.go))
 # So is every directory under examples/plugins with a main.go.
 EXAMPLE_PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard examples/plugins/*/main.go))
 
-.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance conformance-plugins fuzz mutate node-plugin
+.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance conformance-plugins fuzz mutate node-plugin sdk-proxy
 
 all: build
 
@@ -125,6 +134,14 @@ fuzz: ## Run each fuzz target for FUZZTIME (one at a time); a crasher fails the 
 	  echo "== fuzz $${t#*:} sdk/$${t%%:*} ($(FUZZTIME))"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./$${t%%:*}; \
 	done
+
+# The SDK module at the commit checked out, as SDK_VERSION when set (its
+# tag chooses the commit then), into SDK_PROXY_DIR laid out as a Go module
+# proxy: a vendor's module requires that version with no replace directive,
+# with GOPROXY=file://$(SDK_PROXY_DIR) (docs/starting-points.md). Versions
+# already there are kept, and never rewritten with other content.
+sdk-proxy: ## Write the SDK module at SDK_VERSION (default: the sdk/v* tag on HEAD, else HEAD's pseudo-version) into dist/goproxy, a GOPROXY=file:// directory.
+	$(GO) run ./cmd/sdk-proxy -out $(SDK_PROXY_DIR) $(if $(SDK_VERSION),-version $(SDK_VERSION))
 
 # The MCP conformance suite and its peers come from npm, pinned, into an
 # ignored folder. The suite needs Node 22, itself installed from npm.

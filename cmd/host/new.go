@@ -13,12 +13,20 @@ import (
 	"github.com/wophost/wophost/internal/scaffold"
 )
 
+// sdkVersion is the version of the SDK this host was built with, set at
+// build time with -ldflags "-X main.sdkVersion=vX.Y.Z" (make sets it from
+// the sdk/vX.Y.Z tag on the commit built); empty in a development build.
+// `host new` requires that version, which the host's protocol speaks,
+// rather than replacing the SDK with a checkout's.
+var sdkVersion string
+
 // newFlags are the flags both `host new` commands take.
 type newFlags struct {
-	dir    string
-	module string
-	sdk    string
-	tidy   bool
+	dir        string
+	module     string
+	sdk        string
+	sdkVersion string
+	tidy       bool
 }
 
 // register adds the flags to c; what names what c writes, and module is
@@ -26,16 +34,38 @@ type newFlags struct {
 func (f *newFlags) register(c *cobra.Command, what, module string) {
 	c.Flags().StringVar(&f.dir, "dir", "", "directory to write the "+what+" into, new or empty (default ./NAME)")
 	c.Flags().StringVar(&f.module, "module", "", "Go module path (default "+module+")")
-	c.Flags().StringVar(&f.sdk, "sdk", "", "sdk directory of the wophost checkout go.mod's replace line names (default: that of the checkout the host binary is in, else one above the working directory)")
+	c.Flags().StringVar(&f.sdk, "sdk", "", "sdk directory of a wophost checkout for go.mod's replace line to name, instead of requiring a version of the SDK (default, in a development build of the host: that of the checkout the host binary is in, else one above the working directory)")
+	c.Flags().StringVar(&f.sdkVersion, "sdk-version", "", "version of the SDK module for go.mod to require, with no replace line (default: the version this host was built with, if it names one)")
 	c.Flags().BoolVar(&f.tidy, "tidy", false, "run go mod tidy in the new module (needs the go command, and the module proxy unless the module cache has the SDK's dependencies)")
 }
 
-// sdkDir is --sdk, or the SDK of the checkout the running host was built
-// in.
-func (f *newFlags) sdkDir() (string, error) {
-	if f.sdk != "" {
-		return f.sdk, nil
+// sdkSource is where the module written gets the SDK: a version to
+// require (--sdk-version, else built, the version this host was built
+// with), or, with neither, a checkout's sdk directory to replace it with
+// (--sdk, else the one sdkDir finds). --sdk chooses a checkout even when
+// the host names a version.
+func (f *newFlags) sdkSource(built string) (dir, version string, err error) {
+	switch {
+	case f.sdk != "" && f.sdkVersion != "":
+		return "", "", fmt.Errorf("%w: --sdk and --sdk-version exclude each other: go.mod replaces the SDK with a checkout's or requires a version of it", scaffold.ErrInvalid)
+	case f.sdkVersion != "":
+		return "", f.sdkVersion, nil
+	case f.sdk != "":
+		return f.sdk, "", nil
+	case built != "":
+		// Not the caller's mistake, so not ErrInvalid: the build's.
+		if err := scaffold.CheckSDKVersion(built); err != nil {
+			return "", "", fmt.Errorf("this host was built naming the SDK version %q, which is none (%v): pass --sdk-version or --sdk", built, err)
+		}
+		return "", built, nil
 	}
+	dir, err = f.sdkDir()
+	return dir, "", err
+}
+
+// sdkDir is the SDK of the checkout the running host was built in, else
+// one above the working directory.
+func (f *newFlags) sdkDir() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = ""
@@ -76,7 +106,7 @@ func newPluginCommand(g *globals) *cobra.Command {
 				return newError(err)
 			}
 			var err error
-			if p.SDKDir, err = f.sdkDir(); err != nil {
+			if p.SDKDir, p.SDKVersion, err = f.sdkSource(g.sdkVersion); err != nil {
 				return newError(err)
 			}
 			res, err := scaffold.WritePlugin(f.target(args[0]), p)
@@ -105,7 +135,7 @@ func newPackCommand(g *globals) *cobra.Command {
 				return newError(err)
 			}
 			var err error
-			if p.SDKDir, err = f.sdkDir(); err != nil {
+			if p.SDKDir, p.SDKVersion, err = f.sdkSource(g.sdkVersion); err != nil {
 				return newError(err)
 			}
 			res, err := scaffold.WritePack(f.target(args[0]), p)
@@ -159,14 +189,25 @@ func (g *globals) reportNew(f newFlags, res *scaffold.Result, verb string) error
 		next = append(next, hostCommand()+" conformance --config conformance.hcl")
 	}
 	next = append(next, run)
+	work := goWorkSteps(res)
 	if g.json {
 		enc := json.NewEncoder(g.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{
+		report := map[string]any{
 			"dir": res.Dir, "module": res.Module, "sdk": res.SDKDir, "files": res.Files, "tidied": f.tidy, "next": next,
-		})
+		}
+		if work != nil {
+			report["goWork"] = work
+		} else {
+			report["sdkVersion"] = res.SDKVersion
+		}
+		return enc.Encode(report)
 	}
-	fmt.Fprintf(g.stdout, "wrote %s: module %s, SDK from %s\n", res.Dir, res.Module, res.SDKDir)
+	if res.SDKDir != "" {
+		fmt.Fprintf(g.stdout, "wrote %s: module %s, SDK from %s\n", res.Dir, res.Module, res.SDKDir)
+	} else {
+		fmt.Fprintf(g.stdout, "wrote %s: module %s, SDK %s\n", res.Dir, res.Module, res.SDKVersion)
+	}
 	for _, file := range res.Files {
 		fmt.Fprintf(g.stdout, "  %s\n", file)
 	}
@@ -177,7 +218,29 @@ func (g *globals) reportNew(f newFlags, res *scaffold.Result, verb string) error
 	for _, step := range next {
 		fmt.Fprintf(g.stdout, "  %s\n", step)
 	}
+	if work != nil {
+		fmt.Fprintln(g.stdout, "or, for a go.work rather than go.mod's replace line (then skip go mod tidy, which ignores go.work):")
+		for _, step := range work {
+			fmt.Fprintf(g.stdout, "  %s\n", step)
+		}
+	}
 	return nil
+}
+
+// goWorkSteps are the commands that turn a module whose go.mod replaces
+// the SDK with a checkout into one a go.work builds against that
+// checkout; nil for a module requiring a version of the SDK. The require
+// goes with the replace: its placeholder version is none the go command
+// can fetch, and a workspace still reads the go.mod of every version its
+// modules require.
+func goWorkSteps(res *scaffold.Result) []string {
+	if res.SDKDir == "" {
+		return nil
+	}
+	return []string{
+		"go mod edit -dropreplace " + scaffold.SDKModule + " -droprequire " + scaffold.SDKModule,
+		"go work init . " + res.SDKDir,
+	}
 }
 
 // shownDir is the directory as the user named it, for the cd step.

@@ -45,10 +45,13 @@ type globals struct {
 	// the GOMAXPROCS environment variable), restored when a reloaded
 	// config no longer sets gomaxprocs.
 	startProcs int
+	// sdkVersion is the version of the SDK the host was built with, ""
+	// in a development build (see the package variable).
+	sdkVersion string
 }
 
 func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, startProcs: runtime.GOMAXPROCS(0)}
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, startProcs: runtime.GOMAXPROCS(0), sdkVersion: sdkVersion}
 	root := &cobra.Command{
 		Use:           "host",
 		Short:         "wophost: a host for node packs and out-of-process capability plugins",

@@ -1,12 +1,14 @@
 // Package scaffold writes the starting points `host new` makes: a Go module
-// for a capability plugin or for a node pack that builds against the SDK of
-// a local wophost checkout, passes its own tests and runs under the host
-// with the host.hcl written beside it.
+// for a capability plugin or for a node pack that builds against the SDK,
+// passes its own tests and runs under the host with the host.hcl written
+// beside it.
 //
-// The SDK module (github.com/wophost/wophost/sdk) is not published, so the
-// go.mod written requires it at a placeholder version and replaces it with
-// a checkout's sdk directory. go.sum is not written: `go mod tidy` (Tidy)
-// resolves the SDK's dependencies from the module proxy or cache.
+// The go.mod written requires the SDK module (github.com/wophost/wophost/sdk)
+// at a version of it (its tags are sdk/vX.Y.Z), or, to build against a
+// local wophost checkout, at a placeholder version with a replace directive
+// naming the checkout's sdk directory. go.sum is not written: `go mod tidy`
+// (Tidy) resolves the SDK and its dependencies from the module proxy or
+// cache.
 package scaffold
 
 import (
@@ -29,6 +31,7 @@ import (
 
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
 
 	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/sdk/wop"
@@ -37,10 +40,16 @@ import (
 // SDKModule is the module path of the wophost SDK.
 const SDKModule = "github.com/wophost/wophost/sdk"
 
-// SDKVersion is the version a written go.mod requires the SDK at: the
-// placeholder Go itself writes for a module only a replace directive
-// provides. The replace decides which code is built.
+// SDKVersion is the version a written go.mod requires the SDK at when a
+// replace directive provides it: the placeholder Go itself writes for such
+// a module. The replace decides which code is built.
 const SDKVersion = "v0.0.0-00010101000000-000000000000"
+
+// SDKGoVersion is the go directive of the SDK's go.mod, which a go.mod
+// written for a version of the SDK, with no checkout to read it from,
+// states. A test keeps it equal to sdk/go.mod's; `go mod tidy` raises it
+// if the version required needs a later Go.
+const SDKGoVersion = "1.26.0"
 
 // ErrInvalid is wrapped by every error about what the caller asked for (a
 // name, a flag's value, a missing SDK directory) rather than about writing
@@ -68,7 +77,12 @@ type Plugin struct {
 	Method string
 	// Module is the Go module path; empty means "example.com/NAME".
 	Module string
-	// SDKDir is the sdk directory of a wophost checkout (see FindSDK).
+	// SDKVersion, when not empty, is the version of the SDK module go.mod
+	// requires, such as v0.2.0, with no replace directive; SDKDir must
+	// then be empty.
+	SDKVersion string
+	// SDKDir is the sdk directory of a wophost checkout (see FindSDK),
+	// which go.mod's replace directive names when SDKVersion is empty.
 	SDKDir string
 }
 
@@ -83,8 +97,9 @@ type Pack struct {
 	// Module is the Go module path; empty means "example.com/" and the
 	// name's last segment.
 	Module string
-	// SDKDir is the sdk directory of a wophost checkout (see FindSDK).
-	SDKDir string
+	// SDKVersion and SDKDir are as for Plugin.
+	SDKVersion string
+	SDKDir     string
 }
 
 // Result is what a Write wrote.
@@ -93,7 +108,11 @@ type Result struct {
 	Dir string
 	// Module is the Go module path of go.mod.
 	Module string
-	// SDKDir is the directory go.mod's replace line names, absolute.
+	// SDKVersion is the version of the SDK go.mod requires: a version of
+	// it, or, when SDKDir is set, the placeholder SDKVersion.
+	SDKVersion string
+	// SDKDir is the directory go.mod's replace line names, absolute; ""
+	// when go.mod requires a version of the SDK with no replace.
 	SDKDir string
 	// Executable is the file `go build -o` should write, relative to
 	// Dir: the plugin host.hcl runs, or the pack's runtime.entry.
@@ -209,7 +228,7 @@ func WritePlugin(dir string, p Plugin) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := write(dir, "plugin", d, p.SDKDir)
+	res, err := write(dir, "plugin", d, p.SDKDir, p.SDKVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +245,7 @@ func WritePack(dir string, p Pack) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := write(dir, "pack", d, p.SDKDir)
+	res, err := write(dir, "pack", d, p.SDKDir, p.SDKVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -234,20 +253,30 @@ func WritePack(dir string, p Pack) (*Result, error) {
 	return res, nil
 }
 
-// write renders the templates under templates/kind with d, after reading
-// the SDK's go directive from sdkDir, and writes them into dir.
-func write(dir, kind string, d *data, sdkDir string) (*Result, error) {
-	if sdkDir == "" {
+// write renders the templates under templates/kind with d, for the SDK
+// at sdkVersion or else in sdkDir (whose go directive it reads), and
+// writes them into dir.
+func write(dir, kind string, d *data, sdkDir, sdkVersion string) (*Result, error) {
+	switch {
+	case sdkVersion != "" && sdkDir != "":
+		return nil, invalidf("an SDK version (%s) and an SDK directory (%s) both given: go.mod requires a version of the SDK or replaces it with a checkout's", sdkVersion, sdkDir)
+	case sdkVersion != "":
+		if err := CheckSDKVersion(sdkVersion); err != nil {
+			return nil, err
+		}
+		d.GoVersion, d.SDKVersion = SDKGoVersion, sdkVersion
+	case sdkDir == "":
 		return nil, invalidf("no SDK directory given")
+	default:
+		sdk, err := filepath.Abs(sdkDir)
+		if err != nil {
+			return nil, fmt.Errorf("SDK directory: %w", err)
+		}
+		if d.GoVersion, err = CheckSDK(sdk); err != nil {
+			return nil, err
+		}
+		d.SDKDir, d.SDKVersion = sdk, SDKVersion
 	}
-	sdk, err := filepath.Abs(sdkDir)
-	if err != nil {
-		return nil, fmt.Errorf("SDK directory: %w", err)
-	}
-	if d.GoVersion, err = CheckSDK(sdk); err != nil {
-		return nil, err
-	}
-	d.SDKDir, d.SDKVersion = sdk, SDKVersion
 	files, err := render(kind, d)
 	if err != nil {
 		return nil, err
@@ -259,7 +288,7 @@ func write(dir, kind string, d *data, sdkDir string) (*Result, error) {
 	if err := emptyDir(abs); err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: abs, Module: d.Module, SDKDir: sdk, Executable: d.Entry}
+	res := &Result{Dir: abs, Module: d.Module, SDKVersion: d.SDKVersion, SDKDir: d.SDKDir, Executable: d.Entry}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		target := filepath.Join(abs, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
@@ -342,6 +371,20 @@ func emptyDir(dir string) error {
 	return nil
 }
 
+// CheckSDKVersion checks that v can be a version of the SDK module: a
+// canonical semantic version (v0.2.0, v0.3.0-rc.1, or a pseudo-version a
+// proxy directory of `make sdk-proxy` serves) of its major version, v0 or
+// v1. The error wraps ErrInvalid.
+func CheckSDKVersion(v string) error {
+	if semver.Canonical(v) != v || semver.Build(v) != "" {
+		return invalidf("SDK version %q: a version of the SDK module is a canonical semantic version, such as v0.2.0", v)
+	}
+	if err := module.Check(SDKModule, v); err != nil {
+		return invalidf("SDK version %q: %v", v, err)
+	}
+	return nil
+}
+
 // CheckSDK checks that dir holds the wophost SDK module and returns the
 // Go version its go.mod states, which a written go.mod states too.
 func CheckSDK(dir string) (string, error) {
@@ -394,7 +437,7 @@ func FindSDK(exe, wd string) (string, error) {
 		}
 		d = parent
 	}
-	return "", invalidf("the wophost SDK is not published as a module, and no wophost checkout's sdk directory is beside the host binary (%s) or above %s: pass --sdk with the sdk directory of your checkout", exe, wd)
+	return "", invalidf("this host is a development build, which names no version of the SDK, and no wophost checkout's sdk directory is beside the host binary (%s) or above %s: pass --sdk with the sdk directory of your checkout, or --sdk-version with a version of the SDK", exe, wd)
 }
 
 // Tidy runs `go mod tidy` in dir, which resolves the SDK's dependencies

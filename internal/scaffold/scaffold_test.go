@@ -112,6 +112,54 @@ func TestWritePack(t *testing.T) {
 	}
 }
 
+// A module written for a version of the SDK requires that version with
+// no replace directive, at the SDK's Go version, and its README says where
+// the SDK comes from; a plugin's and a pack's alike.
+func TestWriteForSDKVersion(t *testing.T) {
+	for _, kind := range []string{"plugin", "pack"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			var res *Result
+			var err error
+			if kind == "plugin" {
+				res, err = WritePlugin(dir, Plugin{Name: "greet", SDKVersion: "v0.2.0"})
+			} else {
+				res, err = WritePack(dir, Pack{Name: "community.acme.notes", SDKVersion: "v0.2.0"})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.SDKVersion != "v0.2.0" || res.SDKDir != "" {
+				t.Errorf("result: SDK %q from %q; want v0.2.0 and no directory", res.SDKVersion, res.SDKDir)
+			}
+			f, err := modfile.Parse("go.mod", []byte(read(t, dir, "go.mod")), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Go.Version != SDKGoVersion || len(f.Require) != 1 || f.Require[0].Mod.Path != SDKModule || f.Require[0].Mod.Version != "v0.2.0" || len(f.Replace) != 0 {
+				t.Errorf("go.mod: go %s, requires %+v, replaces %+v; want go %s, %s v0.2.0 and no replace", f.Go.Version, f.Require, f.Replace, SDKGoVersion, SDKModule)
+			}
+			readme := read(t, dir, "README.md")
+			if !strings.Contains(readme, "`github.com/wophost/wophost/sdk` at v0.2.0") || strings.Contains(readme, "replace") {
+				t.Errorf("README.md does not say the SDK is v0.2.0:\n%s", readme)
+			}
+			checkGoFiles(t, dir, res.Files)
+		})
+	}
+}
+
+// SDKGoVersion, which a go.mod written for a version of the SDK states,
+// is the go directive of the SDK's go.mod.
+func TestSDKGoVersion(t *testing.T) {
+	v, err := CheckSDK(sdkDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != SDKGoVersion {
+		t.Errorf("sdk/go.mod states go %s; SDKGoVersion is %s", v, SDKGoVersion)
+	}
+}
+
 // checkGoMod checks go.mod's module, its require and replace of the SDK,
 // and that its Go version is the SDK's.
 func checkGoMod(t *testing.T, dir, module string) {
@@ -207,6 +255,26 @@ func TestInvalid(t *testing.T) {
 			return err
 		}, `node typeId "count"`},
 		{"no SDK", func(d string) error { _, err := WritePlugin(d, Plugin{Name: "greet"}); return err }, "no SDK directory"},
+		{"SDK version and directory", func(d string) error {
+			_, err := WritePlugin(d, Plugin{Name: "greet", SDKVersion: "v0.2.0", SDKDir: sdk})
+			return err
+		}, "both given"},
+		{"SDK version not canonical", func(d string) error {
+			_, err := WritePack(d, Pack{Name: "community.acme.notes", SDKVersion: "v0.2"})
+			return err
+		}, `SDK version "v0.2": a version of the SDK module is a canonical semantic version`},
+		{"SDK version without v", func(d string) error {
+			_, err := WritePlugin(d, Plugin{Name: "greet", SDKVersion: "0.2.0"})
+			return err
+		}, `SDK version "0.2.0"`},
+		{"SDK version with build metadata", func(d string) error {
+			_, err := WritePlugin(d, Plugin{Name: "greet", SDKVersion: "v0.2.0+meta"})
+			return err
+		}, `SDK version "v0.2.0+meta"`},
+		{"SDK version of another major version", func(d string) error {
+			_, err := WritePlugin(d, Plugin{Name: "greet", SDKVersion: "v2.0.0"})
+			return err
+		}, `SDK version "v2.0.0": `},
 		{"not the SDK", func(d string) error {
 			_, err := WritePlugin(d, Plugin{Name: "greet", SDKDir: filepath.Dir(sdk)})
 			return err

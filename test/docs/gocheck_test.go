@@ -12,6 +12,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/wophost/wophost/internal/scaffold"
+	"github.com/wophost/wophost/test/testbin"
 )
 
 // checkoutPath is how a page's go-mod block names the reader's checkout
@@ -19,8 +24,8 @@ import (
 const checkoutPath = "/path/to/wophost"
 
 // defaultGoMod is the go.mod of a page's Go blocks when the page shows
-// none: a module outside this one that depends on the SDK through a
-// replace directive, as writing-plugins.md shows.
+// none: a module outside this one that depends on the SDK of this
+// checkout through a replace directive.
 const defaultGoMod = `module example.com/acme
 
 go 1.26.0
@@ -68,8 +73,9 @@ func (p *pageRun) checkGo(t *testing.T) {
 	if goMod == "" {
 		goMod = defaultGoMod
 	}
-	if !strings.Contains(goMod, checkoutPath+"/sdk") {
-		t.Fatalf("the go-mod block does not replace the SDK with %s/sdk", checkoutPath)
+	env, err := p.goEnv(t, goMod)
+	if err != nil {
+		t.Fatal(err)
 	}
 	write := func(rel string, data []byte) {
 		t.Helper()
@@ -132,12 +138,56 @@ func (p *pageRun) checkGo(t *testing.T) {
 
 	cmd := exec.Command("go", "vet", "./...")
 	cmd.Dir = mod
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Env = env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Errorf("go vet in a module of the page's Go blocks: %v\n%s", err, out.String())
 	}
+}
+
+// goEnv is the environment that builds a module with the go.mod
+// goMod: one replacing the SDK with /path/to/wophost/sdk builds the
+// checkout's; one requiring a version of the SDK with no replace line
+// fetches it, written from the checkout's HEAD (or the version's tag) by
+// sdk-proxy, from a proxy directory as a vendor would (see
+// testbin.ModuleEnv). Either may add go.sum lines (-mod=mod).
+func (p *pageRun) goEnv(t *testing.T, goMod string) ([]string, error) {
+	t.Helper()
+	f, err := modfile.Parse("go.mod", []byte(goMod), nil)
+	if err != nil {
+		return nil, fmt.Errorf("the go-mod block: %w", err)
+	}
+	if len(f.Replace) > 0 {
+		if !strings.Contains(goMod, checkoutPath+"/sdk") {
+			return nil, fmt.Errorf("the go-mod block does not replace the SDK with %s/sdk", checkoutPath)
+		}
+		return append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod"), nil
+	}
+	version := ""
+	for _, r := range f.Require {
+		if r.Mod.Path == scaffold.SDKModule {
+			version = r.Mod.Version
+		}
+	}
+	if version == "" {
+		return nil, fmt.Errorf("the go-mod block neither requires nor replaces %s", scaffold.SDKModule)
+	}
+	testbin.NeedGitCheckout(t)
+	proxy := filepath.Join(t.TempDir(), "goproxy")
+	if _, err := testbin.SDKProxy(t.TempDir(), proxy, version); err != nil {
+		return nil, err
+	}
+	env, err := testbin.ModuleEnv(t.TempDir(), "file://"+filepath.ToSlash(proxy))
+	if err != nil {
+		return nil, err
+	}
+	for i, kv := range env {
+		if flags, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
+			env[i] = "GOFLAGS=" + flags + " -mod=mod"
+		}
+	}
+	return append(env, "GOWORK=off", testbin.SDKNoSumDB), nil
 }
 
 // copySiblings copies the files of src that are not Go source into dst,

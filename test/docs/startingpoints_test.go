@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/mod/modfile"
+
 	"github.com/wophost/wophost/internal/scaffold"
 	"github.com/wophost/wophost/test/testbin"
 )
@@ -21,13 +23,21 @@ const startingPointsPath = "docs/starting-points.md"
 // docHome is the home directory the page's transcripts show.
 const docHome = "/home/you"
 
+// docSDKVersion is the version of the SDK the page's transcripts require,
+// which ~/wophost/dist/goproxy serves: the commit its sdk/ tag names once
+// there is one, else the checkout's HEAD.
+const docSDKVersion = "v0.1.0"
+
 // TestStartingPointsDocBlocks checks every fenced block of the page: the sh
 // transcripts run in order in a home directory of their own, laid out as
 // the page says (the checkout's host built into ~/wophost/bin, its SDK at
-// ~/wophost/sdk, each transcript starting in ~/src), with the output
-// compared line by line once the home directory reads /home/you; the JSON
-// block is the pack.json the pack transcript wrote, byte for byte; the
-// go.mod block is the go.mod `host new plugin` writes, before go mod tidy.
+// ~/wophost/sdk, the SDK module at docSDKVersion in ~/wophost/dist/goproxy
+// as `make sdk-proxy` writes it, each transcript starting in ~/src), with
+// the output compared line by line once the home directory reads
+// /home/you; the JSON block is the pack.json the pack transcript wrote,
+// byte for byte; each go.mod block is the go.mod `host new plugin` writes,
+// before go mod tidy: for the checkout it replaces the SDK with, or for the
+// SDK version it requires when it has no replace line.
 func TestStartingPointsDocBlocks(t *testing.T) {
 	root := moduleRoot(t)
 	blocks := fencedBlocks(t, root, startingPointsPath)
@@ -37,6 +47,7 @@ func TestStartingPointsDocBlocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the host and the modules the page writes")
 	}
+	testbin.NeedGitCheckout(t)
 	h := newHome(t, root)
 	ids := idMap{}
 	for _, b := range blocks {
@@ -62,6 +73,14 @@ func TestStartingPointsDocBlocks(t *testing.T) {
 // home is a home directory laid out as the page's reader has it.
 type home struct {
 	dir string
+	// env is the go command's environment: a module cache of the page's
+	// own (see testbin.ModuleEnv), which keeps the SDK version that
+	// ~/wophost/dist/goproxy serves out of the user's.
+	env []string
+	// proxy is the GOPROXY of env, which stands for the page's
+	// https://proxy.golang.org,direct (the machine's GOPROXY after the
+	// user's module cache).
+	proxy string
 }
 
 func newHome(t *testing.T, root string) *home {
@@ -81,7 +100,42 @@ func newHome(t *testing.T, root string) *home {
 	if err := os.Mkdir(filepath.Join(dir, "src"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &home{dir: dir}
+	if _, err := testbin.SDKProxy(t.TempDir(), filepath.Join(dir, "wophost", "dist", "goproxy"), docSDKVersion); err != nil {
+		t.Fatal(err)
+	}
+	h := &home{dir: dir}
+	if h.env, err = testbin.ModuleEnv(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range h.env {
+		if v, ok := strings.CutPrefix(kv, "GOPROXY="); ok {
+			h.proxy = v
+		}
+	}
+	return h
+}
+
+// commandEnv returns the environment of a go command with the page's
+// assignments (with $HOME the home directory) in place. A GOPROXY shown
+// keeps its file:// directories, and the machine's proxy, behind the
+// user's module cache, takes the place of the rest
+// (https://proxy.golang.org,direct).
+func (h *home) commandEnv(assignments []string) []string {
+	env := slices.Clone(h.env)
+	for _, a := range assignments {
+		k, v, _ := strings.Cut(strings.ReplaceAll(a, "$HOME", h.dir), "=")
+		if k == "GOPROXY" {
+			var dirs []string
+			for _, p := range strings.Split(v, ",") {
+				if strings.HasPrefix(p, "file://") {
+					dirs = append(dirs, p)
+				}
+			}
+			v = strings.Join(append(dirs, h.proxy), ",")
+		}
+		env = append(env, k+"="+v)
+	}
+	return env
 }
 
 // shown replaces the home directory with the page's.
@@ -99,7 +153,7 @@ func comparable(line string) string {
 // checkTranscript runs the commands of an sh transcript from ~/src, and
 // compares each one's stdout followed by its stderr with the lines shown.
 // Commands are `cd DIR`, go and ~/wophost/bin/host, optionally fed by
-// `echo 'TEXT' |`.
+// `echo 'TEXT' |`; a go command may follow VAR=value assignments.
 func (h *home) checkTranscript(t *testing.T, ids idMap, text string) {
 	t.Helper()
 	steps := transcript(text)
@@ -118,6 +172,13 @@ func (h *home) checkTranscript(t *testing.T, ids idMap, text string) {
 			stdin, line = strings.TrimSuffix(quoted, "'")+"\n", rest
 		}
 		words := strings.Fields(line)
+		var assignments []string
+		for len(words) > 1 && assignment.MatchString(words[0]) {
+			assignments, words = append(assignments, words[0]), words[1:]
+		}
+		if len(assignments) > 0 && words[0] != "go" {
+			t.Fatalf("%q: only a go command takes assignments", s.command)
+		}
 		for i, w := range words {
 			if rest, ok := strings.CutPrefix(w, "~/"); ok {
 				words[i] = filepath.Join(h.dir, rest)
@@ -135,6 +196,7 @@ func (h *home) checkTranscript(t *testing.T, ids idMap, text string) {
 		}
 		cmd := exec.Command(words[0], words[1:]...)
 		cmd.Dir = cwd
+		cmd.Env = h.commandEnv(assignments)
 		cmd.Stdin = strings.NewReader(stdin)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -174,11 +236,23 @@ func (h *home) checkFile(t *testing.T, text, rel string) {
 }
 
 // checkGoMod compares the block with the go.mod `host new plugin greet`
-// writes against ~/wophost/sdk.
+// writes against ~/wophost/sdk, or, for a block without a replace line,
+// for the SDK version it requires.
 func (h *home) checkGoMod(t *testing.T, text string) {
 	t.Helper()
+	f, err := modfile.Parse("go.mod", []byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := scaffold.Plugin{Name: "greet", Family: "acme.greet", SDKDir: filepath.Join(h.dir, "wophost", "sdk")}
+	if len(f.Replace) == 0 {
+		if len(f.Require) != 1 {
+			t.Fatalf("a go.mod block without a replace line requires %d modules; want the SDK alone", len(f.Require))
+		}
+		p.SDKDir, p.SDKVersion = "", f.Require[0].Mod.Version
+	}
 	dir := filepath.Join(t.TempDir(), "greet")
-	if _, err := scaffold.WritePlugin(dir, scaffold.Plugin{Name: "greet", Family: "acme.greet", SDKDir: filepath.Join(h.dir, "wophost", "sdk")}); err != nil {
+	if _, err := scaffold.WritePlugin(dir, p); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, "go.mod"))

@@ -108,6 +108,33 @@ func TestNewPack(t *testing.T) {
 	if bad.code != 1 || !strings.Contains(bad.stdout, "validation_error") {
 		t.Errorf("host run with a bad input: exit %d\n%s%s", bad.code, bad.stdout, bad.stderr)
 	}
+
+	// The go.work the report offers instead of go.mod's replace line
+	// builds the module against the same checkout, go.mod naming no SDK.
+	work := filepath.Join(t.TempDir(), "notes")
+	res = runHost(t, "", "new", "pack", "community.acme.notes", "--dir", work, "--json")
+	var offered struct{ GoWork []string }
+	if err := json.Unmarshal([]byte(res.stdout), &offered); err != nil || len(offered.GoWork) != 2 {
+		t.Fatalf("--json report's goWork: %v\n%s", err, res.stdout)
+	}
+	for _, step := range offered.GoWork {
+		words := strings.Fields(step)
+		if words[0] != "go" {
+			t.Fatalf("the step %q is not a go command", step)
+		}
+		goIn(t, work, words[1:]...)
+	}
+	if goMod, err := os.ReadFile(filepath.Join(work, "go.mod")); err != nil || strings.Contains(string(goMod), "wophost/sdk") {
+		t.Errorf("go.mod after the go.work steps (%v):\n%s", err, goMod)
+	}
+	if use := goIn(t, work, "list", "-m", "-f", "{{.Dir}}", "github.com/wophost/wophost/sdk"); strings.TrimSpace(use) != testbin.SourceDir("sdk") {
+		t.Errorf("the workspace builds the SDK of %s; want the checkout's", use)
+	}
+	goIn(t, work, "build", "-o", "notes", ".")
+	run = runHost(t, `{"text":"hello, wide world"}`, "--config", filepath.Join(work, "host.hcl"), "--json", "run", "notes.count", "--input", "-")
+	if run.code != 0 || strings.TrimSpace(run.stdout) != `{"words":3,"characters":17}` {
+		t.Errorf("host run of the workspace's build: exit %d\n%s%s", run.code, run.stdout, run.stderr)
+	}
 }
 
 // Outside a checkout, and with a host binary that is not in one, `host
@@ -135,5 +162,77 @@ func TestNewWithoutSDK(t *testing.T) {
 	err = cmd.Run()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), `pack name "community.notes" must be a scope`) {
 		t.Errorf("host new pack with a bad name outside a checkout: %v\n%s", err, stderr.String())
+	}
+}
+
+// A host built naming a version of the SDK (as make does on a commit
+// tagged sdk/vX.Y.Z) writes modules that require that version with no
+// replace directive, from anywhere, no checkout needed: with the SDK
+// served from the directory `make sdk-proxy` writes, the plugin and the
+// pack tidy, build, and run under the host as generated.
+func TestNewForSDKVersion(t *testing.T) {
+	testbin.NeedGitCheckout(t)
+	tmp := t.TempDir()
+	proxy := filepath.Join(tmp, "goproxy")
+	sdk, err := testbin.SDKProxy(tmp, proxy, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := filepath.Join(tmp, "host")
+	if err := testbin.BuildWithFlags(released, testbin.HostPackage, "-ldflags=-X main.sdkVersion="+sdk.Version); err != nil {
+		t.Fatal(err)
+	}
+	env, err := testbin.ModuleEnv(filepath.Join(tmp, "modcache"), "file://"+filepath.ToSlash(proxy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, testbin.SDKNoSumDB, "GOWORK=off")
+	// Outside any checkout: no SDK directory is there to find.
+	wd := filepath.Join(tmp, "src")
+	if err := os.Mkdir(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// newModule runs `host new KIND NAME --dir NAME`, checks its report
+	// and go.mod, tidies the module, builds it into exe, and returns its
+	// directory.
+	newModule := func(exe string, args ...string) string {
+		t.Helper()
+		args = append(args, "--dir", args[1])
+		cmd := exec.Command(released, append([]string{"new"}, args...)...)
+		cmd.Dir = wd
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("host new %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if !strings.Contains(string(out), ", SDK "+sdk.Version+"\n") || strings.Contains(string(out), "go.work") {
+			t.Errorf("host new %s: the report does not name the SDK version alone:\n%s", strings.Join(args, " "), out)
+		}
+		dir := filepath.Join(wd, args[1])
+		goMod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(goMod), "\nrequire github.com/wophost/wophost/sdk "+sdk.Version+"\n") || strings.Contains(string(goMod), "replace") {
+			t.Errorf("go.mod:\n%s", goMod)
+		}
+		for _, step := range [][]string{{"mod", "tidy"}, {"build", "-o", exe, "."}} {
+			cmd := exec.Command("go", step...)
+			cmd.Dir, cmd.Env = dir, env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("go %s in %s: %v\n%s", strings.Join(step, " "), dir, err, out)
+			}
+		}
+		return dir
+	}
+
+	plugin := newModule("greet", "plugin", "greet", "--family", "acme.greet")
+	call := runHost(t, `{"name":"Ada"}`, "--config", filepath.Join(plugin, "host.hcl"), "--json", "call", "acme.greet.greet", "--input", "-")
+	if call.code != 0 || strings.TrimSpace(call.stdout) != `{"greeting":"Hello, Ada!"}` {
+		t.Errorf("host call: exit %d\n%s%s", call.code, call.stdout, call.stderr)
+	}
+	pack := newModule("notes", "pack", "community.acme.notes")
+	run := runHost(t, `{"text":"hello, wide world"}`, "--config", filepath.Join(pack, "host.hcl"), "--json", "run", "notes.count", "--input", "-")
+	if run.code != 0 || strings.TrimSpace(run.stdout) != `{"words":3,"characters":17}` {
+		t.Errorf("host run: exit %d\n%s%s", run.code, run.stdout, run.stderr)
 	}
 }

@@ -26,18 +26,27 @@ func SourceDir(rel string) string {
 // well (see Main for what makes it fail at the first race).
 func Build(builds map[string]string) error {
 	for out, pkg := range builds {
-		// As `make build` does: static binaries, without cgo, except
-		// under the race detector, which needs it.
-		args, cgo := []string{"build", "-o", out}, "0"
-		if raceDetector && pkg == HostPackage {
-			args, cgo = append(args, "-race"), "1"
+		if err := BuildWithFlags(out, pkg); err != nil {
+			return err
 		}
-		cmd := exec.Command("go", append(args, pkg)...)
-		cmd.Dir = SourceDir("")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
-		}
+	}
+	return nil
+}
+
+// BuildWithFlags builds pkg into out as Build does, with the go build
+// flags given added, such as "-ldflags=-X main.sdkVersion=v0.1.0".
+func BuildWithFlags(out, pkg string, flags ...string) error {
+	// As `make build` does: static binaries, without cgo, except under
+	// the race detector, which needs it.
+	args, cgo := append([]string{"build", "-o", out}, flags...), "0"
+	if raceDetector && pkg == HostPackage {
+		args, cgo = append(args, "-race"), "1"
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Dir = SourceDir("")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
 	}
 	return nil
 }

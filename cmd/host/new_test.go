@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/wophost/wophost/internal/scaffold"
+)
+
+// checkoutSDK is the sdk directory of this checkout.
+func checkoutSDK(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "sdk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// runNew runs `host new ARGS` with g, a host built naming g.sdkVersion.
+func runNew(g *globals, args ...string) error {
+	c := newCommand(g)
+	c.SetArgs(args)
+	c.SetOut(g.stdout)
+	c.SetErr(g.stderr)
+	c.SilenceUsage, c.SilenceErrors = true, true
+	return c.Execute()
+}
+
+// sdkOf returns what go.mod in dir says of the SDK: the version required,
+// and the directory it is replaced with ("" for none).
+func sdkOf(t *testing.T, dir string) (version, replacedBy string) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse("go.mod", src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == scaffold.SDKModule {
+			version = r.Mod.Version
+		}
+	}
+	for _, r := range f.Replace {
+		if r.Old.Path == scaffold.SDKModule {
+			replacedBy = r.New.Path
+		}
+	}
+	return version, replacedBy
+}
+
+// A host built naming a version of the SDK writes a go.mod requiring that
+// version with no replace line, and says so; --sdk-version names another,
+// and --sdk still chooses a checkout, with the go.work alternative shown.
+// A development build (no version) replaces the SDK with the checkout.
+func TestNewSDKVersion(t *testing.T) {
+	sdk := checkoutSDK(t)
+	cases := []struct {
+		name        string
+		built       string
+		args        []string
+		wantVersion string
+		wantReplace string
+	}{
+		{"built with a version", "v0.3.0", nil, "v0.3.0", ""},
+		{"--sdk-version", "v0.3.0", []string{"--sdk-version", "v0.4.0-rc.1"}, "v0.4.0-rc.1", ""},
+		{"--sdk-version in a development build", "", []string{"--sdk-version", "v0.4.0"}, "v0.4.0", ""},
+		{"--sdk in a host built with a version", "v0.3.0", []string{"--sdk", sdk}, scaffold.SDKVersion, sdk},
+		{"a development build", "", []string{"--sdk", sdk}, scaffold.SDKVersion, sdk},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, kind := range []string{"plugin", "pack"} {
+				dir := filepath.Join(t.TempDir(), kind)
+				var stdout, stderr bytes.Buffer
+				g := &globals{stdout: &stdout, stderr: &stderr, sdkVersion: c.built}
+				name := "greet"
+				if kind == "pack" {
+					name = "community.acme.notes"
+				}
+				if err := runNew(g, append([]string{kind, name, "--dir", dir}, c.args...)...); err != nil {
+					t.Fatalf("host new %s: %v\n%s", kind, err, stderr.String())
+				}
+				version, replacedBy := sdkOf(t, dir)
+				if version != c.wantVersion || replacedBy != c.wantReplace {
+					t.Errorf("%s: go.mod requires the SDK at %q replaced by %q; want %q replaced by %q", kind, version, replacedBy, c.wantVersion, c.wantReplace)
+				}
+				out := stdout.String()
+				if c.wantReplace == "" {
+					if !strings.Contains(out, ", SDK "+c.wantVersion+"\n") || strings.Contains(out, "go.work") {
+						t.Errorf("%s: the report does not name the SDK version alone:\n%s", kind, out)
+					}
+				} else {
+					for _, want := range []string{", SDK from " + sdk + "\n", "for a go.work rather than go.mod's replace line",
+						"\n  go mod edit -dropreplace github.com/wophost/wophost/sdk -droprequire github.com/wophost/wophost/sdk\n",
+						"\n  go work init . " + sdk + "\n"} {
+						if !strings.Contains(out, want) {
+							t.Errorf("%s: the report lacks %q:\n%s", kind, want, out)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// --json reports the SDK version with no go.work steps for a module
+// requiring a version, and the checkout with the go.work steps for one
+// replacing it.
+func TestNewSDKVersionJSON(t *testing.T) {
+	for _, c := range []struct {
+		built string
+		args  []string
+	}{{"v0.3.0", nil}, {"", []string{"--sdk", checkoutSDK(t)}}} {
+		var stdout, stderr bytes.Buffer
+		g := &globals{stdout: &stdout, stderr: &stderr, json: true, sdkVersion: c.built}
+		dir := filepath.Join(t.TempDir(), "greet")
+		if err := runNew(g, append([]string{"plugin", "greet", "--dir", dir}, c.args...)...); err != nil {
+			t.Fatalf("%v\n%s", err, stderr.String())
+		}
+		var report map[string]any
+		if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+			t.Fatal(err)
+		}
+		_, hasVersion := report["sdkVersion"]
+		work, hasWork := report["goWork"].([]any)
+		if c.built != "" {
+			if report["sdkVersion"] != c.built || report["sdk"] != "" || hasWork {
+				t.Errorf("built with %s: %v", c.built, report)
+			}
+		} else if hasVersion || report["sdk"] != checkoutSDK(t) || len(work) != 2 {
+			t.Errorf("a development build with --sdk: %v", report)
+		}
+	}
+}
+
+// --sdk with --sdk-version, and a version that is none, are usage errors
+// and write nothing; a host built naming a version that is none fails
+// (not the caller's mistake) and says what to pass.
+func TestNewSDKVersionRefused(t *testing.T) {
+	sdk := checkoutSDK(t)
+	for _, c := range []struct {
+		name    string
+		built   string
+		args    []string
+		want    string
+		invalid bool
+	}{
+		{"both", "", []string{"--sdk", sdk, "--sdk-version", "v0.3.0"}, "--sdk and --sdk-version exclude each other", true},
+		{"not canonical", "", []string{"--sdk-version", "v0.3"}, `SDK version "v0.3"`, true},
+		{"another major version", "", []string{"--sdk-version", "v2.0.0"}, `SDK version "v2.0.0"`, true},
+		{"built with none", "0.3.0", nil, `this host was built naming the SDK version "0.3.0", which is none`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "greet")
+			var stdout, stderr bytes.Buffer
+			g := &globals{stdout: &stdout, stderr: &stderr, sdkVersion: c.built}
+			err := runNew(g, append([]string{"plugin", "greet", "--dir", dir}, c.args...)...)
+			var f *failure
+			if err == nil || !strings.Contains(err.Error(), c.want) || errors.As(err, &f) == c.invalid {
+				t.Fatalf("error %v (a failure: %t); want one saying %q, a usage error: %t", err, errors.As(err, &f), c.want, c.invalid)
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the directory was made (%v)", err)
+			}
+		})
+	}
+}
