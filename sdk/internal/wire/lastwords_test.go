@@ -1,4 +1,4 @@
-package loader
+package wire
 
 import (
 	"strings"
@@ -7,12 +7,12 @@ import (
 
 func TestLastWords(t *testing.T) {
 	t.Run("nothing written is nothing said", func(t *testing.T) {
-		if got := (&lastWords{}).String(); got != "" {
+		if got := (&LastWords{}).String(); got != "" {
 			t.Errorf("got %q", got)
 		}
 	})
 	t.Run("the last three lines, on one line", func(t *testing.T) {
-		w := &lastWords{}
+		w := &LastWords{}
 		for _, l := range []string{"one", "two", "", "three", "four"} {
 			_, _ = w.Write([]byte(l + "\n"))
 		}
@@ -21,7 +21,7 @@ func TestLastWords(t *testing.T) {
 		}
 	})
 	t.Run("a panic from its first line, not the stack's end", func(t *testing.T) {
-		w := &lastWords{}
+		w := &LastWords{}
 		_, _ = w.Write([]byte("started\npanic: the plugin panicked\n\ngoroutine 1 [running]:\nmain.main()\n\t/src/main.go:12\nexit status 2\n"))
 		got := w.String()
 		if !strings.HasPrefix(got, "panic: the plugin panicked | goroutine 1 [running]:") {
@@ -29,14 +29,14 @@ func TestLastWords(t *testing.T) {
 		}
 	})
 	t.Run("a line merely mentioning a panic is no panic", func(t *testing.T) {
-		w := &lastWords{}
+		w := &LastWords{}
 		_, _ = w.Write([]byte("a\nb\nrecovered from panic: x\nc\n"))
 		if got, want := w.String(), "b | recovered from panic: x | c"; got != want {
 			t.Errorf("got %q, want %q", got, want)
 		}
 	})
 	t.Run("kept and shown within their bounds", func(t *testing.T) {
-		w := &lastWords{}
+		w := &LastWords{}
 		for range 1000 {
 			_, _ = w.Write([]byte(strings.Repeat("é", 100) + "\n"))
 		}

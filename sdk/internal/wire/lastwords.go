@@ -1,4 +1,4 @@
-package loader
+package wire
 
 import (
 	"bytes"
@@ -12,24 +12,25 @@ const (
 	// lastWordsKeep is how many of the last bytes a process wrote to
 	// stderr the host keeps, to say why it went away.
 	lastWordsKeep = 4096
-	// lastWordsShown bounds what LastWords returns.
+	// lastWordsShown bounds what LastWords.String returns.
 	lastWordsShown = 512
-	// lastWordsLines is how many of the last lines LastWords returns
+	// lastWordsLines is how many of the last lines LastWords.String returns
 	// when the process did not panic.
 	lastWordsLines = 3
 )
 
-// lastWords keeps the end of what a process wrote to stderr, so that an
+// LastWords keeps the end of what a process wrote to stderr, so that an
 // exit the host did not ask for, or a start that failed, can be reported
-// with the process's own words rather than "exited unexpectedly" alone.
-// It is safe for concurrent use.
-type lastWords struct {
+// with the process's own words rather than "exited unexpectedly" or
+// go-plugin's guesses alone. Its zero value is ready; it is safe for
+// concurrent use.
+type LastWords struct {
 	mu  sync.Mutex
 	buf []byte
 }
 
 // Write keeps the last lastWordsKeep bytes written.
-func (w *lastWords) Write(p []byte) (int, error) {
+func (w *LastWords) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, p...)
@@ -44,7 +45,7 @@ func (w *lastWords) Write(p []byte) (int, error) {
 // bytes hold one (its first lines say what went wrong; the stack after
 // them does not), otherwise the last lastWordsLines lines. "" when the
 // process wrote nothing.
-func (w *lastWords) String() string {
+func (w *LastWords) String() string {
 	w.mu.Lock()
 	text := string(w.buf)
 	w.mu.Unlock()
