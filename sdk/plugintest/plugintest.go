@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -173,6 +174,22 @@ func (d Diagnostic) String() string {
 	return s
 }
 
+// StartError is a plugin binary the kit could not start. Err says why: in
+// the process's own words when it wrote any to stderr before it went away
+// (a *hostwire.ExitError or *hostwire.HandshakeError, in place of
+// go-plugin's guesses at a missing handshake).
+type StartError struct {
+	// Binary is the absolute path of the plugin binary.
+	Binary string
+	Err    error
+}
+
+// Error implements error.
+func (e *StartError) Error() string { return "plugintest: start " + e.Binary + ": " + e.Err.Error() }
+
+// Unwrap returns why the plugin did not start.
+func (e *StartError) Unwrap() error { return e.Err }
+
 // Plugin is a running plugin process. It is killed when the test that
 // started it ends.
 type Plugin struct {
@@ -240,7 +257,11 @@ func start(t tb, cfg Config) *Plugin {
 	if err != nil {
 		t.Fatalf("plugintest: %v", err)
 	}
-	clientConfig.SyncStdout, clientConfig.SyncStderr = logs, logs
+	// What the process writes to its stderr before it serves comes to
+	// Stderr, and after, through go-plugin's stream, to SyncStderr.
+	words := &wire.LastWords{}
+	clientConfig.Stderr = words
+	clientConfig.SyncStdout, clientConfig.SyncStderr = logs, io.MultiWriter(logs, words)
 	client := goplugin.NewClient(clientConfig)
 	t.Cleanup(func() {
 		// Kill waits for go-plugin's log goroutines, so the buffer is
@@ -254,7 +275,10 @@ func start(t tb, cfg Config) *Plugin {
 	rpc, err := client.Client()
 	started()
 	if err != nil {
-		t.Fatalf("plugintest: start %s: %v", bin, err)
+		// Kill waits for go-plugin's readers and its wait for the process:
+		// then the process's words are all in and how it ended is known.
+		client.Kill()
+		fatal(t, &StartError{Binary: bin, Err: wire.StartFailure(err, cmd.ProcessState, words.String())})
 	}
 	raw, err := rpc.Dispense(wire.KindCapability)
 	if err != nil {
