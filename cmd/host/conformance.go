@@ -151,14 +151,14 @@ func (g *globals) conformance(ctx context.Context, f *conformanceFlags, command 
 
 // locateStartFailures puts the place of the file's plugin block, which
 // says how the plugin is started, before the detail of each rule that
-// failed because the plugin did not start.
+// failed because the plugin did not start or exited before it served
+// (the rules whose Err is set).
 func (cf *conformanceFile) locateStartFailures(r *plugintest.Report) {
 	if cf.pluginRange == nil {
 		return
 	}
 	for i, x := range r.Rules {
-		var se *plugintest.StartError
-		if x.Result == plugintest.Fail && errors.As(x.Err, &se) {
+		if x.Result == plugintest.Fail && x.Err != nil {
 			r.Rules[i].Detail = config.FormatRange(*cf.pluginRange) + ": " + x.Detail
 		}
 	}

@@ -496,30 +496,12 @@ func (p *process) state() *os.ProcessState {
 	}
 }
 
-// exitNotice bounds how long a start-up call that lost its connection
-// waits to see the process exit, so that it reports the exit in the
-// process's own words rather than the connection's.
-const exitNotice = 2 * time.Second
-
-// callError is the error of the start-up call named call that failed with
-// err, exited being closed once the process has exited: an
+// callError is the error of the start-up call named call that failed
+// with err, exited being closed once the process has exited: a
 // *hostwire.ExitError when the connection failed because the process
 // exited, otherwise the call's error.
 func (p *process) callError(call string, exited <-chan struct{}, err error) error {
-	we := hostwire.FromStatus(err)
-	if !transportFailure(err) {
-		return we
-	}
-	notice := time.NewTimer(exitNotice)
-	defer notice.Stop()
-	select {
-	case <-exited:
-	case <-notice.C:
-		return we
-	}
-	// go-plugin waits for the process, and reads its stderr to the end,
-	// before it reports the exit.
-	return &hostwire.ExitError{During: "during " + call, Status: hostwire.StatusOf(p.cmd.ProcessState), Said: p.words.String(), Err: we}
+	return hostwire.ExitedDuring(call, err, exited, p.cmd, p.words)
 }
 
 // pid is the process's id, or 0 when it never started.

@@ -115,6 +115,15 @@ func StartFailure(err error, state *os.ProcessState, said string) error {
 	return wire.StartFailure(err, state, said)
 }
 
+// ExitedDuring is the error of the call named call, made to a process
+// before it serves, that failed with err: an *ExitError when the
+// connection failed because the process exited (exited, the connection's
+// Exited context, closes within a bound), otherwise FromStatus(err). cmd
+// is the process's command, words what it wrote last to stderr.
+func ExitedDuring(call string, err error, exited <-chan struct{}, cmd *exec.Cmd, words *LastWords) error {
+	return wire.ExitedDuring(call, err, exited, cmd, words)
+}
+
 // StatusOf is how a process ended, as os/exec says it ("exit status 3"),
 // "" for nil.
 func StatusOf(state *os.ProcessState) string { return wire.StatusOf(state) }

@@ -95,7 +95,9 @@ type Rule struct {
 	// of the plugin it started failed.
 	Log string
 	// Err is the error that failed the rule when it is one a caller may
-	// act on: a *StartError when the kit could not start the plugin. nil
+	// act on: a *StartError when the kit could not start the plugin, an
+	// error wrapping a *hostwire.ExitError when the plugin exited during a
+	// call before it served (Describe, ConfigSchema, Configure). nil
 	// otherwise.
 	Err error
 }

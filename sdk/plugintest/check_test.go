@@ -313,3 +313,22 @@ func TestCheckOnPluginThatDoesNotStart(t *testing.T) {
 	}
 	check(t, err, err.Error())
 }
+
+// A plugin that exits during Configure fails that rule in its own words,
+// kept as the rule's Err.
+func TestCheckOnPluginThatExitsDuringConfigure(t *testing.T) {
+	if os.Getenv(kitChildEnv) != "" {
+		t.Skip("child run")
+	}
+	bin, err := badPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Check(t.Context(), Suite{Config: Config{Binary: bin, Env: []string{"BADPLUGIN_BREAK=exit-configure"}, Calls: badCalls}})
+	rule := rulesByName(r)["Protocol/Configure"]
+	const want = "Configure failed: the process exited during Configure (exit status 4); the last it wrote to stderr: badplugin: the licence server refused key BP-0000"
+	var exit *wire.ExitError
+	if rule.Result != Fail || !errors.As(rule.Err, &exit) || rule.Detail != want {
+		t.Fatalf("rule Protocol/Configure: %s, err %v, detail %q; want it failed with %q", rule.Result, rule.Err, rule.Detail, want)
+	}
+}

@@ -3,7 +3,12 @@ package wire
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // ExitError is a plugin or pack process that exited before it was ready:
@@ -101,4 +106,33 @@ func StatusOf(state *os.ProcessState) string {
 		return ""
 	}
 	return state.String()
+}
+
+// exitNotice bounds how long a call that lost its connection waits to see
+// the process exit, so that it reports the exit in the process's own
+// words rather than the connection's.
+const exitNotice = 2 * time.Second
+
+// ExitedDuring is the error of the call named call, made to a process
+// before it serves (Describe, Configure), that failed with err: an
+// *ExitError when the connection failed because the process exited,
+// otherwise FromStatus(err). exited is closed once go-plugin has waited
+// for the process and read its stderr to the end (the connection's Exited
+// context); cmd is its command and words what it wrote last to stderr.
+func ExitedDuring(call string, err error, exited <-chan struct{}, cmd *exec.Cmd, words *LastWords) error {
+	we := FromStatus(err)
+	// The SDKs answer every failure with the envelope in the status: one
+	// without it is gRPC's own, the connection's.
+	st, ok := status.FromError(err)
+	if !ok || len(st.Details()) > 0 || st.Code() != codes.Unavailable && st.Code() != codes.Canceled {
+		return we
+	}
+	notice := time.NewTimer(exitNotice)
+	defer notice.Stop()
+	select {
+	case <-exited:
+	case <-notice.C:
+		return we
+	}
+	return &ExitError{During: "during " + call, Status: StatusOf(cmd.ProcessState), Said: words.String(), Err: we}
 }

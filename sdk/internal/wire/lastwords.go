@@ -2,6 +2,10 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -73,13 +77,49 @@ func (w *LastWords) String() string {
 	return out
 }
 
-// nonEmptyLines splits text into lines, trimmed, dropping empty ones.
+// nonEmptyLines splits text into lines, trimmed and plain (plainLine),
+// dropping empty ones.
 func nonEmptyLines(text string) []string {
 	var out []string
 	for _, l := range bytes.Split([]byte(text), []byte{'\n'}) {
-		if s := strings.TrimSpace(string(l)); s != "" {
+		if s := plainLine(strings.TrimSpace(string(l))); s != "" {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// plainLine is a line of stderr as it says why a process went away: a
+// log line in hclog's JSON form (what the SDKs and go-plugin write) is
+// its message and fields, "" at trace or debug level, which is chatter
+// rather than a reason; any other line is itself.
+func plainLine(l string) string {
+	if !strings.HasPrefix(l, "{") {
+		return l
+	}
+	var entry map[string]any
+	if json.Unmarshal([]byte(l), &entry) != nil {
+		return l
+	}
+	msg, ok := entry["@message"].(string)
+	if !ok {
+		return l
+	}
+	if level, _ := entry["@level"].(string); level == "trace" || level == "debug" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(msg)
+	for _, k := range slices.Sorted(maps.Keys(entry)) {
+		if strings.HasPrefix(k, "@") {
+			continue
+		}
+		v, ok := entry[k].(string)
+		if !ok {
+			raw, _ := json.Marshal(entry[k])
+			v = string(raw)
+		}
+		fmt.Fprintf(&b, " %s=%s", k, v)
+	}
+	return b.String()
 }

@@ -35,6 +35,17 @@ func TestLastWords(t *testing.T) {
 			t.Errorf("got %q, want %q", got, want)
 		}
 	})
+	t.Run("log lines in hclog's JSON form as the host logs them, without the chatter", func(t *testing.T) {
+		w := &LastWords{}
+		_, _ = w.Write([]byte(`{"@level":"info","@message":"opening the store","@module":"kv","@timestamp":"2026-12-01T14:03:25.660000Z","path":"kv.db"}` + "\n" +
+			`{"@level":"debug","@message":"plugin address","address":"/tmp/plugin1","network":"unix"}` + "\n" +
+			`{"@level":"error","@message":"cannot open the store","attempt":3,"error":"locked"}` + "\n" +
+			`{"not":"a log line"}` + "\n"))
+		want := `opening the store path=kv.db | cannot open the store attempt=3 error=locked | {"not":"a log line"}`
+		if got := w.String(); got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	})
 	t.Run("kept and shown within their bounds", func(t *testing.T) {
 		w := &LastWords{}
 		for range 1000 {
