@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -305,5 +306,38 @@ func TestConformanceFileExecutable(t *testing.T) {
 	errb.Reset()
 	if code := execute([]string{"conformance", "--config", file}, strings.NewReader(""), &out, &errb); code != 2 || !strings.Contains(errb.String(), "plugin executable: stat "+launcher) {
 		t.Errorf("a missing executable: exit %d\n%s", code, errb.String())
+	}
+}
+
+// The rules that failed because the plugin did not start, or exited before
+// it served, are placed at the file's plugin block; no other rule is, and
+// nothing is without a plugin block.
+func TestStartFailuresArePlacedAtThePluginBlock(t *testing.T) {
+	report := func() *plugintest.Report {
+		return &plugintest.Report{Rules: []plugintest.Rule{
+			{Name: "Protocol", Result: plugintest.Fail, Detail: "plugintest: start /bin/p: it exited", Err: &plugintest.StartError{Binary: "/bin/p", Err: errors.New("it exited")}},
+			{Name: "aiEnvelope", Result: plugintest.Fail, Detail: "generate failed"},
+			{Name: "mcp", Result: plugintest.Pass},
+		}}
+	}
+	path := writeFile(t, "conformance.hcl", conformanceHCL)
+	cf, diags := loadConformanceFile(path)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	r := report()
+	cf.locateStartFailures(r)
+	// conformanceHCL opens with an empty line.
+	at := path + ":2:1: "
+	if got := r.Rules[0].Detail; got != at+"plugintest: start /bin/p: it exited" {
+		t.Errorf("the start failure reads %q, want it placed at %s", got, at)
+	}
+	if r.Rules[1].Detail != "generate failed" || r.Rules[2].Detail != "" {
+		t.Errorf("another rule was placed: %+v", r.Rules[1:])
+	}
+	r = report()
+	(&conformanceFile{}).locateStartFailures(r)
+	if r.Rules[0].Detail != "plugintest: start /bin/p: it exited" {
+		t.Errorf("placed without a plugin block: %q", r.Rules[0].Detail)
 	}
 }
