@@ -288,7 +288,8 @@ func TestPluginCommand(t *testing.T) {
 }
 
 // Without PLUGIN_EXECUTABLE the file's plugin block names it, relative
-// to the file; a plugin that does not start fails the run, exit 1.
+// to the file; a plugin that does not start fails the run, exit 1, at
+// the plugin block and with what it wrote in place of the handshake.
 func TestConformanceFileExecutable(t *testing.T) {
 	file := writeFile(t, "conformance.hcl", "plugin {\n  executable = \"launcher.sh\"\n}\nconfig {}\ncall \"a.b\" {}\n")
 	launcher := filepath.Join(filepath.Dir(file), "launcher.sh")
@@ -297,7 +298,7 @@ func TestConformanceFileExecutable(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	code := execute([]string{"conformance", "--config", file}, strings.NewReader(""), &out, &errb)
-	if code != 1 || !strings.Contains(out.String(), "FAIL Protocol: plugintest: start "+launcher) || !strings.Contains(out.String(), "1 rule: 0 passed, 1 failed") {
+	if code != 1 || !strings.Contains(out.String(), "FAIL Protocol: "+file+":1:1: plugintest: start "+launcher+`: the process wrote "not a handshake" to stdout`) || !strings.Contains(out.String(), "1 rule: 0 passed, 1 failed") {
 		t.Errorf("exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 	if err := os.Remove(launcher); err != nil {
