@@ -122,9 +122,10 @@ const exitNotice = 2 * time.Second
 func ExitedDuring(call string, err error, exited <-chan struct{}, cmd *exec.Cmd, words *LastWords) error {
 	we := FromStatus(err)
 	// The SDKs answer every failure with the envelope in the status: one
-	// without it is gRPC's own, the connection's.
+	// without it is gRPC's own, and Unavailable its lost connection (a
+	// cancelled call is the caller's doing, not worth a wait).
 	st, ok := status.FromError(err)
-	if !ok || len(st.Details()) > 0 || st.Code() != codes.Unavailable && st.Code() != codes.Canceled {
+	if !ok || len(st.Details()) > 0 || st.Code() != codes.Unavailable {
 		return we
 	}
 	notice := time.NewTimer(exitNotice)
