@@ -49,7 +49,7 @@ func (e *ExitError) Unwrap() error { return e.Err }
 // HandshakeError is a process whose first line on stdout is not the
 // go-plugin handshake.
 type HandshakeError struct {
-	// Line is what the process wrote in its place.
+	// Line is what the process wrote in its place, 512 bytes at most.
 	Line string
 	// Said is the end of what it wrote to stderr, "" when it wrote
 	// nothing.
@@ -92,7 +92,8 @@ func StartFailure(err error, state *os.ProcessState, said string) error {
 	case first == unrecognisedHandshake || first == exitedBeforeConnect:
 		return &ExitError{During: "before completing its handshake", Status: StatusOf(state), Said: said, Err: err}
 	case strings.HasPrefix(first, unrecognisedHandshake):
-		return &HandshakeError{Line: strings.TrimSpace(strings.TrimPrefix(first, unrecognisedHandshake)), Said: said, Err: err}
+		// go-plugin reads a line of up to 64 KiB: as much is not shown.
+		return &HandshakeError{Line: clip(strings.TrimSpace(strings.TrimPrefix(first, unrecognisedHandshake))), Said: said, Err: err}
 	case said != "":
 		return fmt.Errorf("%w; the last it wrote to stderr: %s", err, said)
 	}

@@ -66,15 +66,20 @@ func (w *LastWords) String() string {
 		lines = nonEmptyLines(text)
 		lines = lines[max(0, len(lines)-lastWordsLines):]
 	}
-	out := strings.Join(lines, " | ")
-	if len(out) > lastWordsShown {
-		out = out[:lastWordsShown]
-		for !utf8.ValidString(out) {
-			out = out[:len(out)-1]
-		}
-		out += "…"
+	return clip(strings.Join(lines, " | "))
+}
+
+// clip is s cut to at most lastWordsShown bytes, at a character's
+// boundary, the cut marked with "…".
+func clip(s string) string {
+	if len(s) <= lastWordsShown {
+		return s
 	}
-	return out
+	s = s[:lastWordsShown]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
 }
 
 // nonEmptyLines splits text into lines, trimmed and plain (plainLine),
