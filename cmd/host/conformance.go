@@ -124,8 +124,9 @@ func (g *globals) conformance(ctx context.Context, f *conformanceFlags, command 
 		if err != nil {
 			// The config cannot be decoded without the plugin: the
 			// report is that one failure.
-			report := &plugintest.Report{Rules: []plugintest.Rule{{Name: "Protocol", Result: plugintest.Fail, Detail: err.Error(),
+			report := &plugintest.Report{Rules: []plugintest.Rule{{Name: "Protocol", Result: plugintest.Fail, Detail: err.Error(), Err: err,
 				Text: "The plugin starts as the host starts it and answers Describe and ConfigSchema, whose schema decodes the config."}}}
+			cf.locateStartFailures(report)
 			if err := g.writeReport(report, f.verbose); err != nil {
 				return err
 			}
@@ -138,6 +139,7 @@ func (g *globals) conformance(ctx context.Context, f *conformanceFlags, command 
 		return err
 	}
 	report := plugintest.Check(ctx, suite)
+	cf.locateStartFailures(report)
 	if err := g.writeReport(report, f.verbose); err != nil {
 		return err
 	}
@@ -145,6 +147,21 @@ func (g *globals) conformance(ctx context.Context, f *conformanceFlags, command 
 		return &exitError{code: 1}
 	}
 	return nil
+}
+
+// locateStartFailures puts the place of the file's plugin block, which
+// says how the plugin is started, before the detail of each rule that
+// failed because the plugin did not start or exited before it served
+// (the rules whose Err is set).
+func (cf *conformanceFile) locateStartFailures(r *plugintest.Report) {
+	if cf.pluginRange == nil {
+		return
+	}
+	for i, x := range r.Rules {
+		if x.Result == plugintest.Fail && x.Err != nil {
+			r.Rules[i].Detail = config.FormatRange(*cf.pluginRange) + ": " + x.Detail
+		}
+	}
 }
 
 // conformanceDiagnostics prints diags with their place in the file and

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -287,7 +288,8 @@ func TestPluginCommand(t *testing.T) {
 }
 
 // Without PLUGIN_EXECUTABLE the file's plugin block names it, relative
-// to the file; a plugin that does not start fails the run, exit 1.
+// to the file; a plugin that does not start fails the run, exit 1, at
+// the plugin block and with what it wrote in place of the handshake.
 func TestConformanceFileExecutable(t *testing.T) {
 	file := writeFile(t, "conformance.hcl", "plugin {\n  executable = \"launcher.sh\"\n}\nconfig {}\ncall \"a.b\" {}\n")
 	launcher := filepath.Join(filepath.Dir(file), "launcher.sh")
@@ -296,7 +298,7 @@ func TestConformanceFileExecutable(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	code := execute([]string{"conformance", "--config", file}, strings.NewReader(""), &out, &errb)
-	if code != 1 || !strings.Contains(out.String(), "FAIL Protocol: plugintest: start "+launcher) || !strings.Contains(out.String(), "1 rule: 0 passed, 1 failed") {
+	if code != 1 || !strings.Contains(out.String(), "FAIL Protocol: "+file+":1:1: plugintest: start "+launcher+`: the process wrote "not a handshake" to stdout`) || !strings.Contains(out.String(), "1 rule: 0 passed, 1 failed") {
 		t.Errorf("exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 	if err := os.Remove(launcher); err != nil {
@@ -305,5 +307,38 @@ func TestConformanceFileExecutable(t *testing.T) {
 	errb.Reset()
 	if code := execute([]string{"conformance", "--config", file}, strings.NewReader(""), &out, &errb); code != 2 || !strings.Contains(errb.String(), "plugin executable: stat "+launcher) {
 		t.Errorf("a missing executable: exit %d\n%s", code, errb.String())
+	}
+}
+
+// The rules that failed because the plugin did not start, or exited before
+// it served, are placed at the file's plugin block; no other rule is, and
+// nothing is without a plugin block.
+func TestStartFailuresArePlacedAtThePluginBlock(t *testing.T) {
+	report := func() *plugintest.Report {
+		return &plugintest.Report{Rules: []plugintest.Rule{
+			{Name: "Protocol", Result: plugintest.Fail, Detail: "plugintest: start /bin/p: it exited", Err: &plugintest.StartError{Binary: "/bin/p", Err: errors.New("it exited")}},
+			{Name: "aiEnvelope", Result: plugintest.Fail, Detail: "generate failed"},
+			{Name: "mcp", Result: plugintest.Pass},
+		}}
+	}
+	path := writeFile(t, "conformance.hcl", conformanceHCL)
+	cf, diags := loadConformanceFile(path)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	r := report()
+	cf.locateStartFailures(r)
+	// conformanceHCL opens with an empty line.
+	at := path + ":2:1: "
+	if got := r.Rules[0].Detail; got != at+"plugintest: start /bin/p: it exited" {
+		t.Errorf("the start failure reads %q, want it placed at %s", got, at)
+	}
+	if r.Rules[1].Detail != "generate failed" || r.Rules[2].Detail != "" {
+		t.Errorf("another rule was placed: %+v", r.Rules[1:])
+	}
+	r = report()
+	(&conformanceFile{}).locateStartFailures(r)
+	if r.Rules[0].Detail != "plugintest: start /bin/p: it exited" {
+		t.Errorf("placed without a plugin block: %q", r.Rules[0].Detail)
 	}
 }

@@ -41,6 +41,7 @@ type rawConformancePlugin struct {
 	Args         *hcl.Attribute `hcl:"args"`
 	Env          *hcl.Attribute `hcl:"env"`
 	StartTimeout *hcl.Attribute `hcl:"start_timeout"`
+	DefRange     hcl.Range      `hcl:",def_range"`
 }
 
 // rawBlock is a block decoded later, against the plugin's config schema.
@@ -117,6 +118,8 @@ type conformanceFile struct {
 	mcp          []*rawMCP
 	mcpArgs      []json.RawMessage
 	agents       *rawAgentRuntime
+	// pluginRange is the plugin block's place, nil without one.
+	pluginRange *hcl.Range
 }
 
 // conformanceFamilies are the families a family block may name.
@@ -199,6 +202,7 @@ func conformanceEvalContext(dir string) *hcl.EvalContext {
 
 func (cf *conformanceFile) decodePlugin(p *rawConformancePlugin) hcl.Diagnostics {
 	var diags hcl.Diagnostics
+	cf.pluginRange = p.DefRange.Ptr()
 	if p.Executable != nil {
 		diags = append(diags, gohcl.DecodeExpression(p.Executable.Expr, cf.ectx, &cf.executable)...)
 		if cf.executable != "" && !filepath.IsAbs(cf.executable) {

@@ -312,14 +312,21 @@ func (h *Host) phaseFailure(c *capability, err error, summary string) hcl.Diagno
 	if errors.As(err, &pe) {
 		phase = registry.State(pe.Phase)
 	}
-	h.reg.Fail(c.cfg.Name, phase, err)
 	rng := c.cfg.PluginRange
 	// go-plugin's check of the pin just before exec is the pin's problem.
 	var ce *loader.ChecksumError
 	if errors.As(err, &ce) {
 		rng = c.cfg.SHA256Range
 	}
+	h.reg.Fail(c.cfg.Name, phase, located(rng, err))
 	return capabilityDiag(c, summary, err, rng)
+}
+
+// located is err preceded by the place in the config it concerns, for
+// the record that host plugins and GET /v1/plugins show without the
+// diagnostic's snippet.
+func located(rng hcl.Range, err error) error {
+	return fmt.Errorf("%s: %w", config.FormatRange(rng), err)
 }
 
 func capabilityDiag(c *capability, summary string, err error, rng hcl.Range) hcl.Diagnostics {
@@ -551,6 +558,13 @@ func (h *Host) configure(ctx context.Context, c *capability) (_ hcl.Diagnostics,
 	res, err := proc.Configure(ctx, c.config, stateDir, h.storageFor(c.cfg), send, hostwire.FamilyRules(c.families))
 	configureTook := time.Since(t0)
 	if err != nil {
+		// A process that went away during Configure was not refusing its
+		// config: the block's plugin is at fault, in its own words.
+		var exit *loader.ExitError
+		if errors.As(err, &exit) {
+			h.failCapability(c, registry.StateConfigured, located(c.cfg.PluginRange, err))
+			return capabilityDiag(c, "Plugin exited before it was ready", err, c.cfg.PluginRange), false
+		}
 		if waitable(err, proc) {
 			h.wait(c, proc, err)
 			return capabilityDiag(c, "Plugin is waiting for what it needs", err, c.cfg.DefRange), true

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/registry"
@@ -86,6 +87,49 @@ func TestConfigureStates(t *testing.T) {
 	t.Run("waiting", func(t *testing.T) { testWaitingIsConfiguredAgain(t, testcap) })
 	t.Run("refused", func(t *testing.T) { testRefusedConfigureStillFails(t, testcap) })
 	t.Run("required", func(t *testing.T) { testRequiredWaitingIsReportedApart(t, testcap) })
+	t.Run("exits", func(t *testing.T) { testExitBeforeReadyIsReportedAtThePlugin(t, testcap) })
+}
+
+// A plugin that exits before its handshake, or during Configure, fails in
+// its phase with its own last words, at its plugin attribute: in the
+// diagnostic and in its record, which host plugins and GET /v1/plugins
+// show without the diagnostic. An exit during Configure is no refusal of
+// the config, and is not configured again.
+func testExitBeforeReadyIsReportedAtThePlugin(t *testing.T, testcap string) {
+	for _, tc := range []struct {
+		body, summary string
+		phase         registry.State
+		reason        string
+	}{
+		{`env = { TESTCAP_START = "exit" }`, "Plugin failed to start", registry.StateStarted,
+			"started: the process exited before completing its handshake (exit status 3); the last it wrote to stderr: testcap: cannot read /etc/testcap/model.bin: no such file or directory"},
+		{"config { exit_configure = true }", "Plugin exited before it was ready", registry.StateConfigured,
+			"configured: the process exited during Configure (exit status 4); the last it wrote to stderr: testcap: the licence server refused key TC-0000"},
+	} {
+		t.Run(string(tc.phase), func(t *testing.T) {
+			h, rep, entered, _ := startTestcap(t, testcap, "", tc.body)
+			// The plugin attribute of the block "waits" (startTestcap).
+			at := filepath.Join(h.cfg.Dir, "host.hcl") + ":6:14"
+			var diag *hcl.Diagnostic
+			for _, d := range rep.Capabilities {
+				if d.Subject != nil && d.Subject.Filename == filepath.Join(h.cfg.Dir, "host.hcl") && d.Subject.Start.Line == 6 {
+					diag = d
+				}
+			}
+			if diag == nil || diag.Summary != tc.summary || !strings.HasSuffix(diag.Detail, tc.reason) || config.FormatRange(*diag.Subject) != at {
+				t.Errorf("diagnostics %s; want %q at %s ending %q", config.FormatDiagnostics(rep.Capabilities), tc.summary, at, tc.reason)
+			}
+			r := record(t, h, "waits")
+			if want := at + ": " + tc.reason; r.State != registry.StateFailed || r.FailedPhase != tc.phase || r.LastError != want {
+				t.Errorf("record %s (%s) with %q; want failed (%s) with %q", r.State, r.FailedPhase, r.LastError, tc.phase, want)
+			}
+			select {
+			case d := <-entered:
+				t.Errorf("a backoff (%s) for a plugin that exited", d)
+			case <-time.After(300 * time.Millisecond):
+			}
+		})
+	}
 }
 
 // A plugin that answers its Configure with the retryable unavailable is

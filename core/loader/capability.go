@@ -68,7 +68,7 @@ func (c *Capability) Describe(ctx context.Context) (*Description, error) {
 	defer cancel()
 	resp, err := c.conn.Client.Describe(ctx, &wophostv1.DescribeRequest{})
 	if err != nil {
-		return nil, &PhaseError{Phase: "described", Err: hostwire.FromStatus(err)}
+		return nil, &PhaseError{Phase: "described", Err: c.proc.callError("Describe", c.Exited(), err)}
 	}
 	d := hostwire.DescriptionFromProto(resp)
 	c.direct = d.DirectChannel
@@ -86,7 +86,11 @@ func (c *Capability) ConfigSchema(ctx context.Context) (schema.Block, error) {
 	defer cancel()
 	resp, err := c.conn.Client.ConfigSchema(ctx, &wophostv1.ConfigSchemaRequest{})
 	if err != nil {
-		return schema.Block{}, &PhaseError{Phase: "described", Err: fmt.Errorf("config schema: %w", hostwire.FromStatus(err))}
+		err = c.proc.callError("ConfigSchema", c.Exited(), err)
+		if _, exited := err.(*ExitError); !exited {
+			err = fmt.Errorf("config schema: %w", err)
+		}
+		return schema.Block{}, &PhaseError{Phase: "described", Err: err}
 	}
 	var s schema.Block
 	if len(resp.GetSchema()) > 0 {
@@ -157,7 +161,7 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 	}
 	resp, err := c.conn.Client.Configure(ctx, req)
 	if err != nil {
-		return nil, &PhaseError{Phase: "configured", Err: hostwire.FromStatus(err)}
+		return nil, &PhaseError{Phase: "configured", Err: c.proc.callError("Configure", c.Exited(), err)}
 	}
 	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}, Details: map[string]json.RawMessage{}}
 	if ep := resp.GetDirectChannel(); key != nil && ep.GetAddress() != "" {

@@ -49,7 +49,7 @@ func (p *Pack) Manifest(ctx context.Context) ([]byte, error) {
 	defer cancel()
 	resp, err := p.conn.Client.Manifest(ctx, &wophostv1.ManifestRequest{})
 	if err != nil {
-		return nil, hostwire.FromStatus(err)
+		return nil, p.proc.callError("Manifest", p.Exited(), err)
 	}
 	return resp.GetPackJson(), nil
 }

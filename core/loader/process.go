@@ -78,6 +78,13 @@ type Containment struct {
 	StateDir string
 }
 
+// ExitError is a process that exited before it was ready: before it
+// completed its handshake, or during a start-up call (Describe,
+// ConfigSchema, Configure, a pack's Manifest). Its text is what the
+// process wrote last to stderr when it wrote anything, in place of
+// go-plugin's guesses or the lost connection.
+type ExitError = hostwire.ExitError
+
 // PhaseError is a start-up failure in a named lifecycle phase.
 type PhaseError struct {
 	Phase string
@@ -184,7 +191,14 @@ type process struct {
 	directMu sync.Mutex
 	direct   string
 	// words keeps the end of the process's stderr.
-	words *lastWords
+	words *hostwire.LastWords
+	// cmd is the command go-plugin runs; its ProcessState is go-plugin's
+	// to write until collected is closed or the process's connection says
+	// it exited.
+	cmd *exec.Cmd
+	// collected is closed once a stop has seen go-plugin let go of the
+	// process: it has been waited for and its output read to the end.
+	collected chan struct{}
 	// contained is the process's containment, nil when it runs
 	// uncontained.
 	contained *sandbox.Process
@@ -258,11 +272,13 @@ func startProcess(name string, exe *Executable, opts Options) (*process, goplugi
 		return nil, nil, fmt.Errorf("launch %s: %w", name, err)
 	}
 	cfg.PluginLogBufferSize = 256 << 10
+	// After Wrap, which may make the launcher the command.
+	cfg.Logger = stderrLogger{Logger: logger, base: filepath.Base(cmd.Path)}
 	cfg.SyncStdout = logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
 	// go-plugin copies every line the process writes to its stderr (a
 	// panic's too) to Stderr before it logs it; what the process writes
 	// to os.Stderr, which the SDKs point at a pipe, comes to SyncStderr.
-	words := &lastWords{}
+	words := &hostwire.LastWords{}
 	cfg.Stderr = words
 	cfg.SyncStderr = io.MultiWriter(logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), words)
 	var recorder *sumRecorder
@@ -275,7 +291,7 @@ func startProcess(name string, exe *Executable, opts Options) (*process, goplugi
 		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: exe.sum, Hash: recorder}
 	}
 	client := goplugin.NewClient(cfg)
-	p := &process{name: name, client: client, logger: logger, cancel: cancel, words: words, contained: contained}
+	p := &process{name: name, client: client, logger: logger, cancel: cancel, words: words, cmd: cmd, collected: make(chan struct{}), contained: contained}
 
 	t0 := time.Now()
 	done := make(chan startOutcome, 1)
@@ -323,10 +339,7 @@ func startProcess(name string, exe *Executable, opts Options) (*process, goplugi
 		if took := time.Since(t0); took >= opts.StartTimeout {
 			return nil, nil, fmt.Errorf("%s did not complete its handshake within start_timeout (%s): %w", name, opts.StartTimeout, out.err)
 		}
-		if said := words.String(); said != "" {
-			return nil, nil, fmt.Errorf("%w; the last it wrote to stderr: %s", out.err, said)
-		}
-		return nil, nil, out.err
+		return nil, nil, hostwire.StartFailure(out.err, p.state(), words.String())
 	}
 	return p, out.rpc, nil
 }
@@ -347,7 +360,7 @@ func (p *process) kill() { p.stop(true) }
 // the process to exit first; otherwise the group is killed at once.
 func (p *process) stop(graceful bool) {
 	p.killOnce.Do(func() {
-		stopped := make(chan struct{})
+		stopped := p.collected
 		if graceful {
 			go func() {
 				p.client.Kill()
@@ -468,11 +481,30 @@ func (p *process) removeSocket() {
 // Exited reports whether the process has exited.
 func (p *process) exited() bool { return p.client.Exited() }
 
-// pid is the process's id, or 0 when it never started.
 // lastWords is the end of what the process wrote to stderr, on one line;
 // "" when it wrote nothing.
 func (p *process) lastWords() string { return p.words.String() }
 
+// state is how the process ended, once a stop has seen go-plugin collect
+// it; nil before, or when it never started.
+func (p *process) state() *os.ProcessState {
+	select {
+	case <-p.collected:
+		return p.cmd.ProcessState
+	default:
+		return nil
+	}
+}
+
+// callError is the error of the start-up call named call that failed
+// with err, exited being closed once the process has exited: a
+// *hostwire.ExitError when the connection failed because the process
+// exited, otherwise the call's error.
+func (p *process) callError(call string, exited <-chan struct{}, err error) error {
+	return hostwire.ExitedDuring(call, err, exited, p.cmd, p.words)
+}
+
+// pid is the process's id, or 0 when it never started.
 func (p *process) pid() int {
 	if p.group == nil {
 		return 0
@@ -496,4 +528,24 @@ func FileIdentity(path string) (string, error) {
 func statIdentity(st *syscall.Stat_t) string {
 	return fmt.Sprintf("%d:%d:%d:%d.%d:%d.%d", st.Dev, st.Ino, st.Size,
 		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
+}
+
+// stderrLogger is the logger go-plugin is given for a process. go-plugin
+// logs what the process writes to stderr under its logger named after the
+// base name of the command's path, which for the host is a descriptor
+// (/proc/self/fd/N) or the launcher: Named with that name returns the
+// process's own logger, so that its lines come out under the name of its
+// capability or pack.
+type stderrLogger struct {
+	hclog.Logger
+	// base is the base name of the command's path.
+	base string
+}
+
+// Named implements hclog.Logger.
+func (l stderrLogger) Named(name string) hclog.Logger {
+	if name == l.base {
+		return l.Logger
+	}
+	return l.Logger.Named(name)
 }

@@ -15,6 +15,10 @@
 //     TLS, and EnvTLSFD, the variable naming the key material's
 //     descriptor (the project's MCP plugin, which starts MCP servers as
 //     the host starts plugins, keeps them to BaseEnv the same way);
+//   - why a process went away before it was ready, in its own words:
+//     LastWords keeps the end of its stderr, StartFailure and
+//     ExitedDuring make an ExitError (or a HandshakeError) of go-plugin's
+//     failure or a lost connection, StatusOf says how it ended;
 //   - the connections go-plugin dispenses, CapabilityConn and PackConn,
 //     what a capability plugin says of itself (Description,
 //     DescriptionFromProto), and ServeHostServices, which serves the

@@ -1,6 +1,7 @@
 package hostwire
 
 import (
+	"os"
 	"os/exec"
 	"time"
 
@@ -91,6 +92,41 @@ func IsReservedEnv(name string) bool { return wire.IsReservedEnv(name) }
 func ClientConfig(cmd *exec.Cmd, logger hclog.Logger, startTimeout time.Duration, maxBytes int) (cfg *goplugin.ClientConfig, started func(), err error) {
 	return wire.ClientConfig(cmd, logger, startTimeout, maxBytes)
 }
+
+// LastWords keeps the end of what a process wrote to stderr, bounded, for
+// saying why it went away in its own words: the start of a Go panic, or
+// its last lines, on one line.
+type LastWords = wire.LastWords
+
+// ExitError is a process that exited before it was ready: before its
+// handshake, or during a call made before it serves. Its text is the
+// process's own last words on stderr when it wrote any.
+type ExitError = wire.ExitError
+
+// HandshakeError is a process whose first line on stdout is not the
+// go-plugin handshake.
+type HandshakeError = wire.HandshakeError
+
+// StartFailure is the error of a process go-plugin failed to start with
+// err, given how the process ended (nil when not known) and what it wrote
+// last to stderr: an *ExitError or a *HandshakeError in place of
+// go-plugin's guesses, or err with said after it.
+func StartFailure(err error, state *os.ProcessState, said string) error {
+	return wire.StartFailure(err, state, said)
+}
+
+// ExitedDuring is the error of the call named call, made to a process
+// before it serves, that failed with err: an *ExitError when the
+// connection failed because the process exited (exited, the connection's
+// Exited context, closes within a bound), otherwise FromStatus(err). cmd
+// is the process's command, words what it wrote last to stderr.
+func ExitedDuring(call string, err error, exited <-chan struct{}, cmd *exec.Cmd, words *LastWords) error {
+	return wire.ExitedDuring(call, err, exited, cmd, words)
+}
+
+// StatusOf is how a process ended, as os/exec says it ("exit status 3"),
+// "" for nil.
+func StatusOf(state *os.ProcessState) string { return wire.StatusOf(state) }
 
 // ServeHostServices serves impl on a new broker id and returns the id to
 // pass to the other side. The listener lives as long as the broker.

@@ -94,6 +94,12 @@ type Rule struct {
 	// Log holds what the rule logged: the plugin's own log when a check
 	// of the plugin it started failed.
 	Log string
+	// Err is the error that failed the rule when it is one a caller may
+	// act on: a *StartError when the kit could not start the plugin, an
+	// error wrapping a *hostwire.ExitError when the plugin exited during a
+	// call before it served (Describe, ConfigSchema, Configure). nil
+	// otherwise.
+	Err error
 }
 
 // OK reports whether the rule did not fail (it passed or was skipped).
@@ -236,6 +242,7 @@ type ruleT struct {
 	mu       sync.Mutex
 	failed   bool
 	skipped  bool
+	err      error
 	msgs     []string
 	logs     []string
 	cleanups []func()
@@ -269,6 +276,19 @@ func (t *ruleT) Fatal(args ...any) {
 func (t *ruleT) Fatalf(format string, args ...any) {
 	t.Errorf(format, args...)
 	runtime.Goexit()
+}
+
+// fatal fails t with err, which a rule of Check keeps as its Err.
+func fatal(t tb, err error) {
+	t.Helper()
+	if r, ok := t.(*ruleT); ok {
+		r.mu.Lock()
+		if r.err == nil {
+			r.err = err
+		}
+		r.mu.Unlock()
+	}
+	t.Fatal(err)
 }
 
 func (t *ruleT) Skip(args ...any) {
@@ -368,7 +388,7 @@ func (t *ruleT) finish(cancel context.CancelFunc) {
 	rule := Rule{Result: Pass, Detail: strings.Join(t.msgs, "\n"), Log: strings.Join(t.logs, "\n")}
 	switch {
 	case t.failed:
-		rule.Result = Fail
+		rule.Result, rule.Err = Fail, t.err
 	case t.skipped:
 		rule.Result = Skip
 	default:
@@ -464,7 +484,7 @@ func valueContains(g, w any) bool {
 }
 
 // inspectLogLines is how much of the plugin's log Inspect's error keeps:
-// the end, which says why it did not start.
+// the end, which says why it failed.
 const inspectLogLines = 20
 
 // logTail is the last n lines of log.
@@ -479,8 +499,8 @@ func logTail(log string, n int) string {
 // Inspect starts the plugin as cfg says (its Config and Calls unused),
 // asks it for its description and the schema of its config block, and
 // stops it: what a caller needs to decode a config for Check the way a
-// host decodes it. The error ends with the last lines of the plugin's log
-// when it fails.
+// host decodes it. A plugin that did not start is a *StartError; any
+// other failure ends with the last lines of the plugin's log.
 func Inspect(ctx context.Context, cfg Config) (*Description, schema.Block, error) {
 	root := &ruleT{r: &reporter{}, ctx: ctx, index: -1}
 	var desc *Description
@@ -491,6 +511,11 @@ func Inspect(ctx context.Context, cfg Config) (*Description, schema.Block, error
 		block = p.configSchema(t)
 	})
 	if r := root.r.rules[0]; r.Result == Fail {
+		if r.Err != nil {
+			// It says why in the plugin's own words: the log adds
+			// nothing.
+			return nil, schema.Block{}, r.Err
+		}
 		msg := r.Detail
 		if r.Log != "" {
 			msg += "\n" + logTail(r.Log, inspectLogLines)

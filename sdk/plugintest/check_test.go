@@ -3,7 +3,9 @@ package plugintest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/wophost/wophost/sdk/admission"
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/internal/wire"
 )
 
 // badCalls are the sample calls the bad plugin's protocol checks make.
@@ -271,5 +274,61 @@ func TestCheckRefusalsOnBadPlugin(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A plugin that exits before its handshake fails the rule that started it
+// with a *StartError in its own words, not go-plugin's guesses; Inspect
+// returns the same.
+func TestCheckOnPluginThatDoesNotStart(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "early")
+	script := "#!/bin/sh\necho \"ImportError: No module named 'grpc_health'\" >&2\nexit 3\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const want = "the process exited before completing its handshake (exit status 3); the last it wrote to stderr: ImportError: No module named 'grpc_health'"
+	check := func(t *testing.T, err error, detail string) {
+		t.Helper()
+		var se *StartError
+		var exit *wire.ExitError
+		if !errors.As(err, &se) || !errors.As(err, &exit) {
+			t.Fatalf("err = %v, want a StartError of an ExitError", err)
+		}
+		if exit.Error() != want {
+			t.Errorf("error %q, want %q", exit, want)
+		}
+		if !strings.Contains(detail, want) || strings.Contains(detail, "This usually means") {
+			t.Errorf("detail %q, want the process's words and not go-plugin's guesses", detail)
+		}
+	}
+	r := Check(t.Context(), Suite{Config: Config{Binary: bin, Calls: badCalls}})
+	f := r.Failures()
+	if len(f) != 1 || f[0].Name != "Protocol" {
+		t.Fatalf("failures %+v, want Protocol alone", f)
+	}
+	check(t, f[0].Err, f[0].Detail)
+	_, _, err := Inspect(t.Context(), Config{Binary: bin})
+	if err == nil {
+		t.Fatal("Inspect of a plugin that does not start succeeded")
+	}
+	check(t, err, err.Error())
+}
+
+// A plugin that exits during Configure fails that rule in its own words,
+// kept as the rule's Err.
+func TestCheckOnPluginThatExitsDuringConfigure(t *testing.T) {
+	if os.Getenv(kitChildEnv) != "" {
+		t.Skip("child run")
+	}
+	bin, err := badPlugin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Check(t.Context(), Suite{Config: Config{Binary: bin, Env: []string{"BADPLUGIN_BREAK=exit-configure"}, Calls: badCalls}})
+	rule := rulesByName(r)["Protocol/Configure"]
+	const want = "Configure failed: the process exited during Configure (exit status 4); the last it wrote to stderr: badplugin: the licence server refused key BP-0000"
+	var exit *wire.ExitError
+	if rule.Result != Fail || !errors.As(rule.Err, &exit) || rule.Detail != want {
+		t.Fatalf("rule Protocol/Configure: %s, err %v, detail %q; want it failed with %q", rule.Result, rule.Err, rule.Detail, want)
 	}
 }

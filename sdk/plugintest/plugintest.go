@@ -16,7 +16,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -173,6 +175,22 @@ func (d Diagnostic) String() string {
 	return s
 }
 
+// StartError is a plugin binary the kit could not start. Err says why: in
+// the process's own words when it wrote any to stderr before it went away
+// (a *hostwire.ExitError or *hostwire.HandshakeError, in place of
+// go-plugin's guesses at a missing handshake).
+type StartError struct {
+	// Binary is the absolute path of the plugin binary.
+	Binary string
+	Err    error
+}
+
+// Error implements error.
+func (e *StartError) Error() string { return "plugintest: start " + e.Binary + ": " + e.Err.Error() }
+
+// Unwrap returns why the plugin did not start.
+func (e *StartError) Unwrap() error { return e.Err }
+
 // Plugin is a running plugin process. It is killed when the test that
 // started it ends.
 type Plugin struct {
@@ -185,6 +203,10 @@ type Plugin struct {
 	// socket.
 	socketDir string
 	storage   plugin.Storage
+	// cmd and words are the command of a plugin binary and the end of
+	// its stderr, nil for a plugin served in the test's process.
+	cmd   *exec.Cmd
+	words *wire.LastWords
 }
 
 // Start launches cfg.Binary through go-plugin as the host does, or serves
@@ -240,7 +262,11 @@ func start(t tb, cfg Config) *Plugin {
 	if err != nil {
 		t.Fatalf("plugintest: %v", err)
 	}
-	clientConfig.SyncStdout, clientConfig.SyncStderr = logs, logs
+	// What the process writes to its stderr before it serves comes to
+	// Stderr, and after, through go-plugin's stream, to SyncStderr.
+	words := &wire.LastWords{}
+	clientConfig.Stderr = words
+	clientConfig.SyncStdout, clientConfig.SyncStderr = logs, io.MultiWriter(logs, words)
 	client := goplugin.NewClient(clientConfig)
 	t.Cleanup(func() {
 		// Kill waits for go-plugin's log goroutines, so the buffer is
@@ -254,7 +280,10 @@ func start(t tb, cfg Config) *Plugin {
 	rpc, err := client.Client()
 	started()
 	if err != nil {
-		t.Fatalf("plugintest: start %s: %v", bin, err)
+		// Kill waits for go-plugin's readers and its wait for the process:
+		// then the process's words are all in and how it ended is known.
+		client.Kill()
+		fatal(t, &StartError{Binary: bin, Err: wire.StartFailure(err, cmd.ProcessState, words.String())})
 	}
 	raw, err := rpc.Dispense(wire.KindCapability)
 	if err != nil {
@@ -266,7 +295,30 @@ func start(t tb, cfg Config) *Plugin {
 	}
 	p := newHandle(t, conn, client.Exited, hostFn)
 	p.storage = kitStorage(cfg.Storage)
+	p.cmd, p.words = cmd, words
 	return p
+}
+
+// callError is the error of the call named call that failed with err: a
+// *hostwire.ExitError in the plugin's own words when its process exited
+// during the call.
+func (p *Plugin) callError(call string, err error) error {
+	if p.cmd == nil {
+		return wire.FromStatus(err)
+	}
+	return wire.ExitedDuring(call, err, p.conn.Exited.Done(), p.cmd, p.words)
+}
+
+// fatalCall fails t with the error of the call named call, which a rule
+// of Check keeps as its Err when the plugin exited during it.
+func fatalCall(t tb, call string, err error) {
+	t.Helper()
+	err = fmt.Errorf("%s failed: %w", call, err)
+	var exit *wire.ExitError
+	if errors.As(err, &exit) {
+		fatal(t, err)
+	}
+	t.Fatal(err)
 }
 
 // kitStorage is s with the kit's defaults: the embedded backend, and the
@@ -314,7 +366,7 @@ func (p *Plugin) describe(t tb) *Description {
 	defer cancel()
 	resp, err := p.conn.Client.Describe(ctx, &wophostv1.DescribeRequest{})
 	if err != nil {
-		t.Fatalf("Describe failed: %v", wire.FromStatus(err))
+		fatalCall(t, "Describe", p.callError("Describe", err))
 	}
 	return wire.DescriptionFromProto(resp)
 }
@@ -333,7 +385,7 @@ func (p *Plugin) configSchema(t tb) schema.Block {
 	defer cancel()
 	resp, err := p.conn.Client.ConfigSchema(ctx, &wophostv1.ConfigSchemaRequest{})
 	if err != nil {
-		t.Fatalf("ConfigSchema failed: %v", wire.FromStatus(err))
+		fatalCall(t, "ConfigSchema", p.callError("ConfigSchema", err))
 	}
 	var b schema.Block
 	if len(resp.GetSchema()) == 0 {
@@ -373,7 +425,7 @@ func (p *Plugin) configureDirectOrNot(t tb, config json.RawMessage, settings *wo
 	defer cancel()
 	res, ep, err := p.configureWith(ctx, config, settings)
 	if err != nil {
-		t.Fatalf("Configure failed: %v", err)
+		fatalCall(t, "Configure", err)
 	}
 	if len(res.Diagnostics) > 0 {
 		t.Fatalf("Configure refused the config %s: %s", orEmptyObject(config), joinDiagnostics(res.Diagnostics))
@@ -404,7 +456,7 @@ func (p *Plugin) configureWith(ctx context.Context, config json.RawMessage, sett
 		DirectChannel:        settings,
 	})
 	if err != nil {
-		return nil, nil, wire.FromStatus(err)
+		return nil, nil, p.callError("Configure", err)
 	}
 	out := &ConfigureResult{Facets: map[string]map[string]json.RawMessage{}, Details: map[string]json.RawMessage{}}
 	for _, d := range resp.GetDiagnostics() {

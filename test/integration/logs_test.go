@@ -3,12 +3,15 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/internal/logdedup"
+	"github.com/wophost/wophost/test/testbin"
 )
 
 // In JSON logs, every line about a call carries the run and node ids: the
@@ -82,5 +85,49 @@ pack "private.wophost.probe" { path = "`+probePack(t)+`" }
 	windows := int(time.Since(start)/logdedup.Window) + 1
 	if n := strings.Count(logs.String(), "the upstream refused the call"); n < 1 || n > 2*windows {
 		t.Errorf("%d lines of the warning for %d calls within %d windows of 10 s, want 1 to %d:\n%s", n, calls, windows, 2*windows, logs)
+	}
+}
+
+// What a plugin and a pack write to their stderr is logged under the name
+// of their capability and pack, as the protocol says, not under the
+// descriptor or the launcher the host execs. The pack is contained where
+// the kernel allows, so that the launcher is what the host execs.
+func TestProcessLinesAreLoggedUnderTheirName(t *testing.T) {
+	pack := filepath.Join(t.TempDir(), "probe")
+	if err := testbin.LayOutPack("test/packs/probe", bin.testcap, pack); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, `
+host { plugin_dir = "BIN" }
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+pack "private.wophost.probe" {
+  path = "`+pack+`"
+  env  = { TESTCAP_START = "exit" }
+}
+`)
+	res := runHost(t, "{}", "--config", cfg, "--log-level", "debug", "call", "test.echo.log", "--input", "-")
+	if res.code != 0 {
+		t.Fatalf("host call: exit %d\n%s", res.code, res.stderr)
+	}
+	for message, name := range map[string]string{
+		"handled a log call": "host.echo",
+		"testcap: cannot read /etc/testcap/model.bin: no such file or directory": "host.private.wophost.probe",
+	} {
+		n := 0
+		for _, l := range strings.Split(res.stderr, "\n") {
+			if !strings.Contains(l, "] ") || !strings.Contains(l, message) || strings.Contains(l, "the last it wrote") {
+				continue
+			}
+			n++
+			if !regexp.MustCompile(`\]\s+` + regexp.QuoteMeta(name+": "+message)).MatchString(l) {
+				t.Errorf("%q is logged under another name than %s: %s", message, name, l)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%q is not logged:\n%s", message, res.stderr)
+		}
 	}
 }

@@ -18,6 +18,9 @@ type testConfig struct {
 	// WaitFor names a file: until it exists Configure answers the
 	// retryable unavailable, as a plugin whose database is down does.
 	WaitFor *string `json:"wait_for"`
+	// ExitConfigure makes Configure write a reason to stderr and exit
+	// with status 4, as a plugin whose licence check fails does.
+	ExitConfigure *bool `json:"exit_configure"`
 }
 
 type sleepRequest struct {
@@ -41,6 +44,12 @@ func newPlugin() *plugin.Plugin {
 		var c testConfig
 		if err := req.Decode(&c); err != nil {
 			return err
+		}
+		if c.ExitConfigure != nil && *c.ExitConfigure {
+			// On the process's own stderr, as a crash's words are:
+			// go-plugin points os.Stderr at a stream that an exit may cut.
+			_, _ = os.NewFile(2, "stderr").WriteString("testcap: the licence server refused key TC-0000\n")
+			os.Exit(4)
 		}
 		if c.WaitFor != nil {
 			if _, err := os.Stat(*c.WaitFor); err != nil {
@@ -156,6 +165,7 @@ func newPlugin() *plugin.Plugin {
 			{Name: "greeting", Type: schema.String},
 			{Name: "token", Type: schema.String, Sensitive: true},
 			{Name: "wait_for", Type: schema.String},
+			{Name: "exit_configure", Type: schema.Bool},
 		}},
 		Configure: configure,
 		Families: []*plugin.Family{

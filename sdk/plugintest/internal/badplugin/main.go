@@ -23,6 +23,8 @@
 //   - direct-rules: the direct channel is opened without the rules the
 //     host sends for it, so that it refuses no call for a facet or an
 //     operator-only method (in every family mode).
+//   - exit-configure: Configure writes a reason to stderr and exits with
+//     status 4.
 //
 // In every mode it serves a direct channel (direct_channel in Describe),
 // opened at Configure with the host's settings, whose calls run as
@@ -200,6 +202,12 @@ func (s *server) ConfigSchema(context.Context, *wophostv1.ConfigSchemaRequest) (
 // Configure configures the family mode and opens the direct channel the
 // host asks for, without its rules under direct-rules.
 func (s *server) Configure(ctx context.Context, req *wophostv1.ConfigureRequest) (*wophostv1.ConfigureResponse, error) {
+	if s.breaks("exit-configure") {
+		// On the process's own stderr: go-plugin points os.Stderr at a
+		// stream that the exit may cut.
+		_, _ = os.NewFile(2, "stderr").WriteString("badplugin: the licence server refused key BP-0000\n")
+		os.Exit(4)
+	}
 	resp, err := s.configure(ctx, req)
 	if err != nil || req.GetDirectChannel() == nil {
 		return resp, err
