@@ -134,7 +134,7 @@ func (g *globals) logger(cfg *config.Config) hclog.Logger {
 	// go-plugin reports some broker events through the standard library
 	// logger; route them into hclog so they obey the level and format.
 	log.SetFlags(0)
-	log.SetOutput(logger.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
+	log.SetOutput(newStdLogWriter(logger))
 	return logger
 }
 
