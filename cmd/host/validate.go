@@ -79,7 +79,7 @@ func (g *globals) validate(ctx context.Context) error {
 // and packs checked, those it declares well enough (see checkable): the
 // problems of the host block must not hide those of a plugin's config.
 func (g *globals) check(ctx context.Context) (*validation, error) {
-	cfg, ldr, diags := config.Load(g.configPath)
+	cfg, ldr, diags := g.readConfig()
 	v := &validation{diags: diags, files: ldr.Files()}
 	if cfg == nil {
 		return v, nil
