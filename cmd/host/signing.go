@@ -59,6 +59,11 @@ func keysGenerateCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return &failure{fmt.Errorf("generate a key: %w", err)}
 			}
+			// The directory holds a private key: a new one, and any
+			// parents made for it, are for its owner alone.
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return &failure{fmt.Errorf("--dir %s: %w", dir, err)}
+			}
 			privPath := filepath.Join(dir, id+".key.json")
 			pubPath := filepath.Join(dir, id+".pub.json")
 			if err := writeNew(privPath, packsign.MarshalPrivateKey(id, priv), 0o600); err != nil {
@@ -86,7 +91,7 @@ func keysGenerateCommand(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", ".", "directory to write the key files to")
+	cmd.Flags().StringVar(&dir, "dir", ".", "directory to write the key files to; made (mode 0700, with its parents) when missing")
 	cmd.Flags().StringSliceVar(&namespaces, "namespace", nil, "a pack name or prefix (\"vendor.acme.*\") the key is for, shown in the printed trusted_key block; repeated or comma-separated")
 	return cmd
 }
