@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -162,11 +161,9 @@ func (g *globals) reportNew(f newFlags, res *scaffold.Result, verb string) error
 	}
 	next = append(next, run)
 	if g.json {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{
+		return writeJSON(g.stdout, map[string]any{
 			"dir": res.Dir, "module": res.Module, "sdk": res.SDKDir, "files": res.Files, "tidied": f.tidy, "next": next,
-		})
+		}, true)
 	}
 	fmt.Fprintf(g.stdout, "wrote %s: module %s, SDK from %s\n", res.Dir, res.Module, res.SDKDir)
 	for _, file := range res.Files {

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -277,11 +276,13 @@ func packsVerifyCommand(g *globals) *cobra.Command {
 					fmt.Fprintf(g.stdout, "%s: %s %s verified: signed by %s, runtime.entry and the %d other files match their signed sha256\n", dir, r.Pack, r.Version, r.KeyID, r.Files-1)
 					continue
 				}
-				b, _ := json.MarshalIndent(r.Error, "", "  ")
-				fmt.Fprintf(g.stdout, "%s: not verified\n%s\n", dir, b)
+				fmt.Fprintf(g.stdout, "%s: not verified\n", dir)
+				if err := writeJSON(g.stdout, r.Error, true); err != nil {
+					return err
+				}
 			}
 			if g.json {
-				if err := json.NewEncoder(g.stdout).Encode(results); err != nil {
+				if err := g.encode(results); err != nil {
 					return err
 				}
 			}
