@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -41,7 +40,7 @@ func (g *globals) printAgents(list []*agents.Entry) error {
 		if list == nil {
 			list = []*agents.Entry{}
 		}
-		return json.NewEncoder(g.stdout).Encode(list)
+		return g.encode(list)
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tPACK\tDIGEST\tPROMPT\tTOOLS\tDESCRIPTION")

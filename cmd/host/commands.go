@@ -81,26 +81,20 @@ func (g *globals) printOutcome(runID string, err error) error {
 }
 
 func (g *globals) printFailure(v any) error {
-	b, merr := json.MarshalIndent(v, "", "  ")
-	if merr != nil {
-		return merr
+	if err := writeJSON(g.stdout, v, true); err != nil {
+		return err
 	}
-	fmt.Fprintln(g.stdout, string(b))
 	return &exitError{code: 1}
 }
 
+// printJSON prints raw, a JSON answer, indented, or compact with --json;
+// bytes that are no JSON value are printed as they are.
 func (g *globals) printJSON(raw []byte) {
-	var v any
-	if g.json || json.Unmarshal(raw, &v) != nil {
-		fmt.Fprintln(g.stdout, string(raw))
-		return
-	}
-	b, err := json.MarshalIndent(json.RawMessage(raw), "", "  ")
+	b, err := formatJSON(raw, !g.json)
 	if err != nil {
-		fmt.Fprintln(g.stdout, string(raw))
-		return
+		b = raw
 	}
-	fmt.Fprintln(g.stdout, string(b))
+	fmt.Fprintf(g.stdout, "%s\n", b)
 }
 
 // withHost runs fn against a started host and stops the host afterwards.
@@ -256,7 +250,7 @@ func pluginsCommand(g *globals) *cobra.Command {
 func (g *globals) printPlugins(h *host.Host) error {
 	recs := h.Registry().Records()
 	if g.json {
-		return json.NewEncoder(g.stdout).Encode(recs)
+		return g.encode(recs)
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CAPABILITY\tSTATE\tPLUGIN\tVERSION\tADVERTISED\tERROR")
@@ -306,7 +300,7 @@ func packsCommand(g *globals) *cobra.Command {
 func (g *globals) printPacks(h *host.Host) error {
 	packs := h.Packs()
 	if g.json {
-		return json.NewEncoder(g.stdout).Encode(packs)
+		return g.encode(packs)
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PACK\tVERSION\tSTATE\tSANDBOX\tNODES\tDEGRADED\tERROR")

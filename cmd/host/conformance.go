@@ -248,7 +248,7 @@ func (g *globals) writeReport(r *plugintest.Report, verbose bool) error {
 			OK    bool              `json:"ok"`
 			Rules []conformanceRule `json:"rules"`
 		}{!r.Failed(), rules}
-		if err := json.NewEncoder(g.stdout).Encode(out); err != nil {
+		if err := g.encode(out); err != nil {
 			return fmt.Errorf("write the report: %w", err)
 		}
 		return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 
@@ -30,7 +29,7 @@ func effectsCommand(g *globals) *cobra.Command {
 
 func (g *globals) printEffects(m host.EffectManifest) error {
 	if g.json {
-		return json.NewEncoder(g.stdout).Encode(m)
+		return g.encode(m)
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEAM\tKIND\tNOTE")

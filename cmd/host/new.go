@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -96,12 +95,13 @@ func newCommand(g *globals) *cobra.Command {
 func newPluginCommand(g *globals) *cobra.Command {
 	var f newFlags
 	var family, method string
+	var pure bool
 	c := &cobra.Command{
 		Use:   "plugin NAME",
 		Short: "write a Go capability plugin serving one vendor family, its conformance test and a host.hcl that runs it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			p := scaffold.Plugin{Name: args[0], Family: family, Method: method, Module: f.module}
+			p := scaffold.Plugin{Name: args[0], Family: family, Method: method, Pure: pure, Module: f.module}
 			if err := p.Validate(); err != nil {
 				return newError(err)
 			}
@@ -119,6 +119,7 @@ func newPluginCommand(g *globals) *cobra.Command {
 	f.register(c, "plugin", "example.com/NAME")
 	c.Flags().StringVar(&family, "family", "", `vendor family the plugin serves, "org.name" (default example.NAME)`)
 	c.Flags().StringVar(&method, "method", "", "the family's method (default greet)")
+	c.Flags().BoolVar(&pure, "pure", false, "declare the method pure: it changes nothing and answers a request the same way each time, so a replay calls it again (default: not pure, a replay answers it from the run's log)")
 	return c
 }
 
@@ -191,8 +192,6 @@ func (g *globals) reportNew(f newFlags, res *scaffold.Result, verb string) error
 	next = append(next, run)
 	work := goWorkSteps(res)
 	if g.json {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
 		report := map[string]any{
 			"dir": res.Dir, "module": res.Module, "sdk": res.SDKDir, "files": res.Files, "tidied": f.tidy, "next": next,
 		}
@@ -201,7 +200,7 @@ func (g *globals) reportNew(f newFlags, res *scaffold.Result, verb string) error
 		} else {
 			report["sdkVersion"] = res.SDKVersion
 		}
-		return enc.Encode(report)
+		return writeJSON(g.stdout, report, true)
 	}
 	if res.SDKDir != "" {
 		fmt.Fprintf(g.stdout, "wrote %s: module %s, SDK from %s\n", res.Dir, res.Module, res.SDKDir)

@@ -174,7 +174,7 @@ func promptsPublishCommand(g *globals, lib withLibrary) *cobra.Command {
 				}
 			}
 			if g.json {
-				if err := json.NewEncoder(g.stdout).Encode(outcomes); err != nil {
+				if err := g.encode(outcomes); err != nil {
 					return err
 				}
 			}
@@ -225,7 +225,7 @@ func promptsListCommand(g *globals, lib withLibrary) *cobra.Command {
 					return err
 				}
 				if g.json {
-					return json.NewEncoder(g.stdout).Encode(vs)
+					return g.encode(vs)
 				}
 				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "VERSION\tDIGEST\tPUBLISHED\tBYTES\tDESCRIPTION")
@@ -243,7 +243,7 @@ func promptsListCommand(g *globals, lib withLibrary) *cobra.Command {
 				return err
 			}
 			if g.json {
-				return json.NewEncoder(g.stdout).Encode(entries)
+				return g.encode(entries)
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tVERSIONS\tLAST PUBLISHED\tDIGEST")
@@ -273,7 +273,7 @@ func promptsIndexCommand(g *globals, lib withLibrary) *cobra.Command {
 				return err
 			}
 			if g.json {
-				return json.NewEncoder(g.stdout).Encode(map[string]any{"index": res.Index, "versions": res.Versions})
+				return g.encode(map[string]any{"index": res.Index, "versions": res.Versions})
 			}
 			fmt.Fprintf(g.stdout, "%s: %d versions indexed\n", res.Index, res.Versions)
 			return nil
@@ -311,7 +311,7 @@ func promptsShowCommand(g *globals, lib withLibrary) *cobra.Command {
 				_, err := io.WriteString(g.stdout, ans.Raw)
 				return err
 			}
-			return json.NewEncoder(g.stdout).Encode(struct {
+			return g.encode(struct {
 				*promptlibrary.Prompt
 				Record *promptlibrary.Version `json:"record"`
 			}{ans, rec})
@@ -343,7 +343,7 @@ func promptsVerifyCommand(g *globals, lib withLibrary) *cobra.Command {
 			}
 			rep := &res.Report
 			if g.json {
-				if err := json.NewEncoder(g.stdout).Encode(rep); err != nil {
+				if err := g.encode(rep); err != nil {
 					return err
 				}
 			} else {
@@ -450,7 +450,7 @@ func promptsLockCommand(g *globals, lib withLibrary) *cobra.Command {
 				return err
 			}
 			if g.json {
-				return json.NewEncoder(g.stdout).Encode(lock)
+				return g.encode(lock)
 			}
 			keys := make([]string, 0, len(lock))
 			for k := range lock {
@@ -666,8 +666,7 @@ func (g *globals) printRunRecord(res *host.RunResult) {
 		if res.Replay != nil {
 			line["replay"] = res.Replay
 		}
-		b, _ := json.Marshal(line)
-		fmt.Fprintln(g.stderr, string(b))
+		_ = writeJSON(g.stderr, line, false)
 		return
 	}
 	switch {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/wophost/wophost/core/config"
@@ -65,7 +66,13 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.configPath, "config", "./host.hcl", "path of the host config file")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print machine-readable JSON")
-	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "log level: trace, debug, info, warn, error or off (default: the config's)")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "log level of the host and of the plugins and packs it starts: trace, debug, info, warn, error or off (default: the config's log_level)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if g.logLevel != "" && !config.IsLogLevel(g.logLevel) {
+			return fmt.Errorf("--log-level %q: want one of %s", g.logLevel, config.LogLevels)
+		}
+		return nil
+	}
 	root.AddCommand(
 		runCommand(g), callCommand(g), capabilitiesCommand(g), validateCommand(g),
 		pluginsCommand(g), effectsCommand(g), packsCommand(g), serveCommand(g), promptsCommand(g), agentsCommand(g),
@@ -90,9 +97,21 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 }
 
+// readConfig parses the config file. A --log-level given on the command
+// line takes the place of the config's log_level, so that it reaches the
+// plugins and packs the host starts (in their environment) as well as the
+// host's own log: a plugin filters its lines by the level it is given.
+func (g *globals) readConfig() (*config.Config, *config.Loader, hcl.Diagnostics) {
+	cfg, ldr, diags := config.Load(g.configPath)
+	if cfg != nil && g.logLevel != "" {
+		cfg.Host.LogLevel = g.logLevel
+	}
+	return cfg, ldr, diags
+}
+
 // loadConfig reads the config and prints every diagnostic of it.
 func (g *globals) loadConfig() (*config.Config, *config.Loader, error) {
-	cfg, ldr, diags := config.Load(g.configPath)
+	cfg, ldr, diags := g.readConfig()
 	if len(diags) > 0 {
 		if err := config.WriteDiagnostics(g.stderr, ldr.Files(), diags); err != nil {
 			return nil, nil, err
@@ -120,14 +139,12 @@ func (g *globals) applyGoMaxProcs(cfg *config.Config) {
 	}
 }
 
+// logger returns the host's logger at cfg's level, which readConfig set
+// from --log-level when it was given.
 func (g *globals) logger(cfg *config.Config) hclog.Logger {
-	level := cfg.Host.LogLevel
-	if g.logLevel != "" {
-		level = g.logLevel
-	}
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name:       "host",
-		Level:      hclog.LevelFromString(level),
+		Level:      hclog.LevelFromString(cfg.Host.LogLevel),
 		Output:     g.stderr,
 		JSONFormat: cfg.Host.LogFormat == "json",
 	})

@@ -189,7 +189,7 @@ func (d *daemon) packs() []telemetry.PackRecord {
 // the running host as it is.
 func (d *daemon) reload() {
 	d.logger.Info("reloading", "config", d.g.configPath)
-	cfg, ldr, diags := config.Load(d.g.configPath)
+	cfg, ldr, diags := d.g.readConfig()
 	if diags.HasErrors() || cfg == nil {
 		d.logger.Error("reload refused: the config has errors; the running host keeps serving",
 			"diagnostics", config.FormatDiagnostics(diags))

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +58,11 @@ func keysGenerateCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return &failure{fmt.Errorf("generate a key: %w", err)}
 			}
+			// The directory holds a private key: a new one, and any
+			// parents made for it, are for its owner alone.
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return &failure{fmt.Errorf("--dir %s: %w", dir, err)}
+			}
 			privPath := filepath.Join(dir, id+".key.json")
 			pubPath := filepath.Join(dir, id+".pub.json")
 			if err := writeNew(privPath, packsign.MarshalPrivateKey(id, priv), 0o600); err != nil {
@@ -86,7 +90,7 @@ func keysGenerateCommand(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", ".", "directory to write the key files to")
+	cmd.Flags().StringVar(&dir, "dir", ".", "directory to write the key files to; made (mode 0700, with its parents) when missing")
 	cmd.Flags().StringSliceVar(&namespaces, "namespace", nil, "a pack name or prefix (\"vendor.acme.*\") the key is for, shown in the printed trusted_key block; repeated or comma-separated")
 	return cmd
 }
@@ -272,11 +276,13 @@ func packsVerifyCommand(g *globals) *cobra.Command {
 					fmt.Fprintf(g.stdout, "%s: %s %s verified: signed by %s, runtime.entry and the %d other files match their signed sha256\n", dir, r.Pack, r.Version, r.KeyID, r.Files-1)
 					continue
 				}
-				b, _ := json.MarshalIndent(r.Error, "", "  ")
-				fmt.Fprintf(g.stdout, "%s: not verified\n%s\n", dir, b)
+				fmt.Fprintf(g.stdout, "%s: not verified\n", dir)
+				if err := writeJSON(g.stdout, r.Error, true); err != nil {
+					return err
+				}
 			}
 			if g.json {
-				if err := json.NewEncoder(g.stdout).Encode(results); err != nil {
+				if err := g.encode(results); err != nil {
 					return err
 				}
 			}

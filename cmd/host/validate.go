@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -54,7 +53,7 @@ func (g *globals) validate(ctx context.Context) error {
 			texts = append(texts, diagnosticText(d))
 		}
 		out := map[string]any{"valid": problems == 0, "count": problems, "problems": texts}
-		if err := json.NewEncoder(g.stdout).Encode(out); err != nil {
+		if err := g.encode(out); err != nil {
 			return fmt.Errorf("write the result: %w", err)
 		}
 	} else {
@@ -79,7 +78,7 @@ func (g *globals) validate(ctx context.Context) error {
 // and packs checked, those it declares well enough (see checkable): the
 // problems of the host block must not hide those of a plugin's config.
 func (g *globals) check(ctx context.Context) (*validation, error) {
-	cfg, ldr, diags := config.Load(g.configPath)
+	cfg, ldr, diags := g.readConfig()
 	v := &validation{diags: diags, files: ldr.Files()}
 	if cfg == nil {
 		return v, nil

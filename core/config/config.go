@@ -299,13 +299,15 @@ type rawPack struct {
 	DefRange hcl.Range     `hcl:",def_range"`
 }
 
-// Allowed values, as shown to the operator when a value is rejected.
-const (
-	logLevelList  = "trace, debug, info, warn, error, off"
-	logFormatList = "text, json"
-)
+// LogLevels lists the values of log_level (and of the CLI's --log-level),
+// as shown to the operator when a value is rejected.
+const LogLevels = "trace, debug, info, warn, error, off"
 
-func isLogLevel(s string) bool {
+// Allowed values, as shown to the operator when a value is rejected.
+const logFormatList = "text, json"
+
+// IsLogLevel reports whether s is one of LogLevels.
+func IsLogLevel(s string) bool {
 	switch s {
 	case "trace", "debug", "info", "warn", "error", "off":
 		return true
@@ -591,7 +593,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	if s, ok := d.stringAttr(r.StateDir); ok {
 		h.StateDir = resolvePath(d.dir, s)
 	}
-	if s, ok := d.oneOfAttr(r.LogLevel, isLogLevel, logLevelList); ok {
+	if s, ok := d.oneOfAttr(r.LogLevel, IsLogLevel, LogLevels); ok {
 		h.LogLevel = s
 	}
 	if s, ok := d.oneOfAttr(r.LogFormat, isLogFormat, logFormatList); ok {

@@ -142,7 +142,7 @@ func (c *Capability) Configure(ctx context.Context, config json.RawMessage, stat
 		brokerID = hostwire.ServeHostServices(c.conn.Broker, hostServices, c.opts.MaxMessageBytes)
 	}
 	req := &wophostv1.ConfigureRequest{
-		Config: config, HostServicesBrokerId: brokerID, StateDir: stateDir, HostVersion: c.opts.HostVersion,
+		Config: config, HostServicesBrokerId: brokerID, StateDir: c.proc.stateDirFor(stateDir), HostVersion: c.opts.HostVersion,
 		Storage: plugin.StorageToProto(storage),
 	}
 	var key []byte

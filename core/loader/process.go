@@ -425,6 +425,18 @@ func (p *process) stop(graceful bool) {
 	})
 }
 
+// stateDirFor is the state directory dir as the process reaches it: the
+// path its containment gave it (a descriptor's, for a process run as
+// another user, which may not walk the host's state_dir), else dir.
+func (p *process) stateDirFor(dir string) string {
+	if p.contained != nil {
+		if seen := p.contained.StateDir(); seen != "" {
+			return seen
+		}
+	}
+	return dir
+}
+
 // memoryBreach reports whether the process, contained, was killed for its
 // memory cap, and the cap.
 func (p *process) memoryBreach() (limit int64, exceeded bool) {

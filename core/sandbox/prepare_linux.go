@@ -22,6 +22,9 @@ type Process struct {
 	// stateFile holds it open for a process run as another user (Wrap).
 	stateDir  string
 	stateFile *os.File
+	// stateSeen is stateDir as the process names it, set by Wrap: a
+	// /proc/self/fd path for a process run as another user.
+	stateSeen string
 	// mu orders MemoryExceeded, which the host asks when a run fails,
 	// with Close, which removes the cgroup it reads.
 	mu       sync.Mutex
@@ -242,8 +245,13 @@ func (p *Process) Wrap(cmd *exec.Cmd, launcher string, entry *os.File) error {
 	if p.stateDir != "" {
 		cmd.Env = append(cmd.Env, StateDirEnv+"="+stateDir)
 	}
+	p.stateSeen = stateDir
 	return nil
 }
+
+// StateDir is the process's state directory as the process names it (its
+// WOPHOST_STATE_DIR), once Wrap ran; "" for none.
+func (p *Process) StateDir() string { return p.stateSeen }
 
 // Grants is what the process was granted.
 func (p *Process) Grants() Grants { return p.grants }

@@ -55,6 +55,9 @@ func (p *Process) Skipped() map[string]string { return nil }
 // TempDir is the process's private temporary directory.
 func (p *Process) TempDir() string { return "" }
 
+// StateDir is the state directory as the process names it: none here.
+func (p *Process) StateDir() string { return "" }
+
 // SocketGroup is the group the host's sockets must be open to.
 func (p *Process) SocketGroup() string { return "" }
 

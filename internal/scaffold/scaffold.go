@@ -75,6 +75,10 @@ type Plugin struct {
 	Family string
 	// Method is the family's one method; empty means "greet".
 	Method string
+	// Pure declares Method pure: it changes nothing and answers a request
+	// the same way each time, so a replay calls it again rather than
+	// answering from the run's log. Off, a replay never calls it again.
+	Pure bool
 	// Module is the Go module path; empty means "example.com/NAME".
 	Module string
 	// SDKVersion, when not empty, is the version of the SDK module go.mod
@@ -139,6 +143,7 @@ const maxNameLen = 64
 // data is what the templates see.
 type data struct {
 	Name, Family, Org, Method, MethodGo string
+	Pure                                bool
 	Node, Entry                         string
 	Module, GoVersion, SDKVersion       string
 	SDKDir                              string
@@ -157,7 +162,7 @@ func (p Plugin) check() (*data, error) {
 	if !pluginNamePattern.MatchString(p.Name) || len(p.Name) > maxNameLen {
 		return nil, invalidf("plugin name %q: lowercase letters, digits and dashes, starting with a letter, at most %d characters", p.Name, maxNameLen)
 	}
-	d := &data{Name: p.Name, Family: p.Family, Method: p.Method, Module: p.Module, Entry: p.Name}
+	d := &data{Name: p.Name, Family: p.Family, Method: p.Method, Pure: p.Pure, Module: p.Module, Entry: p.Name}
 	if d.Family == "" {
 		d.Family = "example." + p.Name
 	}

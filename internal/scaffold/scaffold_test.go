@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -55,6 +56,9 @@ func TestWritePlugin(t *testing.T) {
 			t.Errorf("main.go lacks %s", s)
 		}
 	}
+	if pureField.MatchString(main) {
+		t.Error("main.go declares a pure method, though Pure is not set")
+	}
 
 	// The host config loads once the plugin is built: stand a file in
 	// for it.
@@ -72,6 +76,24 @@ func TestWritePlugin(t *testing.T) {
 		t.Errorf("host.hcl declares %+v; want the capability greet running ./greet", *c)
 	}
 }
+
+// Pure declares the one method pure, and only it; the module still
+// builds as gofmt'ed Go.
+func TestWritePluginPure(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lookup")
+	res, err := WritePlugin(dir, Plugin{Name: "lookup", Family: "acme.lookup", Method: "find", Pure: true, SDKDir: sdkDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGoFiles(t, dir, res.Files)
+	main := read(t, dir, "main.go")
+	if got := pureField.FindAllString(main, -1); len(got) != 1 || !regexp.MustCompile(`Pure:\s+\[\]string\{methodFind\},`).MatchString(main) {
+		t.Errorf("main.go declares %q, want Pure once as []string{methodFind}:\n%s", got, main)
+	}
+}
+
+// pureField matches a Family's Pure field in a generated main.go.
+var pureField = regexp.MustCompile(`(?m)^\s*Pure:\s`)
 
 // A pack is written as the listed files; its pack.json loads as the host
 // loads it, schemas included, with the entry and node the result names.

@@ -65,3 +65,34 @@ func TestNilFacetsLeaveTheCheckToTheHost(t *testing.T) {
 		t.Error("an empty record: await let through")
 	}
 }
+
+// The advertised argument is the advertisement as docs/writing-packs.md
+// shows it: families by name (a vendor family by its whole name, not
+// under "extensions"), each to its facets' JSON; a family left out has no
+// client; NewCtx keeps a copy, so the test's map may change afterwards.
+func TestNewCtxAdvertisedShape(t *testing.T) {
+	advertised := map[string]map[string]json.RawMessage{
+		aienvelope.Family: {"await": json.RawMessage(`true`)},
+		"acme.kv":         {},
+	}
+	c := pack.NewCtx(context.Background(), nil, advertised)
+	delete(advertised, "acme.kv")
+	if !c.Advertised("acme.kv") || !c.Advertised(aienvelope.Family) || c.Advertised("extensions") || c.Advertised("promptLibrary") {
+		t.Error("Advertised does not follow the map's families")
+	}
+	if v, ok := c.Facet(aienvelope.Family, "await"); !ok || string(v) != "true" || !c.AIEnvelope.HasAwait() {
+		t.Errorf("Facet(aiEnvelope, await) = %s, %v; HasAwait %v", v, ok, c.AIEnvelope.HasAwait())
+	}
+	if _, ok := c.Facet("acme.kv", "status"); ok {
+		t.Error("a record field taken for a facet")
+	}
+	if c.PromptLibrary != nil || c.MCP != nil || c.AgentRuntime != nil {
+		t.Error("a client for a family left out")
+	}
+	if err := c.Call("acme.kv", "get", map[string]string{}, nil); wop.CodeOf(err) != wop.CodeCapabilityNotProvided {
+		t.Errorf("a call with a nil host: %v, want capability_not_provided", err)
+	}
+	if none := pack.NewCtx(context.Background(), nil, nil); none.AIEnvelope != nil || none.Advertised(aienvelope.Family) {
+		t.Error("a nil map advertises something")
+	}
+}

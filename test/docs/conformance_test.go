@@ -137,3 +137,30 @@ func checkConformanceFile(t *testing.T, d *demo, name, text string, pass bool) {
 		t.Errorf("the kv plugin fails under the block: exit %d\n%s", status, out.String())
 	}
 }
+
+// `make conformance` builds what it needs on a fresh clone, as
+// docs/conformance.md says: the plugins' conformance run installs the
+// Node.js example plugin's packages (npm ci) before it runs `host
+// conformance` on it, as on every other plugin. make -B shows every
+// step, as on a clone where none was made yet.
+func TestConformanceTargetInstallsWhatItRuns(t *testing.T) {
+	root := moduleRoot(t)
+	for _, target := range []string{"conformance-plugins", "conformance"} {
+		out, err := exec.Command("make", "-C", root, "-n", "-B", target).CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n -B %s: %v\n%s", target, err, out)
+		}
+		text := string(out)
+		npm := strings.Index(text, "npm ci ")
+		run := strings.Index(text, "bin/host conformance --config")
+		build := strings.Index(text, "-o bin/host ./cmd/host")
+		switch {
+		case run < 0:
+			t.Errorf("make -n -B %s runs no host conformance:\n%s", target, text)
+		case npm < 0 || npm > run:
+			t.Errorf("make -n -B %s does not install the Node.js plugin's packages (npm ci) before host conformance:\n%s", target, text)
+		case build < 0 || build > run:
+			t.Errorf("make -n -B %s does not build the host before host conformance:\n%s", target, text)
+		}
+	}
+}

@@ -44,7 +44,9 @@ const goPluginTimestamp = "2006-01-02T15:04:05.000000Z07:00"
 // against what it shows: a handshake line against the grammar and the
 // certificate rules, a proto or JavaScript snippet against the file it is
 // quoted from, a log line against go-plugin's parser, the config schema
-// against the SDK's type, the go.mod lines against the host's own.
+// against the SDK's type, the go.mod lines against the host's own, the
+// Python protoc line against the proto files (and, with grpc_tools, by
+// running it).
 func TestProtocolCodeBlocks(t *testing.T) {
 	root := moduleRoot(t)
 	protos := readTree(t, root, "sdk/proto", ".proto")
@@ -68,11 +70,13 @@ func TestProtocolCodeBlocks(t *testing.T) {
 			checkJSONBlock(t, at, b.text)
 		case "gomod":
 			checkGoMod(t, root, at, b.text)
+		case "protoc":
+			checkPythonProtoc(t, root, at, b.text)
 		default:
-			t.Errorf("%s: a %q block, which no test checks; use handshake, proto, js, sh, json or gomod", at, b.lang)
+			t.Errorf("%s: a %q block, which no test checks; use handshake, proto, js, sh, json, gomod or protoc", at, b.lang)
 		}
 	}
-	for _, lang := range []string{"handshake", "proto", "js", "sh", "json", "gomod"} {
+	for _, lang := range []string{"handshake", "proto", "js", "sh", "json", "gomod", "protoc"} {
 		if seen[lang] == 0 {
 			t.Errorf("%s has no %s block; the check of that kind checked nothing", protocolPath, lang)
 		}
@@ -353,4 +357,125 @@ func TestNodeExampleReadmeConfig(t *testing.T) {
 	if n == 0 {
 		t.Errorf("%s has no hcl block", readme)
 	}
+}
+
+// checkoutVar is how the Python protoc line names the wophost checkout.
+const checkoutVar = "$WOPHOST"
+
+// checkPythonProtoc checks the grpc_tools command line of text: every
+// include directory is a directory of the checkout under one package
+// prefix that is no package grpcio or protobuf has (grpc, google), and the
+// files it names are every proto file under sdk/proto. Where python3 has
+// grpc_tools and grpcio, it runs the line in a temporary directory and
+// imports every module it wrote beside grpcio's grpc; elsewhere that part
+// skips with one line (WOPHOST_TEST_PYTHON=1 makes it a failure).
+func checkPythonProtoc(t *testing.T, root, at, text string) {
+	t.Helper()
+	words := strings.Fields(strings.ReplaceAll(text, "\\\n", " "))
+	if len(words) < 3 || strings.Join(words[:3], " ") != "python3 -m grpc_tools.protoc" {
+		t.Errorf("%s: the block is no python3 -m grpc_tools.protoc line:\n%s", at, text)
+		return
+	}
+	prefix := ""
+	var dirs, protos []string
+	for _, w := range words[3:] {
+		switch {
+		case strings.HasPrefix(w, "-I"):
+			p, dir, ok := strings.Cut(strings.TrimPrefix(w, "-I"), "=")
+			if !ok || !strings.HasPrefix(dir, checkoutVar+"/") {
+				t.Errorf("%s: %s is no -IPREFIX=%s/DIR", at, w, checkoutVar)
+				continue
+			}
+			if prefix != "" && p != prefix {
+				t.Errorf("%s: two package prefixes, %s and %s", at, prefix, p)
+			}
+			prefix = p
+			dir = filepath.Join(root, strings.TrimPrefix(dir, checkoutVar+"/"))
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				t.Errorf("%s: %s is no directory of the checkout (%v)", at, w, err)
+			}
+			dirs = append(dirs, dir)
+		case strings.HasSuffix(w, ".proto"):
+			protos = append(protos, w)
+		case w == "--python_out=." || w == "--grpc_python_out=.":
+		default:
+			t.Errorf("%s: %q, which the check does not know", at, w)
+		}
+	}
+	if !regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(prefix) || prefix == "grpc" || prefix == "google" {
+		t.Errorf("%s: the package prefix %q is no Python package name of its own", at, prefix)
+	}
+	// Every proto file of the protocol is named, and each once, where an
+	// include directory has it.
+	want := map[string]bool{}
+	for path := range readTree(t, root, "sdk/proto", ".proto") {
+		want[path] = true
+	}
+	var modules []string
+	for _, p := range protos {
+		rel, ok := strings.CutPrefix(p, prefix+"/")
+		found := ""
+		for _, dir := range dirs {
+			if _, err := os.Stat(filepath.Join(dir, rel)); ok && err == nil && found == "" {
+				found = filepath.Join(dir, rel)
+			}
+		}
+		if found == "" || !want[found] {
+			t.Errorf("%s: %s is no proto file of sdk/proto under the prefix %s, or it is named twice", at, p, prefix)
+			continue
+		}
+		delete(want, found)
+		mod := strings.ReplaceAll(strings.TrimSuffix(p, ".proto"), "-", "_")
+		mod = strings.ReplaceAll(mod, "/", ".")
+		modules = append(modules, mod+"_pb2", mod+"_pb2_grpc")
+	}
+	for path := range want {
+		t.Errorf("%s: the line leaves out %s", at, path)
+	}
+	if t.Failed() {
+		return
+	}
+
+	t.Run("python", func(t *testing.T) {
+		skip := t.Skipf
+		if os.Getenv("WOPHOST_TEST_PYTHON") == "1" {
+			skip = t.Fatalf
+		}
+		// The python3 on PATH, else the system's (where Debian's
+		// python3-grpc-tools puts them), taken as the line's python3.
+		python := ""
+		for _, cand := range []string{"python3", "/usr/bin/python3"} {
+			if exec.Command(cand, "-c", "import grpc, grpc_tools.protoc").Run() == nil {
+				python = cand
+				break
+			}
+		}
+		if python == "" {
+			skip("no python3 here has grpcio and grpc_tools (Debian: python3-grpc-tools); the protoc line of %s is not run", at)
+		}
+		python, err := exec.LookPath(python)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := t.TempDir()
+		if err := os.Symlink(python, filepath.Join(bin, "python3")); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		cmd := exec.Command("bash", "-c", text)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "WOPHOST="+root, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: the line fails: %v\n%s", at, err, out)
+		}
+		// Every module it wrote imports, and grpc is still grpcio's.
+		script := "import grpc, importlib, sys\n" +
+			"assert not grpc.__file__.startswith(sys.argv[1]), grpc.__file__\n" +
+			"for m in sys.argv[2:]:\n    importlib.import_module(m)\n"
+		py := exec.Command(python, append([]string{"-c", script, dir}, modules...)...)
+		py.Dir = dir
+		if out, err := py.CombinedOutput(); err != nil {
+			t.Errorf("%s: the modules written do not import beside grpcio: %v\n%s", at, err, out)
+		}
+	})
 }

@@ -262,3 +262,31 @@ func TestCrashedPluginIsRestarted(t *testing.T) {
 	}
 	t.Fatalf("plugin was not restarted: %+v", h.Registry().Records())
 }
+
+// host call and host run print '<', '>' and '&' as themselves, not as
+// the \u003c escapes of encoding/json (which the plugin's answer carries
+// on the wire), in an answer and in a failure's envelope, indented or
+// with --json.
+func TestCLIPrintsHTMLCharactersAsThemselves(t *testing.T) {
+	cfg := probeConfig(t, "")
+	const value = `<b>&`
+	check := func(what string, res result, wantCode int, want string) {
+		t.Helper()
+		if res.code != wantCode {
+			t.Fatalf("%s: exit %d, want %d: %s%s", what, res.code, wantCode, res.stdout, res.stderr)
+		}
+		for _, esc := range []string{`\u003c`, `\u003e`, `\u0026`} {
+			if strings.Contains(res.stdout, esc) {
+				t.Errorf("%s prints %s:\n%s", what, esc, res.stdout)
+			}
+		}
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("%s lacks %s:\n%s", what, want, res.stdout)
+		}
+	}
+	input := `{"text":"` + value + `"}`
+	check("host call", runHost(t, input, "--config", cfg, "call", "test.echo.echo", "--input", "-"), 0, `"text": "`+value+`"`)
+	check("host call --json", runHost(t, input, "--config", cfg, "--json", "call", "test.echo.echo", "--input", "-"), 0, input)
+	check("host run --json", runHost(t, input, "--config", cfg, "--json", "run", "probe.echo", "--input", "-"), 0, input)
+	check("a refused host call", runHost(t, "{}", "--config", cfg, "call", "test."+value+".get", "--input", "-"), 1, `host.test.`+value)
+}

@@ -131,3 +131,45 @@ pack "private.wophost.probe" {
 		}
 	}
 }
+
+// --log-level reaches what the host starts: a plugin and a pack filter
+// their lines by the level the host gives them, so the flag must win over
+// the config's log_level for them as it does for the host, in both
+// directions.
+func TestLogLevelFlagReachesPluginsAndPacks(t *testing.T) {
+	cfg := func(level string) string {
+		return writeConfig(t, `
+host {
+  plugin_dir = "BIN"
+  log_level  = "`+level+`"
+}
+capability "echo" {
+  plugin   = "testcap"
+  families = ["test.echo"]
+}
+pack "private.wophost.probe" { path = "`+probePack(t)+`" }
+`)
+	}
+	const pluginLine, packLine = "handled a debug call", "probe calling"
+	for _, c := range []struct {
+		name, level string
+		flag        []string
+		want        bool
+	}{
+		{"flag debug over config info", "info", []string{"--log-level", "debug"}, true},
+		{"config info alone", "info", nil, false},
+		{"config debug alone", "debug", nil, true},
+		{"flag info over config debug", "debug", []string{"--log-level", "info"}, false},
+	} {
+		args := append(append([]string{"--config", cfg(c.level)}, c.flag...), "run", "probe.call", "--input", "-")
+		res := runHost(t, `{"family":"test.echo","method":"debug"}`, args...)
+		if res.code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, res.code, res.stderr)
+		}
+		for _, line := range []string{pluginLine, packLine} {
+			if got := strings.Contains(res.stderr, line); got != c.want {
+				t.Errorf("%s: the log holds %q: %v, want %v; stderr:\n%s", c.name, line, got, c.want, res.stderr)
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -62,5 +63,53 @@ func TestPackRunsAsSeparateUser(t *testing.T) {
 			t.Errorf("%s (pid %d): Groups = %q, want none", name, pid, st["Groups"])
 		}
 		confinement(t, name+", running as nobody", pid, true)
+	}
+}
+
+// A plugin contained as another user gets its state directory in
+// Configure as it reaches it (a descriptor the host opened: it may not
+// walk the host's state_dir), so that the kv plugin opens its store there
+// as that user and keeps what it is given from one start to the next.
+func TestContainedPluginRunAsKeepsItsState(t *testing.T) {
+	requireContainment(t)
+	if os.Geteuid() != 0 {
+		t.Skipf("switching a plugin to another user takes root; the test runs as uid %d", os.Geteuid())
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("the test runs the plugin as the user nobody, which this system does not have: %v", err)
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	cfg := writeConfig(t, fmt.Sprintf(`
+host {
+  plugin_dir = "BIN"
+  state_dir  = %q
+}
+capability "kv" {
+  plugin = "wophost-kv"
+  sandbox { run_as = "nobody" }
+}
+`, state))
+	put := runHost(t, `{"key":"k","value":"kept by nobody"}`, "--config", cfg, "--json", "call", "acme.kv.put", "--input", "-")
+	if put.code != 0 {
+		t.Fatalf("acme.kv.put by the kv plugin run as nobody: exit %d\n%s%s", put.code, put.stdout, put.stderr)
+	}
+	get := runHost(t, `{"key":"k"}`, "--config", cfg, "--json", "call", "acme.kv.get", "--input", "-")
+	if get.code != 0 || !strings.Contains(get.stdout, `"value":"kept by nobody"`) {
+		t.Fatalf("acme.kv.get in a second start: exit %d\n%s%s", get.code, get.stdout, get.stderr)
+	}
+	// The store is in the plugin's state directory, nobody's.
+	entries, err := os.ReadDir(filepath.Join(state, "plugins", "kv"))
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("the kv plugin's state directory holds nothing (%v)", err)
+	}
+	for _, e := range entries {
+		fi, err := os.Stat(filepath.Join(state, "plugins", "kv", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || fmt.Sprint(st.Uid) != nobody.Uid {
+			t.Errorf("%s in the plugin's state directory is not nobody's (%+v)", e.Name(), fi.Sys())
+		}
 	}
 }

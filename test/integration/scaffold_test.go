@@ -64,10 +64,54 @@ func TestNewPlugin(t *testing.T) {
 		t.Errorf("host call with a long name: exit %d\n%s%s", refused.code, refused.stdout, refused.stderr)
 	}
 
+	// Its method is no pure one: a replay answers it from the log, so it
+	// is an effect seam.
+	if !effectSeam(t, filepath.Join(dir, "host.hcl"), "acme.greet.greet") {
+		t.Error("host effects does not list acme.greet.greet, which host new plugin declared pure without --pure")
+	}
+
 	again := runHost(t, "", "new", "plugin", "greet", "--dir", dir, "--sdk", testbin.SourceDir("sdk"))
 	if again.code != 1 || !strings.Contains(again.stderr, "is not empty") {
 		t.Errorf("host new into the written directory: exit %d\n%s%s", again.code, again.stdout, again.stderr)
 	}
+}
+
+// `host new plugin --pure` declares the method pure: a replay calls it
+// again, so it is no effect seam; the method of the same plugin written
+// without --pure is one (TestNewPlugin).
+func TestNewPluginPure(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lookup")
+	res := runHost(t, "", "new", "plugin", "lookup", "--family", "acme.lookup", "--method", "find", "--pure", "--dir", dir, "--sdk", testbin.SourceDir("sdk"), "--tidy")
+	if res.code != 0 {
+		t.Fatalf("host new plugin --pure: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	goIn(t, dir, "build", "-o", "lookup", ".")
+	if effectSeam(t, filepath.Join(dir, "host.hcl"), "acme.lookup.find") {
+		t.Error("host effects lists acme.lookup.find, which host new plugin --pure declared pure")
+	}
+}
+
+// effectSeam reports whether `host effects` on config lists seam.
+func effectSeam(t *testing.T, config, seam string) bool {
+	t.Helper()
+	res := runHost(t, "", "--config", config, "--json", "effects")
+	if res.code != 0 {
+		t.Fatalf("host effects: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	var manifest struct {
+		Seams []struct {
+			Seam string `json:"seam"`
+		} `json:"seams"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &manifest); err != nil {
+		t.Fatalf("host effects --json: %v\n%s", err, res.stdout)
+	}
+	for _, s := range manifest.Seams {
+		if s.Seam == seam {
+			return true
+		}
+	}
+	return false
 }
 
 // `host new pack` writes a module that tidies, passes its test, builds,

@@ -526,6 +526,10 @@ function serve(p) {
 
   // The host decides when the plugin stops; a terminal's Ctrl-C is not it.
   process.on('SIGINT', () => {});
+  // Once the host is gone, stderr is a pipe nobody reads: a log line fails
+  // with EPIPE, which must not end the process before the parent watch
+  // does, with the shutdown hook.
+  process.stderr.on('error', () => {});
   process.on('exit', () => fs.rmSync(socketPath, { force: true }));
   watchParent(log, () => p.shutdown && p.shutdown());
 }

@@ -4,6 +4,8 @@ package procutil
 
 import (
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -37,6 +39,12 @@ func WatchParent(logger hclog.Logger, onExit func()) {
 		// Started by init or a reaper already: no parent to watch.
 		return
 	}
+	// Once the host is gone, stderr, where the logger writes, is a pipe
+	// nobody reads, and Go's runtime kills a process with SIGPIPE for a
+	// write to fd 2 that finds it broken: the line below, or any other,
+	// would end the process before onExit. Ignored, such a write fails
+	// with EPIPE (the line is lost) and the process exits as it should.
+	signal.Ignore(syscall.SIGPIPE)
 	go func() {
 		t := time.NewTicker(500 * time.Millisecond)
 		defer t.Stop()

@@ -68,6 +68,7 @@ func main() {
 				return out, err
 			},
 			"probe.call": pack.TypedNode(func(ctx *pack.Ctx, in *callInput) (json.RawMessage, error) {
+				ctx.Logger.Debug("probe calling", "family", in.Family, "method", in.Method)
 				if in.PIDFile != "" {
 					if err := writePIDs(ctx, in.PIDFile); err != nil {
 						return nil, err

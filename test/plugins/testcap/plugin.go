@@ -117,6 +117,12 @@ func newPlugin() *plugin.Plugin {
 				req.Logger.Info("handled a log call")
 				return map[string]bool{"logged": true}, nil
 			},
+			// debug writes one line at debug level, which the host's log
+			// holds only at a level of debug or below.
+			"debug": func(_ context.Context, req *plugin.Request) (any, error) {
+				req.Logger.Debug("handled a debug call")
+				return map[string]bool{"logged": true}, nil
+			},
 			// warn writes the same warning on every call, as a plugin
 			// whose upstream is down does.
 			"warn": func(_ context.Context, req *plugin.Request) (any, error) {
