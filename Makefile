@@ -240,7 +240,9 @@ release-packages: release-archives $(TOOLS)/nfpm ## Build a .deb and an .rpm int
 
 release-sums: $(RELEASE_ARTIFACTS) ## Write DIST/SHA256SUMS over DIST's top-level files and sign it (RELEASE_KEY, or a one-off key).
 	$(GO) build -o '$(RELEASE_STAGE)/signer' ./cmd/host
-	cd '$(DIST)' && rm -f SHA256SUMS SHA256SUMS.sig && for f in *; do [ ! -f "$$f" ] || sha256sum "$$f"; done > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS
+	rm -f '$(DIST)/SHA256SUMS' '$(DIST)/SHA256SUMS.sig'
+	cd '$(DIST)' && for f in *; do [ ! -f "$$f" ] || sha256sum "$$f"; done > '$(abspath $(RELEASE_STAGE))/SHA256SUMS'
+	mv '$(RELEASE_STAGE)/SHA256SUMS' '$(DIST)/SHA256SUMS'
 	@set -e; key='$(RELEASE_KEY)'; \
 	if [ -z "$$key" ]; then \
 	  rm -rf '$(DIST)/one-off-key'; mkdir -p '$(DIST)/one-off-key'; \
@@ -249,12 +251,12 @@ release-sums: $(RELEASE_ARTIFACTS) ## Write DIST/SHA256SUMS over DIST's top-leve
 	fi; \
 	out=$$('$(RELEASE_STAGE)/signer' keys sign --key "$$key" '$(DIST)/SHA256SUMS'); echo "$$out"; \
 	if [ -z '$(RELEASE_KEY)' ]; then \
-	  echo '**********************************************************************'; \
-	  echo '* THIS BUILD IS SIGNED WITH A ONE-OFF KEY, made for it and trusted   *'; \
-	  echo '* by no one: set RELEASE_KEY=KEYID.key.json to sign with the release *'; \
-	  echo '* key. The one-off key pair is in $(DIST)/one-off-key/.'; \
-	  echo "* one-off public key: $$(echo "$$out" | sed -n 's/.*(public key \([^)]*\)).*/\1/p')"; \
-	  echo '**********************************************************************'; \
+	  echo '***'; \
+	  echo '*** THIS BUILD IS SIGNED WITH A ONE-OFF KEY, made for it and trusted by no one.'; \
+	  echo '*** Set RELEASE_KEY=KEYID.key.json to sign with the release key.'; \
+	  echo '*** The one-off key pair is in $(DIST)/one-off-key/; its public key is'; \
+	  echo "*** $$(echo "$$out" | sed -n 's/.*(public key \([^)]*\)).*/\1/p')"; \
+	  echo '***'; \
 	fi
 
 $(TOOLS)/nfpm: tools/nfpm/go.mod tools/nfpm/go.sum

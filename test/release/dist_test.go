@@ -1,0 +1,177 @@
+// Package release_test checks what `make release` builds: the archives,
+// SHA256SUMS and its signature, the .deb and the .rpm, and, with
+// WOPHOST_TEST_INSTALL=1, the .deb installed on this machine.
+//
+// The tests take the release from WOPHOST_RELEASE_DIST, a directory `make
+// release` wrote; without it they build one for this machine's platform
+// into a temporary directory first (a few minutes, less with a warm build
+// cache).
+package release_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/wophost/wophost/test/testbin"
+)
+
+// distEnv names a release directory the tests check instead of building
+// one, absolute or relative to the repository; pubKeyEnv names the public key file SHA256SUMS is signed with when
+// that release was not signed with a one-off key.
+const (
+	distEnv   = "WOPHOST_RELEASE_DIST"
+	pubKeyEnv = "WOPHOST_RELEASE_PUBKEY"
+)
+
+// release is the release the tests check, laid out by TestMain.
+type release struct {
+	dir string
+	// version is VERSION, as the archives are named and the host prints
+	// it.
+	version string
+	// host is a host binary of this machine's platform from the release,
+	// extracted from its archive.
+	host string
+	// pubKey is the public key file SHA256SUMS is signed with.
+	pubKey string
+}
+
+// rel is the release under test, set once by TestMain before any test
+// runs and only read after.
+var rel *release
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "wophost-release-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	r, err := setUp(tmp)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "release tests:", err)
+		return 1
+	}
+	rel = r
+	return m.Run()
+}
+
+// setUp finds or builds the release, and extracts the host of this
+// machine's platform from its archive.
+func setUp(tmp string) (*release, error) {
+	dir := os.Getenv(distEnv)
+	if dir == "" {
+		dir = filepath.Join(tmp, "dist")
+		platform := runtime.GOOS + "/" + runtime.GOARCH
+		fmt.Fprintf(os.Stderr, "release tests: %s is not set: building the release for %s into %s\n", distEnv, platform, dir)
+		cmd := exec.Command("make", "--no-print-directory", "release", "RELEASE_PLATFORMS="+platform, "DIST="+dir)
+		cmd.Dir = testbin.SourceDir("")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("make release: %v\n%s", err, out)
+		}
+	}
+	if !filepath.IsAbs(dir) {
+		// As make was given it: relative to the repository.
+		dir = testbin.SourceDir(dir)
+	}
+	r := &release{dir: dir, pubKey: os.Getenv(pubKeyEnv)}
+	if r.pubKey == "" {
+		r.pubKey = filepath.Join(dir, "one-off-key", "one-off.pub.json")
+	}
+	archive, version, err := archiveFor(dir, runtime.GOOS, runtime.GOARCH)
+	if err != nil {
+		return nil, err
+	}
+	r.version = version
+	x := filepath.Join(tmp, "host")
+	if out, err := exec.Command("tar", "-xzf", archive, "-C", tmp, "--strip-components=1", topDir(version, runtime.GOOS, runtime.GOARCH)+"/host").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("extract the host from %s: %v\n%s", archive, err, out)
+	}
+	r.host = x
+	return r, nil
+}
+
+// archiveName matches a release archive's name: VERSION, OS and ARCH.
+var archiveName = regexp.MustCompile(`^wophost_(.+)_([a-z0-9]+)_([a-z0-9]+)\.tar\.gz$`)
+
+// archiveFor finds the archive of goos/goarch in dir and the VERSION it
+// is named with.
+func archiveFor(dir, goos, goarch string) (path, version string, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", "", err
+	}
+	for _, e := range entries {
+		m := archiveName.FindStringSubmatch(e.Name())
+		if m != nil && m[2] == goos && m[3] == goarch {
+			return filepath.Join(dir, e.Name()), m[1], nil
+		}
+	}
+	return "", "", fmt.Errorf("%s has no archive for %s/%s (make release RELEASE_PLATFORMS=%s/%s)", dir, goos, goarch, goos, goarch)
+}
+
+// topDir is the directory an archive holds everything under.
+func topDir(version, goos, goarch string) string {
+	return fmt.Sprintf("wophost_%s_%s_%s", version, goos, goarch)
+}
+
+// programs are the programs a release of goos holds: the host, the
+// launcher on Linux (containment is Linux's alone) and every plugin of
+// the repository, as wophost-NAME.
+func programs(t *testing.T, goos string) []string {
+	t.Helper()
+	out := []string{"host"}
+	if goos == "linux" {
+		out = append(out, "wophost-launch")
+	}
+	for _, pattern := range []string{"plugins/*/main.go", "examples/plugins/*/main.go"} {
+		mains, err := filepath.Glob(testbin.SourceDir(pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mains {
+			out = append(out, "wophost-"+filepath.Base(filepath.Dir(m)))
+		}
+	}
+	if len(out) < 4 {
+		t.Fatalf("found only %v: the plugins of the repository are not where the test looks", out)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// hostCmd runs the release's host with args.
+func hostCmd(args ...string) *exec.Cmd {
+	return exec.Command(rel.host, args...)
+}
+
+// artifacts lists the top-level files of the release directory: what
+// SHA256SUMS must cover, itself and its signature aside.
+func artifacts(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(rel.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || strings.HasPrefix(name, ".") || name == "SHA256SUMS" || name == "SHA256SUMS.sig" {
+			continue
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
