@@ -5,8 +5,11 @@ GO        ?= go
 BIN       := bin
 TOOLS     := .bin
 # The host's tags are vX.Y.Z; other tags (the SDK's sdk/vX.Y.Z) are not
-# the host's version.
-VERSION   ?= $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null || echo 0.1.0-dev)
+# the host's version. Computed once, so that a change to the tree during a
+# build cannot name its parts differently.
+ifeq ($(origin VERSION),undefined)
+VERSION   := $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null || echo 0.1.0-dev)
+endif
 LDFLAGS   := -X main.version=$(VERSION)
 
 # Every directory under plugins/ with a main.go is a capability plugin,
@@ -207,7 +210,7 @@ release: ## Build the release into DIST (dist/): archives, .deb and .rpm, SHA256
 	rm -rf '$(DIST)'
 	mkdir -p '$(DIST)'
 	touch '$(DIST)/.wophost-dist'
-	@$(MAKE) --no-print-directory release-sums
+	@$(MAKE) --no-print-directory release-sums VERSION='$(VERSION)'
 
 # Each platform's programs (the host, the launcher on Linux, where alone
 # packs are contained, and every plugin of the repository), README.md, the
@@ -226,7 +229,7 @@ release-archives: ## Build wophost_VERSION_OS_ARCH.tar.gz into DIST for each of 
 	  cp README.md "$$dir/"; for l in LICENSE LICENSE.md COPYING; do [ ! -f $$l ] || cp $$l "$$dir/"; done; \
 	  sed -e 's|^\(  plugin_dir *= \)"/usr/lib/wophost"|\1"."           |' -e 's|^\(  state_dir *= \)"/var/lib/wophost"|\1"./state"     |' \
 	    packaging/host.hcl > "$$dir/host.hcl"; \
-	  tar -C '$(RELEASE_STAGE)' --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(RELEASE_MTIME) -cf - $$name | gzip -n -9 > '$(DIST)'/$$name.tar.gz; \
+	  tar -C '$(RELEASE_STAGE)' --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(RELEASE_MTIME) -cf - $$name | gzip -n > '$(DIST)'/$$name.tar.gz; \
 	done
 
 release-packages: release-archives $(TOOLS)/nfpm ## Build a .deb and an .rpm into DIST for each Linux platform of RELEASE_PLATFORMS (nFPM, packaging/nfpm.yaml).

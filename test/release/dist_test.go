@@ -48,10 +48,10 @@ type release struct {
 var rel *release
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(runTests(m))
 }
 
-func run(m *testing.M) int {
+func runTests(m *testing.M) int {
 	tmp, err := os.MkdirTemp("", "wophost-release-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
