@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -112,7 +113,7 @@ func asRoot(cmd string) string {
 		u, rest, _ := strings.Cut(rest, " ")
 		return "runuser -u " + u + " -- " + rest
 	}
-	return strings.TrimPrefix(cmd, "sudo ")
+	return strings.ReplaceAll(strings.TrimPrefix(cmd, "sudo "), "&& sudo ", "&& ")
 }
 
 // forThisMachine names this machine's architecture where the page says
@@ -330,8 +331,9 @@ func checkSystemdCommands(t *testing.T, b docBlock, unit string) {
 
 // The deb transcripts of the page, run in order as root on this machine
 // (WOPHOST_TEST_INSTALL=1): install, the version, the packaged config
-// validated as the user wophost, then removal and purge, which leave
-// nothing behind.
+// validated as the user wophost, then removal, purge, which keeps the
+// state validate wrote, and the removal of that state and the user,
+// after which nothing of the package is left.
 func TestInstallDocDeb(t *testing.T) {
 	if os.Getenv(installEnv) != "1" {
 		t.Skipf("set %s=1 to run the page's .deb transcripts on this machine (root and dpkg)", installEnv)
@@ -357,6 +359,12 @@ func TestInstallDocDeb(t *testing.T) {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("after the page's removal %s is still there", p)
 		}
+	}
+	if _, err := user.Lookup("wophost"); err == nil {
+		t.Error("after the page's removal the user wophost is still there")
+	}
+	if _, err := user.LookupGroup("wophost"); err == nil {
+		t.Error("after the page's removal the group wophost is still there")
 	}
 }
 

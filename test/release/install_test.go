@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -263,18 +264,25 @@ func serveAsWophost(t *testing.T) {
 		"/usr/bin/wophost", "--config", "/etc/wophost/host.hcl", "serve")
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/var/lib/wophost", "WOPHOST_LISTEN=" + addr}
-	var logs strings.Builder
+	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
+	// The host's plugins share its process group and its output: a host
+	// killed after a failure takes them along, and Wait does not wait on
+	// output they still hold.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	// done is closed once the host has exited, with its error in waitErr.
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		select {
 		case <-done:
 		default:
-			cmd.Process.Kill()
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
 	})
@@ -282,8 +290,8 @@ func serveAsWophost(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for !ready && time.Now().Before(deadline) {
 		select {
-		case err := <-done:
-			t.Fatalf("host serve exited before it was ready: %v\n%s", err, logs.String())
+		case <-done:
+			t.Fatalf("host serve exited before it was ready: %v\n%s", waitErr, logs.String())
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -305,9 +313,9 @@ func serveAsWophost(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("host serve after SIGTERM: %v\n%s", err, logs.String())
+	case <-done:
+		if waitErr != nil {
+			t.Errorf("host serve after SIGTERM: %v\n%s", waitErr, logs.String())
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("host serve did not stop within a minute of SIGTERM\n%s", logs.String())
@@ -333,4 +341,23 @@ func verifyUnit(t *testing.T) {
 	if err != nil || strings.Contains(string(out), "wophost.service") {
 		t.Errorf("systemd-analyze verify wophost.service: %v\n%s", err, out)
 	}
+}
+
+// syncBuffer is an output buffer the process's output copiers and the
+// test may use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
