@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -263,5 +264,46 @@ func changeOneByte(t *testing.T, name string, data []byte) {
 		data[i] = '0'
 	} else {
 		data[i] = 'A'
+	}
+}
+
+// Every program of the release type-checks for every platform `make
+// release` builds by default, whichever platforms the release under test
+// holds: a platform's own system call types (a Stat_t's fields) must not
+// break another's build.
+func TestDefaultPlatformsCompile(t *testing.T) {
+	mk, err := os.ReadFile(testbin.SourceDir("Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^RELEASE_PLATFORMS \?= (.+)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("the Makefile sets no RELEASE_PLATFORMS")
+	}
+	for _, p := range strings.Fields(string(m[1])) {
+		goos, goarch, _ := strings.Cut(p, "/")
+		pkgs := []string{"./cmd/host"}
+		for _, prog := range programs(t, goos) {
+			if prog == "host" {
+				continue
+			}
+			name := strings.TrimPrefix(prog, "wophost-")
+			for _, dir := range []string{"cmd/" + prog, "plugins/" + name, "examples/plugins/" + name} {
+				if _, err := os.Stat(testbin.SourceDir(dir + "/main.go")); err == nil {
+					pkgs = append(pkgs, "./"+dir)
+				}
+			}
+		}
+		if len(pkgs) != len(programs(t, goos)) {
+			t.Fatalf("%s: found the sources of %v, want one for each of %v", p, pkgs, programs(t, goos))
+		}
+		// Type-checked for the platform, as the compiler would, without
+		// linking: it takes seconds once the build cache is warm.
+		cmd := exec.Command("go", append([]string{"vet"}, pkgs...)...)
+		cmd.Dir = testbin.SourceDir("")
+		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("go vet for %s: %v\n%s", p, err, out)
+		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/wophost/wophost/test/testbin"
 )
 
 // packaged is one path a package installs: its type and mode as ls
@@ -201,5 +203,29 @@ func TestPackagesPerPlatform(t *testing.T) {
 	for _, a := range arches {
 		packageFile(t, "wophost_*_"+a+".deb")
 		packageFile(t, "wophost-*."+rpmArch[a]+".rpm")
+	}
+}
+
+// The packages' version is VERSION without its v; a build past a tag
+// sorts after the tag (1.2.3+4.gabc1234), and one on no tag gets a
+// version a package may have (0.0.0+git.abc1234).
+func TestPackageVersion(t *testing.T) {
+	for version, want := range map[string]string{
+		"v1.2.3":                  "1.2.3",
+		"v1.2.3-dirty":            "1.2.3+dirty",
+		"v1.2.3-4-gabc1234":       "1.2.3+4.gabc1234",
+		"v1.2.3-4-gabc1234-dirty": "1.2.3+4.gabc1234.dirty",
+		"abc1234":                 "0.0.0+git.abc1234",
+		"abc1234-dirty":           "0.0.0+git.abc1234.dirty",
+	} {
+		cmd := exec.Command("make", "-n", "release-packages", "RELEASE_PLATFORMS=linux/amd64", "VERSION="+version)
+		cmd.Dir = testbin.SourceDir("")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n release-packages VERSION=%s: %v\n%s", version, err, out)
+		}
+		if !strings.Contains(string(out), "PKG_VERSION='"+want+"' ") {
+			t.Errorf("VERSION %s: the packages are not built as %s:\n%s", version, want, out)
+		}
 	}
 }
