@@ -28,7 +28,7 @@ import (
 // the programs are executable, owned by root, and a Linux program is
 // statically linked.
 func TestArchives(t *testing.T) {
-	entries, err := os.ReadDir(rel.dir)
+	entries, err := os.ReadDir(theRelease(t).dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,15 +40,15 @@ func TestArchives(t *testing.T) {
 		}
 		found++
 		version, goos, goarch := m[1], m[2], m[3]
-		if version != rel.version {
-			t.Errorf("%s: version %s, the release's is %s", e.Name(), version, rel.version)
+		if version != theRelease(t).version {
+			t.Errorf("%s: version %s, the release's is %s", e.Name(), version, theRelease(t).version)
 		}
 		t.Run(goos+"_"+goarch, func(t *testing.T) {
-			checkArchive(t, filepath.Join(rel.dir, e.Name()), topDir(version, goos, goarch), goos)
+			checkArchive(t, filepath.Join(theRelease(t).dir, e.Name()), topDir(version, goos, goarch), goos)
 		})
 	}
 	if found == 0 {
-		t.Fatalf("%s holds no archive", rel.dir)
+		t.Fatalf("%s holds no archive", theRelease(t).dir)
 	}
 }
 
@@ -143,7 +143,7 @@ func checkStatic(t *testing.T, name string, r io.Reader) {
 // release's VERSION, and `host validate` accepts the host.hcl beside it
 // with its plugins (started, every capability ready).
 func TestArchiveRuns(t *testing.T) {
-	archive, _, err := archiveFor(rel.dir, runtime.GOOS, runtime.GOARCH)
+	archive, _, err := archiveFor(theRelease(t).dir, runtime.GOOS, runtime.GOARCH)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,10 +151,10 @@ func TestArchiveRuns(t *testing.T) {
 	if out, err := exec.Command("tar", "-xzf", archive, "-C", dir).CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v\n%s", err, out)
 	}
-	top := filepath.Join(dir, topDir(rel.version, runtime.GOOS, runtime.GOARCH))
+	top := filepath.Join(dir, topDir(theRelease(t).version, runtime.GOOS, runtime.GOARCH))
 	out, err := exec.Command(filepath.Join(top, "host"), "--version").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), " "+rel.version+"\n") {
-		t.Errorf("host --version: %v\n%s\nwant the version %s", err, out, rel.version)
+	if err != nil || !strings.Contains(string(out), " "+theRelease(t).version+"\n") {
+		t.Errorf("host --version: %v\n%s\nwant the version %s", err, out, theRelease(t).version)
 	}
 	out, err = exec.Command(filepath.Join(top, "host"), "--config", filepath.Join(top, "host.hcl"), "validate").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "no problems; 4 of 4 capabilities ready") {
@@ -165,7 +165,7 @@ func TestArchiveRuns(t *testing.T) {
 // SHA256SUMS lists every top-level file of the release but itself and its
 // signature, once each, with its sha256, in sha256sum's format.
 func TestChecksums(t *testing.T) {
-	f, err := os.Open(filepath.Join(rel.dir, "SHA256SUMS"))
+	f, err := os.Open(filepath.Join(theRelease(t).dir, "SHA256SUMS"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestChecksums(t *testing.T) {
 			continue
 		}
 		listed = append(listed, name)
-		if got := fileSHA256(t, filepath.Join(rel.dir, name)); got != sum {
+		if got := fileSHA256(t, filepath.Join(theRelease(t).dir, name)); got != sum {
 			t.Errorf("%s: sha256 %s, SHA256SUMS says %s", name, got, sum)
 		}
 	}
@@ -212,7 +212,7 @@ func fileSHA256(t *testing.T, path string) string {
 // signature changed.
 func TestSignature(t *testing.T) {
 	verify := func(dir string) (int, string) {
-		cmd := hostCmd("keys", "verify-file", "--key", rel.pubKey, filepath.Join(dir, "SHA256SUMS"))
+		cmd := hostCmd(t, "keys", "verify-file", "--key", theRelease(t).pubKey, filepath.Join(dir, "SHA256SUMS"))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			if ee, ok := err.(*exec.ExitError); ok {
@@ -222,13 +222,13 @@ func TestSignature(t *testing.T) {
 		}
 		return 0, string(out)
 	}
-	if code, out := verify(rel.dir); code != 0 || !strings.Contains(out, "verified: signed by key") {
+	if code, out := verify(theRelease(t).dir); code != 0 || !strings.Contains(out, "verified: signed by key") {
 		t.Fatalf("the release's SHA256SUMS: exit %d\n%s", code, out)
 	}
 	for _, file := range []string{"SHA256SUMS", "SHA256SUMS.sig"} {
 		dir := t.TempDir()
 		for _, f := range []string{"SHA256SUMS", "SHA256SUMS.sig"} {
-			data, err := os.ReadFile(filepath.Join(rel.dir, f))
+			data, err := os.ReadFile(filepath.Join(theRelease(t).dir, f))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,9 +3,10 @@
 // WOPHOST_TEST_INSTALL=1, the .deb installed on this machine.
 //
 // The tests take the release from WOPHOST_RELEASE_DIST, a directory `make
-// release` wrote; without it they build one for this machine's platform
-// into a temporary directory first (a few minutes, less with a warm build
-// cache).
+// release` wrote; without it the first test that needs a release builds
+// one for this machine's platform into a temporary directory (one to three
+// minutes on two cores with a warm build cache). The tests of the Makefile
+// and of the page's file table need none.
 package release_test
 
 import (
@@ -17,6 +18,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/wophost/wophost/test/testbin"
@@ -43,27 +45,39 @@ type release struct {
 	pubKey string
 }
 
-// rel is the release under test, set once by TestMain before any test
-// runs and only read after.
-var rel *release
+// The release under test is found or built once, by the first test that
+// needs it (theRelease), in the temporary directory TestMain makes: tests
+// of the Makefile and the page alone run without one.
+var (
+	tmpDir      string
+	releaseOnce sync.Once
+	releaseVal  *release
+	releaseErr  error
+)
+
+// theRelease returns the release under test, finding or building it the
+// first time.
+func theRelease(t *testing.T) *release {
+	t.Helper()
+	releaseOnce.Do(func() { releaseVal, releaseErr = setUp(tmpDir) })
+	if releaseErr != nil {
+		t.Fatalf("the release under test: %v", releaseErr)
+	}
+	return releaseVal
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
 
 func runTests(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "wophost-release-test-")
+	dir, err := os.MkdirTemp("", "wophost-release-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
-	r, err := setUp(tmp)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "release tests:", err)
-		return 1
-	}
-	rel = r
+	defer os.RemoveAll(dir)
+	tmpDir = dir
 	return m.Run()
 }
 
@@ -152,15 +166,15 @@ func programs(t *testing.T, goos string) []string {
 }
 
 // hostCmd runs the release's host with args.
-func hostCmd(args ...string) *exec.Cmd {
-	return exec.Command(rel.host, args...)
+func hostCmd(t *testing.T, args ...string) *exec.Cmd {
+	return exec.Command(theRelease(t).host, args...)
 }
 
 // artifacts lists the top-level files of the release directory: what
 // SHA256SUMS must cover, itself and its signature aside.
 func artifacts(t *testing.T) []string {
 	t.Helper()
-	entries, err := os.ReadDir(rel.dir)
+	entries, err := os.ReadDir(theRelease(t).dir)
 	if err != nil {
 		t.Fatal(err)
 	}

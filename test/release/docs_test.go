@@ -133,18 +133,18 @@ func forThisMachine(cmd string) string {
 func downloads(t *testing.T) (dir, path string) {
 	t.Helper()
 	dir = t.TempDir()
-	entries, err := os.ReadDir(rel.dir)
+	entries, err := os.ReadDir(theRelease(t).dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
 		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
-			if err := os.Symlink(filepath.Join(rel.dir, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			if err := os.Symlink(filepath.Join(theRelease(t).dir, e.Name()), filepath.Join(dir, e.Name())); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	pub, err := os.ReadFile(rel.pubKey)
+	pub, err := os.ReadFile(theRelease(t).pubKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func downloads(t *testing.T) (dir, path string) {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	if err := os.Symlink(rel.host, filepath.Join(bin, "wophost")); err != nil {
+	if err := os.Symlink(theRelease(t).host, filepath.Join(bin, "wophost")); err != nil {
 		t.Fatal(err)
 	}
 	return dir, bin + string(os.PathListSeparator) + os.Getenv("PATH")
@@ -268,7 +268,7 @@ func checkRPMCommands(t *testing.T, b docBlock) {
 			t.Errorf("%q: an rpm block holds `rpm -i|-U FILE` lines", line)
 			continue
 		}
-		m, err := filepath.Glob(filepath.Join(rel.dir, words[2]))
+		m, err := filepath.Glob(filepath.Join(theRelease(t).dir, words[2]))
 		if err != nil || len(m) != 1 {
 			t.Errorf("%q: %s matches %v in the release, want one .rpm", line, words[2], m)
 			continue

@@ -63,8 +63,8 @@ func TestInstallDeb(t *testing.T) {
 	}
 
 	out = run(t, "/usr/bin/wophost", "--version")
-	if !strings.Contains(out, " "+rel.version+"\n") {
-		t.Errorf("wophost --version: %q, want the version %s", out, rel.version)
+	if !strings.Contains(out, " "+theRelease(t).version+"\n") {
+		t.Errorf("wophost --version: %q, want the version %s", out, theRelease(t).version)
 	}
 	out = run(t, "runuser", "-u", "wophost", "--", "/usr/bin/wophost", "--config", "/etc/wophost/host.hcl", "validate")
 	if !strings.Contains(out, "no problems; 4 of 4 capabilities ready") {

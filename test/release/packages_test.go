@@ -47,9 +47,9 @@ func wantPackaged(t *testing.T) map[string]packaged {
 // packageFile finds the one package of the pattern in the release.
 func packageFile(t *testing.T, pattern string) string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(rel.dir, pattern))
+	m, err := filepath.Glob(filepath.Join(theRelease(t).dir, pattern))
 	if err != nil || len(m) != 1 {
-		t.Fatalf("%s in %s: %v %v, want one package", pattern, rel.dir, m, err)
+		t.Fatalf("%s in %s: %v %v, want one package", pattern, theRelease(t).dir, m, err)
 	}
 	return m[0]
 }
@@ -100,9 +100,9 @@ func TestDebContents(t *testing.T) {
 	if _, err := exec.LookPath("dpkg-deb"); err != nil {
 		t.Skip("dpkg-deb is not installed: the .deb is not checked")
 	}
-	debs, _ := filepath.Glob(filepath.Join(rel.dir, "*.deb"))
+	debs, _ := filepath.Glob(filepath.Join(theRelease(t).dir, "*.deb"))
 	if len(debs) == 0 {
-		t.Fatalf("%s holds no .deb", rel.dir)
+		t.Fatalf("%s holds no .deb", theRelease(t).dir)
 	}
 	for _, deb := range debs {
 		out, err := exec.Command("dpkg-deb", "-c", deb).Output()
@@ -150,9 +150,9 @@ func TestRPMContents(t *testing.T) {
 	if _, err := exec.LookPath("rpm"); err != nil {
 		t.Skip("rpm is not installed (Debian's package rpm provides it): the .rpm is not checked")
 	}
-	rpms, _ := filepath.Glob(filepath.Join(rel.dir, "*.rpm"))
+	rpms, _ := filepath.Glob(filepath.Join(theRelease(t).dir, "*.rpm"))
 	if len(rpms) == 0 {
-		t.Fatalf("%s holds no .rpm", rel.dir)
+		t.Fatalf("%s holds no .rpm", theRelease(t).dir)
 	}
 	for _, file := range rpms {
 		out, err := exec.Command("rpm", "-qp", "--queryformat",
@@ -188,7 +188,7 @@ func TestRPMContents(t *testing.T) {
 
 // Each Linux platform of the release has one .deb and one .rpm.
 func TestPackagesPerPlatform(t *testing.T) {
-	entries, err := os.ReadDir(rel.dir)
+	entries, err := os.ReadDir(theRelease(t).dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,5 +227,38 @@ func TestPackageVersion(t *testing.T) {
 		if !strings.Contains(string(out), "PKG_VERSION='"+want+"' ") {
 			t.Errorf("VERSION %s: the packages are not built as %s:\n%s", version, want, out)
 		}
+	}
+}
+
+// make release empties DIST before it builds, so it refuses a DIST it did
+// not make, leaving its files as they were, and takes one it made.
+func TestReleaseRefusesAForeignDist(t *testing.T) {
+	dist := t.TempDir()
+	keep := filepath.Join(dist, "notes.txt")
+	if err := os.WriteFile(keep, []byte("the operator's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("make", "--no-print-directory", "release", "DIST="+dist, "RELEASE_PLATFORMS=none/none")
+	cmd.Dir = testbin.SourceDir("")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "was not made by make release") {
+		t.Errorf("make release into a directory of other files: %v, want exit 2 naming it\n%s", err, out)
+	}
+	if data, err := os.ReadFile(keep); err != nil || string(data) != "the operator's" {
+		t.Errorf("the directory's file after a refused release: %q %v", data, err)
+	}
+	// One make release made is emptied and built into; the platform
+	// none/none fails the build at once, after the emptying.
+	if err := os.WriteFile(filepath.Join(dist, ".wophost-dist"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command("make", "--no-print-directory", "release", "DIST="+dist, "RELEASE_PLATFORMS=none/none")
+	cmd.Dir = testbin.SourceDir("")
+	out, _ = cmd.CombinedOutput()
+	if strings.Contains(string(out), "was not made by make release") {
+		t.Errorf("make release refused a directory it made:\n%s", out)
+	}
+	if _, err := os.Stat(keep); !os.IsNotExist(err) {
+		t.Errorf("a directory make release made was not emptied: %v", err)
 	}
 }
