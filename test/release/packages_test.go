@@ -262,3 +262,69 @@ func TestReleaseRefusesAForeignDist(t *testing.T) {
 		t.Errorf("a directory make release made was not emptied: %v", err)
 	}
 }
+
+// The unit runs the packaged host on the packaged config as the user the
+// scripts make, reloads with SIGHUP, is hardened as docs/install.md says,
+// and keeps open what containing packs needs: its cgroup delegated and
+// writable, the system calls of Landlock and seccomp allowed, and no
+// setting that would take them away.
+func TestUnit(t *testing.T) {
+	data, err := os.ReadFile(testbin.SourceDir("packaging/wophost.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string][]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "[") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Errorf("unit line %q: not a setting", line)
+			continue
+		}
+		settings[k] = append(settings[k], v)
+	}
+	for k, want := range map[string]string{
+		"User":            "wophost",
+		"Group":           "wophost",
+		"ExecStart":       "/usr/lib/wophost/host --config /etc/wophost/host.hcl serve",
+		"ExecReload":      "/bin/kill -HUP $MAINPID",
+		"Restart":         "on-failure",
+		"NoNewPrivileges": "yes",
+		"ProtectSystem":   "strict",
+		"ReadWritePaths":  "/var/lib/wophost",
+		"PrivateTmp":      "yes",
+		"ProtectHome":     "yes",
+		"Delegate":        "yes",
+		"KillMode":        "mixed",
+	} {
+		if got := settings[k]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s=%v, want %s", k, got, want)
+		}
+	}
+	for _, k := range []string{"ProtectControlGroups", "ProtectKernelTunables", "MemoryDenyWriteExecute", "ProcSubset", "PrivateUsers"} {
+		if v, ok := settings[k]; ok {
+			t.Errorf("%s=%v: it would take from packs' containment (cgroups, /proc/sys) or from packs with a JIT what they need", k, v)
+		}
+	}
+	for _, filter := range settings["SystemCallFilter"] {
+		if strings.HasPrefix(filter, "~") {
+			for _, call := range []string{"landlock", "seccomp", "@sandbox"} {
+				if strings.Contains(filter, call) {
+					t.Errorf("SystemCallFilter=%s denies %s, which containment uses", filter, call)
+				}
+			}
+			continue
+		}
+		for _, call := range []string{"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", "seccomp"} {
+			if !slices.Contains(strings.Fields(filter), call) {
+				t.Errorf("SystemCallFilter=%s does not allow %s, which containment uses", filter, call)
+			}
+		}
+	}
+	if d := string(data); !strings.Contains(d, "[Install]\nWantedBy=multi-user.target") {
+		t.Error("the unit is not wanted by multi-user.target: enable would not start it at boot")
+	}
+}
