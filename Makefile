@@ -4,17 +4,23 @@
 GO        ?= go
 BIN       := bin
 TOOLS     := .bin
-# The sdk/vX.Y.Z tags version the SDK module, not the host.
-VERSION   ?= $(shell git describe --tags --always --dirty --exclude 'sdk/*' 2>/dev/null || echo 0.1.0-dev)
+# The host's tags are vX.Y.Z; other tags (the SDK's sdk/vX.Y.Z) are not
+# the host's version. Computed once, so that a change to the tree during a
+# build cannot name its parts differently.
+ifeq ($(origin VERSION),undefined)
+VERSION   := $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null || echo 0.1.0-dev)
+endif
 # The SDK's release version: the sdk/vX.Y.Z tag on the commit built, if any
 # (or SDK_VERSION=vX.Y.Z). The host binary names it, so that `host new`
 # requires that version of the SDK instead of replacing it with a checkout,
 # and `make sdk-proxy` writes it; without one, the host is a development
 # build and sdk-proxy writes the commit's pseudo-version.
-SDK_VERSION ?= $(shell git describe --tags --exact-match --match 'sdk/v*' 2>/dev/null | sed 's|^sdk/||')
-LDFLAGS   := -X main.version=$(VERSION) -X main.sdkVersion=$(SDK_VERSION)
+ifeq ($(origin SDK_VERSION),undefined)
+SDK_VERSION := $(shell git describe --tags --exact-match --match 'sdk/v*' 2>/dev/null | sed 's|^sdk/||')
+endif
 # Where `make sdk-proxy` writes the SDK module, a directory for GOPROXY=file://.
-SDK_PROXY_DIR ?= dist/goproxy
+SDK_PROXY_DIR ?= $(DIST)/goproxy
+LDFLAGS   := -X main.version=$(VERSION) -X main.sdkVersion=$(SDK_VERSION)
 
 # Every directory under plugins/ with a main.go is a capability plugin,
 # built as bin/wophost-NAME.
@@ -22,7 +28,7 @@ PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard plugins/*/main.go))
 # So is every directory under examples/plugins with a main.go.
 EXAMPLE_PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard examples/plugins/*/main.go))
 
-.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance conformance-plugins fuzz mutate node-plugin sdk-proxy
+.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance conformance-plugins fuzz mutate node-plugin sdk-proxy release release-archives release-packages release-sums
 
 all: build
 
@@ -195,6 +201,89 @@ conformance: conformance-plugins $(NODE_TOOLS)/.installed ## Run host conformanc
 	if [ -n "$$failed" ]; then echo "conformance failed:$$failed" >&2; exit 1; fi; \
 	echo "conformance: every scenario passed"
 
+# A release (docs/install.md): from a tag vX.Y.Z, `make release` writes into
+# DIST an archive per platform, a .deb and an .rpm per Linux platform, and
+# SHA256SUMS over them with its detached signature, SHA256SUMS.sig, and the
+# SDK module in goproxy/ (make sdk-proxy), whose files SHA256SUMS lists too.
+# The other directories in DIST (the staged binaries) are not artifacts.
+DIST              ?= dist
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/arm64
+# The private key file (`host keys generate`) SHA256SUMS is signed with;
+# without it the release is signed with a one-off key made for it.
+RELEASE_KEY       ?=
+RELEASE_STAGE     := $(DIST)/.stage
+RELEASE_LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.sdkVersion=$(SDK_VERSION)
+# The packages' version: VERSION without its v. A build past a tag
+# (v1.2.3-4-gabc1234) is 1.2.3+4.gabc1234, which sorts after 1.2.3; one on
+# no tag at all is 0.0.0+git.abc1234.
+PKG_VERSION       := $(shell echo '$(VERSION)' | sed -E -e 's/^v//' -e '/^[0-9]+\.[0-9]+\.[0-9]+/{' -e 's/-/+/' -e 's/-/./g' -e 'b' -e '}' -e 's/^/0.0.0+git./' -e 's/-/./g')
+# The targets that put artifacts into DIST; SHA256SUMS is computed over
+# DIST once they all have run.
+RELEASE_ARTIFACTS := release-archives release-packages sdk-proxy
+# The date every archived file carries: the commit's, so that one commit
+# gives the same archive bytes.
+RELEASE_MTIME     := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+release: ## Build the release into DIST (dist/): archives, .deb and .rpm, SHA256SUMS and its signature; RELEASE_PLATFORMS and RELEASE_KEY choose.
+	@test ! -e '$(DIST)' || test -e '$(DIST)/.wophost-dist' || { echo "release: $(DIST) exists and was not made by make release: remove it or set DIST" >&2; exit 2; }
+	rm -rf '$(DIST)'
+	mkdir -p '$(DIST)'
+	touch '$(DIST)/.wophost-dist'
+	@$(MAKE) --no-print-directory release-sums VERSION='$(VERSION)' SDK_VERSION='$(SDK_VERSION)'
+
+# Each platform's programs (the host, the launcher on Linux, where alone
+# packs are contained, and every plugin of the repository), README.md, the
+# licence when there is one and a sample host.hcl, in a directory named
+# like the archive.
+release-archives: export CGO_ENABLED := 0
+release-archives: ## Build wophost_VERSION_OS_ARCH.tar.gz into DIST for each of RELEASE_PLATFORMS.
+	@set -e; for p in $(RELEASE_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; name=wophost_$(VERSION)_$${os}_$${arch}; dir='$(RELEASE_STAGE)'/$$name; \
+	  echo "== $$name"; rm -rf "$$dir"; mkdir -p "$$dir"; \
+	  GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(RELEASE_LDFLAGS)' -o "$$dir/host" ./cmd/host; \
+	  if [ "$$os" = linux ]; then GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '-s -w' -o "$$dir/wophost-launch" ./cmd/wophost-launch; fi; \
+	  for d in $(PLUGIN_DIRS) $(EXAMPLE_PLUGIN_DIRS); do \
+	    GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '-s -w' -o "$$dir/wophost-$${d##*/}" ./$$d; \
+	  done; \
+	  cp README.md "$$dir/"; for l in LICENSE LICENSE.md COPYING; do [ ! -f $$l ] || cp $$l "$$dir/"; done; \
+	  sed -e 's|^\(  plugin_dir *= \)"/usr/lib/wophost"|\1"."           |' -e 's|^\(  state_dir *= \)"/var/lib/wophost"|\1"./state"     |' \
+	    packaging/host.hcl > "$$dir/host.hcl"; \
+	  tar -C '$(RELEASE_STAGE)' --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(RELEASE_MTIME) -cf - $$name | gzip -n > '$(DIST)'/$$name.tar.gz; \
+	done
+
+release-packages: release-archives $(TOOLS)/nfpm ## Build a .deb and an .rpm into DIST for each Linux platform of RELEASE_PLATFORMS (nFPM, packaging/nfpm.yaml).
+	@set -e; for p in $(filter linux/%,$(RELEASE_PLATFORMS)); do \
+	  arch=$${p#*/}; \
+	  for f in deb rpm; do \
+	    ARCH=$$arch PKG_VERSION='$(PKG_VERSION)' STAGE='$(RELEASE_STAGE)'/wophost_$(VERSION)_linux_$$arch \
+	      $(TOOLS)/nfpm package --config packaging/nfpm.yaml --packager $$f --target '$(DIST)'/; \
+	  done; \
+	done
+
+release-sums: $(RELEASE_ARTIFACTS) ## Write DIST/SHA256SUMS over DIST's top-level files and the SDK's goproxy directory, and sign it (RELEASE_KEY, or a one-off key).
+	$(GO) build -o '$(RELEASE_STAGE)/signer' ./cmd/host
+	rm -f '$(DIST)/SHA256SUMS' '$(DIST)/SHA256SUMS.sig'
+	cd '$(DIST)' && { for f in *; do [ ! -f "$$f" ] || sha256sum "$$f"; done; \
+	  [ ! -d goproxy ] || find goproxy -type f | LC_ALL=C sort | xargs -r sha256sum; } > '$(abspath $(RELEASE_STAGE))/SHA256SUMS'
+	mv '$(RELEASE_STAGE)/SHA256SUMS' '$(DIST)/SHA256SUMS'
+	@set -e; key='$(RELEASE_KEY)'; \
+	if [ -z "$$key" ]; then \
+	  rm -rf '$(DIST)/one-off-key'; mkdir -p '$(DIST)/one-off-key'; \
+	  '$(RELEASE_STAGE)/signer' keys generate one-off --dir '$(DIST)/one-off-key' >/dev/null; \
+	  key='$(DIST)/one-off-key/one-off.key.json'; \
+	fi; \
+	out=$$('$(RELEASE_STAGE)/signer' keys sign --key "$$key" '$(DIST)/SHA256SUMS'); echo "$$out"; \
+	if [ -z '$(RELEASE_KEY)' ]; then \
+	  echo '***'; \
+	  echo '*** THIS BUILD IS SIGNED WITH A ONE-OFF KEY, made for it and trusted by no one.'; \
+	  echo '*** Set RELEASE_KEY=KEYID.key.json to sign with the release key.'; \
+	  echo '*** The one-off key pair is in $(DIST)/one-off-key/; its public key is'; \
+	  echo "*** $$(echo "$$out" | sed -n 's/.*(public key \([^)]*\)).*/\1/p')"; \
+	  echo '***'; \
+	fi
+
+$(TOOLS)/nfpm: tools/nfpm/go.mod tools/nfpm/go.sum
+	cd tools/nfpm && $(GO) build -o ../../$(TOOLS)/nfpm github.com/goreleaser/nfpm/v2/cmd/nfpm
 $(TOOLS)/buf:
 	cd tools/buf && $(GO) build -o ../../$(TOOLS)/buf github.com/bufbuild/buf/cmd/buf
 $(TOOLS)/protoc-gen-go:
@@ -216,4 +305,4 @@ lint: ## gofmt and go vet on both modules.
 	cd sdk && $(GO) vet ./...
 
 clean:
-	rm -rf $(BIN) $(TOOLS) examples/packs/*/bin .wophost $(NODE_GREETER)/node_modules
+	rm -rf $(BIN) $(TOOLS) examples/packs/*/bin .wophost $(NODE_GREETER)/node_modules $(DIST)

@@ -29,7 +29,132 @@ func keysCommand(g *globals) *cobra.Command {
 		Short: "Manage the Ed25519 keys packs are signed with",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(keysGenerateCommand(g))
+	cmd.AddCommand(keysGenerateCommand(g), keysSignCommand(g), keysVerifyFileCommand(g))
+	return cmd
+}
+
+// maxSignedFileSize bounds a file `host keys sign` signs: Ed25519 reads
+// the whole message twice, so the file is held in memory. A release signs
+// its checksum list, not its archives.
+const maxSignedFileSize = 16 << 20
+
+func keysSignCommand(g *globals) *cobra.Command {
+	var keyPath string
+	cmd := &cobra.Command{
+		Use:   "sign --key KEYFILE FILE...",
+		Short: "Sign files: write a detached signature FILE.sig beside each",
+		Long: "Sign each FILE with the private key file KEYFILE (from `host keys generate`) and write the\n" +
+			"detached signature to FILE" + packsign.FileSignatureSuffix + ", replacing one there. The scheme is " + packsign.FileScheme + ":\n" +
+			"Ed25519ctx over the file's bytes, with a context of its own, so that a file signature is never\n" +
+			"taken for a pack signature by the same key, nor the other way round. A file is at most 16 MiB:\n" +
+			"sign a list of checksums (SHA256SUMS) rather than large files. `host keys verify-file` checks it.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if keyPath == "" {
+				return errors.New("sign needs --key KEYFILE, a private key file from `host keys generate`")
+			}
+			id, key, err := readPrivateKey(keyPath)
+			if err != nil {
+				return &failure{err}
+			}
+			pub := packsign.EncodePublicKey(key.Public().(ed25519.PublicKey))
+			for _, path := range args {
+				data, err := readSignedFile(path)
+				if err != nil {
+					return &failure{err}
+				}
+				sig, err := packsign.SignFile(key, id, data)
+				if err != nil {
+					return &failure{fmt.Errorf("%s: %w", path, err)}
+				}
+				sigPath := path + packsign.FileSignatureSuffix
+				if err := atomicfile.Write(sigPath, sig.Marshal(), 0o644); err != nil {
+					return &failure{err}
+				}
+				fmt.Fprintf(g.stdout, "signed %s with key %s (public key %s): wrote %s\n", path, id, pub, sigPath)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyPath, "key", "", "private key file (KEYID.key.json)")
+	return cmd
+}
+
+// readSignedFile reads a file to sign or verify, of at most
+// maxSignedFileSize bytes.
+func readSignedFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSignedFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxSignedFileSize {
+		return nil, fmt.Errorf("%s is larger than %d MiB: sign a list of its checksums instead", path, maxSignedFileSize>>20)
+	}
+	return data, nil
+}
+
+func keysVerifyFileCommand(g *globals) *cobra.Command {
+	var keyPath, publicKey, sigPath string
+	cmd := &cobra.Command{
+		Use:   "verify-file (--key PUBFILE | --public-key KEY) FILE",
+		Short: "Check a file's detached signature (FILE.sig) against a public key",
+		Long: "Verify the detached signature of FILE, written by `host keys sign`, against the public key\n" +
+			"file PUBFILE (KEYID.pub.json), whose key id the signature must name, or against the public\n" +
+			"key itself in base64 (--public-key). The signature is read from FILE" + packsign.FileSignatureSuffix + " unless\n" +
+			"--signature names it. The exit status is 1 when the signature does not verify.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (keyPath == "") == (publicKey == "") {
+				return errors.New("verify-file needs exactly one of --key PUBFILE (a public key file) and --public-key KEY (base64)")
+			}
+			var keyID string
+			var pub ed25519.PublicKey
+			if keyPath != "" {
+				data, err := os.ReadFile(keyPath)
+				if err != nil {
+					return &failure{err}
+				}
+				if keyID, pub, err = packsign.ParsePublicKeyFile(data); err != nil {
+					return &failure{fmt.Errorf("%s %w", keyPath, err)}
+				}
+			} else {
+				var err error
+				if pub, err = packsign.ParsePublicKey(publicKey); err != nil {
+					return fmt.Errorf("--public-key: %w", err)
+				}
+			}
+			path := args[0]
+			if sigPath == "" {
+				sigPath = path + packsign.FileSignatureSuffix
+			}
+			data, err := readSignedFile(path)
+			if err != nil {
+				return &failure{err}
+			}
+			sigData, err := os.ReadFile(sigPath)
+			if err != nil {
+				return &failure{err}
+			}
+			sig, err := packsign.ParseFileSignature(sigData)
+			if err != nil {
+				return &failure{fmt.Errorf("%s %w", sigPath, err)}
+			}
+			if err := packsign.VerifyFile(pub, keyID, data, sig); err != nil {
+				fmt.Fprintf(g.stdout, "%s: not verified: %v\n", path, err)
+				return &exitError{code: 1}
+			}
+			fmt.Fprintf(g.stdout, "%s: verified: signed by key %s\n", path, sig.KeyID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyPath, "key", "", "public key file (KEYID.pub.json)")
+	cmd.Flags().StringVar(&publicKey, "public-key", "", "the Ed25519 public key, base64, as `host keys generate` prints it")
+	cmd.Flags().StringVar(&sigPath, "signature", "", "the signature file (default FILE"+packsign.FileSignatureSuffix+")")
 	return cmd
 }
 

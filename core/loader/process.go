@@ -536,12 +536,6 @@ func FileIdentity(path string) (string, error) {
 	return statIdentity(&st), nil
 }
 
-// statIdentity is the identity FileIdentity reports for st.
-func statIdentity(st *syscall.Stat_t) string {
-	return fmt.Sprintf("%d:%d:%d:%d.%d:%d.%d", st.Dev, st.Ino, st.Size,
-		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
-}
-
 // stderrLogger is the logger go-plugin is given for a process. go-plugin
 // logs what the process writes to stderr under its logger named after the
 // base name of the command's path, which for the host is a descriptor

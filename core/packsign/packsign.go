@@ -16,6 +16,9 @@
 // pack names it may sign (permitted namespaces), and whether a pack must
 // be signed. Every refusal is a *wop.Error of CodeSignatureInvalid whose
 // details say what failed (Details.Reason).
+//
+// The same keys sign whole files too (SignFile, FileScheme), such as a
+// release's SHA256SUMS, under a scheme of their own.
 package packsign
 
 import (

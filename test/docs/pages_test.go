@@ -38,7 +38,12 @@ var dedicatedPages = map[string]string{
 	conformancePath:    "TestConformanceDocBlocks",
 	startingPointsPath: "TestStartingPointsDocBlocks",
 	packSigningPath:    "TestPackSigningDocBlocks",
+	// Its blocks need a release: test/release checks them against one.
+	installPath: "TestInstallDocBlocks in test/release",
 }
+
+// installPath is the page on installing a release.
+const installPath = "docs/install.md"
 
 // fenceInfo is a block's info string: the language, the first word (what
 // GitHub highlights by), and key=value attributes after it that say what
