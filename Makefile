@@ -101,9 +101,10 @@ test: ## Run every test of both modules; the race detector covers the core, plug
 
 # The mutants of test/mutate/mutants.json: each is applied, the tests it
 # names run, and the file is restored; a mutant the tests let through
-# fails the run.
+# fails the run. Mutants of Go files are applied through go's -overlay,
+# leaving the tree alone, one per CPU at a time (MUTATE_JOBS).
 mutate: ## Run the listed mutants against their tests; print the kill table, the kill rate and the time; fail when one survives.
-	$(GO) run ./test/mutate -list test/mutate/mutants.json
+	$(GO) run ./test/mutate -list test/mutate/mutants.json $(if $(MUTATE_JOBS),-jobs $(MUTATE_JOBS))
 
 # The benchmark run's output, kept for benchreport and for a second look.
 BENCH_OUT ?= bench.out

@@ -7,9 +7,16 @@
 // moves or rewords the code, the list fails loudly instead of mutating
 // something else or nothing at all.
 //
+// A mutant of a Go file is not written into the tree: its tests build
+// with the mutated file put in place by go's -overlay, through GOFLAGS so
+// that the programs the tests build themselves get it too. Such mutants
+// run -jobs at a time. A mutant of any other file (a template, the
+// Makefile, a document) is written into the tree and restored, and runs
+// alone, after them.
+//
 // Usage:
 //
-//	go run ./test/mutate [-list test/mutate/mutants.json] [-only ID,...] [-timeout 3m]
+//	go run ./test/mutate [-list test/mutate/mutants.json] [-only ID,...] [-timeout 3m] [-jobs N]
 package main
 
 import (
@@ -25,7 +32,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -70,13 +79,18 @@ func main() {
 	list := flag.String("list", "test/mutate/mutants.json", "the list of mutants, relative to the repository root")
 	only := flag.String("only", "", "comma-separated ids of the mutants to run; all when empty")
 	timeout := flag.Duration("timeout", 3*time.Minute, "the time allowed to one mutant's go test")
+	jobs := flag.Int("jobs", runtime.NumCPU(), "how many mutants of Go files are tested at once")
 	flag.Parse()
-	os.Exit(run(*list, *only, *timeout, os.Stdout, os.Stderr))
+	if *jobs < 1 {
+		fmt.Fprintln(os.Stderr, "mutate: -jobs must be at least 1")
+		os.Exit(2)
+	}
+	os.Exit(run(*list, *only, *timeout, *jobs, os.Stdout, os.Stderr))
 }
 
 // run runs the mutants and returns the exit code: 0 when all were killed,
 // 1 when one survived, 2 when the list or a file is wrong.
-func run(list, only string, timeout time.Duration, stdout, stderr io.Writer) int {
+func run(list, only string, timeout time.Duration, jobs int, stdout, stderr io.Writer) int {
 	start := time.Now()
 	mutants, err := load(list)
 	if err != nil {
@@ -106,9 +120,64 @@ func run(list, only string, timeout time.Duration, stdout, stderr io.Writer) int
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	var results []result
-	for _, m := range mutants {
-		fmt.Fprintf(stderr, "== %s (%s: go test -run '%s' %s)\n", m.ID, m.File, m.Run, m.Package)
+	results := make([]result, len(mutants))
+	var overlaid, inPlace []int
+	for i, m := range mutants {
+		if overlays(m) {
+			overlaid = append(overlaid, i)
+		} else {
+			inPlace = append(inPlace, i)
+		}
+	}
+	scratch, err := os.MkdirTemp("", "wophost-mutate-")
+	if err != nil {
+		fmt.Fprintln(stderr, "mutate:", err)
+		return 2
+	}
+	defer os.RemoveAll(scratch)
+
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+		next     = make(chan int)
+	)
+	for range min(jobs, max(len(overlaid), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				m := mutants[i]
+				mu.Lock()
+				fmt.Fprintf(stderr, "== %s (%s: go test -run '%s' %s)\n", m.ID, m.File, m.Run, m.Package)
+				mu.Unlock()
+				t0 := time.Now()
+				out, err := overlayAndTest(ctx, m, filepath.Join(scratch, fmt.Sprint(i)), timeout)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				results[i] = result{mutant: m, outcome: out, took: time.Since(t0)}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, i := range overlaid {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		fmt.Fprintln(stderr, "mutate:", firstErr)
+		return 2
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "mutate: interrupted; no file was changed")
+		return 2
+	}
+	for _, i := range inPlace {
+		m := mutants[i]
+		fmt.Fprintf(stderr, "== %s (%s, in place: go test -run '%s' %s)\n", m.ID, m.File, m.Run, m.Package)
 		t0 := time.Now()
 		out, err := mutateAndTest(ctx, m, timeout)
 		if err != nil {
@@ -119,7 +188,7 @@ func run(list, only string, timeout time.Duration, stdout, stderr io.Writer) int
 			fmt.Fprintln(stderr, "mutate: interrupted; the file is restored")
 			return 2
 		}
-		results = append(results, result{mutant: m, outcome: out, took: time.Since(t0)})
+		results[i] = result{mutant: m, outcome: out, took: time.Since(t0)}
 	}
 	return report(results, time.Since(start), stdout)
 }
@@ -182,6 +251,52 @@ func check(m Mutant) error {
 	return nil
 }
 
+// overlays reports whether m is tested through an overlay rather than
+// written into the tree: go's overlays replace Go source files, so a
+// mutant of any other file, even one a Go file embeds, is written.
+func overlays(m Mutant) bool {
+	return strings.HasSuffix(m.File, ".go")
+}
+
+// overlayAndTest runs m's tests with m's file replaced, for every go
+// command they run, by its mutated text in dir; the tree is not touched.
+func overlayAndTest(ctx context.Context, m Mutant, dir string, timeout time.Duration) (Outcome, error) {
+	orig, err := os.ReadFile(m.File)
+	if err != nil {
+		return "", fmt.Errorf("mutant %s: %w", m.ID, err)
+	}
+	if n := bytes.Count(orig, []byte(m.Find)); n != 1 {
+		return "", fmt.Errorf("mutant %s: the text occurs %d times in %s, want exactly once", m.ID, n, m.File)
+	}
+	abs, err := filepath.Abs(m.File)
+	if err != nil {
+		return "", fmt.Errorf("mutant %s: %w", m.ID, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("mutant %s: %w", m.ID, err)
+	}
+	mutated := filepath.Join(dir, filepath.Base(m.File))
+	if err := os.WriteFile(mutated, bytes.Replace(orig, []byte(m.Find), []byte(m.Replace), 1), 0o600); err != nil {
+		return "", fmt.Errorf("mutant %s: %w", m.ID, err)
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {abs: mutated}})
+	if err != nil {
+		return "", fmt.Errorf("mutant %s: %w", m.ID, err)
+	}
+	overlayFile := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(overlayFile, overlay, 0o600); err != nil {
+		return "", fmt.Errorf("mutant %s: %w", m.ID, err)
+	}
+	// GOFLAGS rather than a flag of go test alone, so that the programs
+	// the tests build (the host and plugins of the integration tests) are
+	// built from the mutated file too. GOFLAGS splits on spaces.
+	if strings.ContainsAny(overlayFile, " \t") {
+		return "", fmt.Errorf("mutant %s: the overlay's path %q holds a space, which GOFLAGS cannot carry", m.ID, overlayFile)
+	}
+	goflags := strings.TrimSpace(os.Getenv("GOFLAGS") + " -overlay=" + overlayFile)
+	return goTest(ctx, m, timeout, "GOFLAGS="+goflags), nil
+}
+
 // mutateAndTest applies m, runs its tests and restores the file.
 func mutateAndTest(ctx context.Context, m Mutant, timeout time.Duration) (out Outcome, err error) {
 	restore, err := apply(m.File, m.Find, m.Replace)
@@ -233,14 +348,16 @@ func apply(path, find, replace string) (restore func() error, err error) {
 	return restore, nil
 }
 
-// goTest runs the mutant's tests and classifies the result.
-func goTest(ctx context.Context, m Mutant, timeout time.Duration) Outcome {
+// goTest runs the mutant's tests, with env added to the environment, and
+// classifies the result.
+func goTest(ctx context.Context, m Mutant, timeout time.Duration, env ...string) Outcome {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// vet is off: a mutant such as "if false && ..." is a finding of vet's,
 	// not a test failure, and would be counted as killed for the wrong reason.
 	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-vet=off", "-run", m.Run, m.Package)
 	cmd.Dir = filepath.Clean(m.Module)
+	cmd.Env = append(os.Environ(), env...)
 	// The test binary's own children (plugins the tests start) share the
 	// process group, so a timeout stops them all.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -140,3 +140,47 @@ func TestReportFailsOnASurvivor(t *testing.T) {
 		t.Errorf("exit code %d without survivors, want 0", code)
 	}
 }
+
+// An overlaid mutant is seen by the go commands its tests run themselves
+// (here a go run of the module's command, as the integration tests build
+// the host), and the tree is left untouched.
+func TestOverlayReachesTheProgramsTestsBuild(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":      "module example.com/x\n\ngo 1.24\n",
+		"x.go":        "package x\n\n// N is what the command prints.\nconst N = 1\n",
+		"cmd/main.go": "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/x\"\n)\n\nfunc main() { fmt.Print(x.N) }\n",
+		"x_test.go": "package x\n\nimport (\n\t\"os/exec\"\n\t\"testing\"\n)\n\n" +
+			"func TestCommand(t *testing.T) {\n\tout, err := exec.Command(\"go\", \"run\", \"./cmd\").Output()\n" +
+			"\tif err != nil || string(out) != \"1\" {\n\t\tt.Fatalf(\"%q %v\", out, err)\n\t}\n}\n",
+	}
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		replace string
+		want    Outcome
+	}{
+		{"const N = 2", Killed},
+		{"const N = 2 - 1", Survived},
+		{"const N = ", Broken},
+	} {
+		m := Mutant{ID: "m", File: filepath.Join(dir, "x.go"), Find: "const N = 1", Replace: c.replace, Module: dir, Package: ".", Run: "TestCommand"}
+		got, err := overlayAndTest(context.Background(), m, filepath.Join(t.TempDir(), "overlay"), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("%q: %s, want %s", c.replace, got, c.want)
+		}
+		if got := readFile(t, m.File); got != files["x.go"] {
+			t.Fatalf("%q: the file was changed:\n%s", c.replace, got)
+		}
+	}
+}
