@@ -71,25 +71,12 @@ func (s *FileSignature) Marshal() []byte {
 // larger than MaxFileSize, of FileScheme, with a valid key id and a
 // signature of exactly ed25519.SignatureSize bytes.
 func ParseFileSignature(data []byte) (*FileSignature, error) {
-	var raw struct {
-		Scheme    *string `json:"scheme"`
-		KeyID     *string `json:"keyId"`
-		Signature *string `json:"signature"`
-	}
-	if err := decodeClosed(data, &raw); err != nil {
+	scheme, keyID, sig, err := parseSignatureObject(data)
+	if err != nil {
 		return nil, err
 	}
-	switch {
-	case raw.Scheme == nil || raw.KeyID == nil || raw.Signature == nil:
-		return nil, errors.New(`needs "scheme", "keyId" and "signature"`)
-	case *raw.Scheme != FileScheme:
-		return nil, fmt.Errorf("scheme %q: a file signature's scheme is %q", *raw.Scheme, FileScheme)
-	case !ValidKeyID(*raw.KeyID):
-		return nil, fmt.Errorf("keyId %q: a key id is 1 to 128 letters, digits and ._~-", *raw.KeyID)
+	if scheme != FileScheme {
+		return nil, fmt.Errorf("scheme %q: a file signature's scheme is %q", scheme, FileScheme)
 	}
-	sig, err := base64.StdEncoding.Strict().DecodeString(*raw.Signature)
-	if err != nil || len(sig) != ed25519.SignatureSize {
-		return nil, fmt.Errorf("signature: must be %d bytes in standard base64", ed25519.SignatureSize)
-	}
-	return &FileSignature{Scheme: *raw.Scheme, KeyID: *raw.KeyID, Value: sig}, nil
+	return &FileSignature{Scheme: scheme, KeyID: keyID, Value: sig}, nil
 }

@@ -165,27 +165,40 @@ func ValidKeyID(id string) bool { return len(id) <= maxKeyIDBytes && keyIDPatter
 // larger than MaxFileSize, with the scheme, a valid key id and a
 // signature of exactly ed25519.SignatureSize bytes.
 func ParseSignature(data []byte) (*Signature, error) {
+	scheme, keyID, sig, err := parseSignatureObject(data)
+	if err != nil {
+		return nil, err
+	}
+	if scheme != Scheme {
+		return nil, fmt.Errorf("scheme %q: the one scheme is %q", scheme, Scheme)
+	}
+	return &Signature{Scheme: scheme, KeyID: keyID, Value: sig}, nil
+}
+
+// parseSignatureObject reads the object a pack's and a file's signature
+// both are: one closed JSON object, no larger than MaxFileSize, with a
+// scheme, a valid key id and a signature of exactly
+// ed25519.SignatureSize bytes. The caller checks the scheme.
+func parseSignatureObject(data []byte) (scheme, keyID string, sig []byte, err error) {
 	var raw struct {
 		Scheme    *string `json:"scheme"`
 		KeyID     *string `json:"keyId"`
 		Signature *string `json:"signature"`
 	}
 	if err := decodeClosed(data, &raw); err != nil {
-		return nil, err
+		return "", "", nil, err
 	}
 	switch {
 	case raw.Scheme == nil || raw.KeyID == nil || raw.Signature == nil:
-		return nil, errors.New(`needs "scheme", "keyId" and "signature"`)
-	case *raw.Scheme != Scheme:
-		return nil, fmt.Errorf("scheme %q: the one scheme is %q", *raw.Scheme, Scheme)
+		return "", "", nil, errors.New(`needs "scheme", "keyId" and "signature"`)
 	case !ValidKeyID(*raw.KeyID):
-		return nil, fmt.Errorf("keyId %q: a key id is 1 to 128 letters, digits and ._~-", *raw.KeyID)
+		return "", "", nil, fmt.Errorf("keyId %q: a key id is 1 to 128 letters, digits and ._~-", *raw.KeyID)
 	}
-	sig, err := base64.StdEncoding.Strict().DecodeString(*raw.Signature)
+	sig, err = base64.StdEncoding.Strict().DecodeString(*raw.Signature)
 	if err != nil || len(sig) != ed25519.SignatureSize {
-		return nil, fmt.Errorf("signature: must be %d bytes in standard base64", ed25519.SignatureSize)
+		return "", "", nil, fmt.Errorf("signature: must be %d bytes in standard base64", ed25519.SignatureSize)
 	}
-	return &Signature{Scheme: *raw.Scheme, KeyID: *raw.KeyID, Value: sig}, nil
+	return *raw.Scheme, *raw.KeyID, sig, nil
 }
 
 // Marshal returns the signature file's bytes.
