@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -249,14 +250,7 @@ func writeFile(t *testing.T, path, content string) {
 // file digest map, the binary through its digest.
 func signWithoutFiles(t *testing.T, keyFile, dir string) {
 	t.Helper()
-	data, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, key, err := packsign.ParsePrivateKey(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, key := readSigningKey(t, keyFile)
 	raw, err := os.ReadFile(filepath.Join(dir, "pack.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -439,4 +433,18 @@ pack "community.wophost.kvdemo" { path = %q }
 	if code := d.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, d.log())
 	}
+}
+
+// readSigningKey reads the private key file `host keys generate` wrote.
+func readSigningKey(t *testing.T, keyFile string) (string, ed25519.PrivateKey) {
+	t.Helper()
+	data, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, key, err := packsign.ParsePrivateKey(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, key
 }

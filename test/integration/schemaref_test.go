@@ -148,14 +148,7 @@ pack "private.wophost.probe" { path = %q }
 // a signing tool other than the host's might.
 func signAsIs(t *testing.T, keyFile, dir string) {
 	t.Helper()
-	data, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, key, err := packsign.ParsePrivateKey(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, key := readSigningKey(t, keyFile)
 	raw, err := os.ReadFile(filepath.Join(dir, "pack.json"))
 	if err != nil {
 		t.Fatal(err)
