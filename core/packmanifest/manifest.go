@@ -122,6 +122,15 @@ type Runtime struct {
 	MCPServer json.RawMessage `json:"mcpServer,omitempty"`
 }
 
+// LanguageWasm is runtime.language of a WebAssembly pack: its entry is a
+// module the host runs in process (OpenWOP RFC 0008), not an executable.
+// The module's openwop_abi_version export says its ABI: OpenWOP v2's
+// manifest has no runtime.wasm block.
+const LanguageWasm = "wasm"
+
+// IsWasm reports whether the pack is a WebAssembly pack.
+func (m *Manifest) IsWasm() bool { return m.Runtime.Language == LanguageWasm }
+
 // Signing names the key a published pack is signed with.
 type Signing struct {
 	KeyID  string `json:"keyId"`

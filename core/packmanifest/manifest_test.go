@@ -239,7 +239,9 @@ func TestParseRefusesBrokenFields(t *testing.T) {
 		{"missing language", func(d map[string]any) { delete(obj(d, "runtime"), "language") }, "/runtime/language", "", "required", true},
 		{"unknown language", func(d map[string]any) { obj(d, "runtime")["language"] = "rust" }, "/runtime/language", "", `"go"`, true},
 		{"remote runtime", func(d map[string]any) { obj(d, "runtime")["language"] = "remote" }, "/runtime/language", "", "local executable", false},
-		{"wasm runtime", wasm, "/runtime/language", "", "WebAssembly", false},
+		{"wasm component runtime", func(d map[string]any) { obj(d, "runtime")["language"] = "wasm-component" }, "/runtime/language", "", "component model", false},
+		{"wasm runtime of another format", func(d map[string]any) { wasm(d); obj(d, "runtime")["format"] = "binary" }, "/runtime/format", "", `must be "wasm"`, false},
+		{"wasm block (OpenWOP v1)", func(d map[string]any) { wasm(d); obj(d, "runtime")["wasm"] = map[string]any{"abiVersion": 1} }, "/runtime/wasm", "", "not a known field", true},
 		{"runtime closed", func(d map[string]any) { obj(d, "runtime")["args"] = []any{} }, "/runtime/args", "", "not a known field", true},
 		{"runtime format", func(d map[string]any) { obj(d, "runtime")["format"] = "elf" }, "/runtime/format", "", `"binary"`, true},
 		{"runtime requires", func(d map[string]any) { obj(d, "runtime")["requires"] = []any{"net.inbound"} }, "/runtime/requires/0", "", `"net.dns"`, true},
@@ -1076,5 +1078,32 @@ func TestRuntimeRequirementsAreOpenWOPs(t *testing.T) {
 	}
 	if !IsRuntimeRequirement(RuntimeNetOutbound) || IsRuntimeRequirement("net.outbond") || IsRuntimeRequirement("") {
 		t.Error("IsRuntimeRequirement disagrees with the vocabulary")
+	}
+}
+
+// A WebAssembly pack's manifest is an ordinary one whose runtime names a
+// module: it parses, and says it is one.
+func TestParseWasmPack(t *testing.T) {
+	for _, format := range []string{"", "wasm"} {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(validPack), &doc); err != nil {
+			t.Fatal(err)
+		}
+		rt := obj(doc, "runtime")
+		rt["language"], rt["entry"] = "wasm", "bin/demo.wasm"
+		if format != "" {
+			rt["format"] = format
+		}
+		data, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Parse(data)
+		if err != nil {
+			t.Fatalf("format %q: %v", format, err)
+		}
+		if !m.IsWasm() || m.Runtime.Entry != "bin/demo.wasm" {
+			t.Errorf("format %q: IsWasm %v, entry %q", format, m.IsWasm(), m.Runtime.Entry)
+		}
 	}
 }

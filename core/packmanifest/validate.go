@@ -111,15 +111,21 @@ func (m *Manifest) checkEngines(ps *problems) {
 }
 
 // checkRuntime checks the entry and refuses the runtimes this host cannot
-// start: it starts runtime.entry as a local executable.
+// start: it starts runtime.entry as a local executable, or runs it as a
+// core WebAssembly module.
 func (m *Manifest) checkRuntime(ps *problems) {
 	switch m.Runtime.Language {
 	case "remote":
 		ps.add("/runtime/language", `"remote" packs run on an MCP server; this host runs a pack's entry as a local executable, so it cannot load them`)
 		return
-	case "wasm", "wasm-component":
-		ps.add("/runtime/language", strconv.Quote(m.Runtime.Language)+" packs need a WebAssembly runtime; this host runs a pack's entry as a local executable")
+	case "wasm-component":
+		ps.add("/runtime/language", `"wasm-component" packs need the WebAssembly component model, which this host does not run; it runs core modules ("wasm", OpenWOP RFC 0008)`)
+	case LanguageWasm:
+		if f := m.Runtime.Format; f != "" && f != "wasm" {
+			ps.add("/runtime/format", `must be "wasm" for a WebAssembly pack, not `+strconv.Quote(f))
+		}
 	}
+
 	if len(m.Runtime.MCPServer) > 0 {
 		ps.add("/runtime/mcpServer", `is only for runtime.language "remote"`)
 	}
