@@ -130,6 +130,10 @@ type Host struct {
 	// block sets its own: a pack whose sandbox rules cannot all be
 	// enforced is then refused rather than started without them.
 	RequireSandbox bool
+	// Wasm is every WebAssembly pack's caps unless its pack block sets its
+	// own (wasm.go); DefaultWasm without a wasm block. Its memory cap is
+	// the one the host advertises.
+	Wasm Wasm
 }
 
 // Capability is one capability block: a plugin and its opaque config.
@@ -201,6 +205,10 @@ type Pack struct {
 	// Sandbox is the pack's containment: the host's, with each attribute
 	// the pack's sandbox block sets in place of the host's value.
 	Sandbox Sandbox
+	// Wasm holds the caps of a WebAssembly pack: the host's, with each
+	// attribute the pack's wasm block sets in place of the host's value.
+	// A pack that is no WebAssembly pack ignores it.
+	Wasm Wasm
 	// RequireSandbox refuses to start the pack when a rule of Sandbox
 	// cannot be enforced: the block's require_sandbox, or the host's.
 	RequireSandbox bool
@@ -254,6 +262,8 @@ type rawHost struct {
 	Health []*rawHealth `hcl:"health,block"`
 	// Sandbox is the sandbox block (sandbox.go), the packs' default.
 	Sandbox []*rawSandbox `hcl:"sandbox,block"`
+	// Wasm is the wasm block (wasm.go), the WebAssembly packs' default.
+	Wasm []*rawWasm `hcl:"wasm,block"`
 	// RequireSandbox is require_sandbox, the packs' default.
 	RequireSandbox *hcl.Attribute `hcl:"require_sandbox"`
 }
@@ -275,8 +285,10 @@ type rawCapability struct {
 	Env           *hcl.Attribute `hcl:"env"`
 	Config        *rawConfig     `hcl:"config,block"`
 	// Sandbox is the sandbox block (sandbox.go).
-	Sandbox  []*rawSandbox `hcl:"sandbox,block"`
-	DefRange hcl.Range     `hcl:",def_range"`
+	Sandbox []*rawSandbox `hcl:"sandbox,block"`
+	// Wasm is the wasm block (wasm.go).
+	Wasm     []*rawWasm `hcl:"wasm,block"`
+	DefRange hcl.Range  `hcl:",def_range"`
 }
 
 type rawConfig struct {
@@ -295,8 +307,10 @@ type rawPack struct {
 	// RequireSandbox is require_sandbox.
 	RequireSandbox *hcl.Attribute `hcl:"require_sandbox"`
 	// Sandbox is the sandbox block (sandbox.go).
-	Sandbox  []*rawSandbox `hcl:"sandbox,block"`
-	DefRange hcl.Range     `hcl:",def_range"`
+	Sandbox []*rawSandbox `hcl:"sandbox,block"`
+	// Wasm is the wasm block (wasm.go).
+	Wasm     []*rawWasm `hcl:"wasm,block"`
+	DefRange hcl.Range  `hcl:",def_range"`
 }
 
 // LogLevels lists the values of log_level (and of the CLI's --log-level),
@@ -570,6 +584,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 		Runs:            DefaultRuns(),
 		Health:          DefaultHealth(),
 		Sandbox:         DefaultSandbox(),
+		Wasm:            DefaultWasm(),
 		DirectChannels:  true,
 		// Twice the default max_message_bytes, as below.
 		DirectMaxUnreadBytes: 2 * DefaultMaxMessageBytes,
@@ -641,6 +656,7 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	// host block, where one would be added.
 	h.Sandbox.DefRange = r.DefRange
 	h.Sandbox, _ = d.sandbox(r.Sandbox, h.Sandbox)
+	h.Wasm = d.wasm(r.Wasm, h.Wasm)
 	return h, pluginDirOK
 }
 
@@ -729,6 +745,7 @@ func (d *decoder) pack(r *rawPack, host Host) *Pack {
 	d.attr(r.RequireSignature, &p.RequireSignature)
 	d.attr(r.RequireSandbox, &p.RequireSandbox)
 	p.Sandbox, _ = d.sandbox(r.Sandbox, host.Sandbox)
+	p.Wasm = d.wasm(r.Wasm, host.Wasm)
 	if r.Name == "" {
 		d.errorf(r.DefRange, "Invalid pack name", "A pack's label is its name and must not be empty.")
 	}

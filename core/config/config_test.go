@@ -160,6 +160,7 @@ pack "community.demo" {
 		Runs:            DefaultRuns(),
 		Health:          DefaultHealth(),
 		Sandbox:         DefaultSandbox(),
+		Wasm:            DefaultWasm(),
 		DirectChannels:  true,
 		// Twice the max_message_bytes set.
 		DirectMaxUnreadBytes: 2 << 20,
@@ -253,6 +254,7 @@ func TestLoadDefaults(t *testing.T) {
 		Runs:                 Runs{LogMaxCalls: 10000, LogMaxBytes: 16 << 20},
 		Health:               Health{Interval: 10 * time.Second, Timeout: 5 * time.Second, Failures: 3},
 		Sandbox:              Sandbox{Enabled: true, MemoryBytes: 512 << 20, Processes: 64},
+		Wasm:                 Wasm{MaxMemoryBytes: 128 << 20, MaxExecution: 30 * time.Second, WarmInstances: 1},
 		DirectChannels:       true,
 		DirectMaxUnreadBytes: 32 << 20,
 	}

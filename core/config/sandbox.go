@@ -112,7 +112,7 @@ func (d *decoder) sandbox(blocks []*rawSandbox, base Sandbox) (Sandbox, bool) {
 	if allow, ok := d.allowAttr(raw.Allow); ok {
 		s.Allow = allow
 	}
-	if n, ok := d.memoryAttr(raw.Memory); ok {
+	if n, ok := d.memoryAttr(raw.Memory, MinSandboxMemoryBytes, MaxSandboxMemoryBytes); ok {
 		s.MemoryBytes = n
 	}
 	if n, ok := d.intAttr(raw.Processes, MinSandboxProcesses, MaxSandboxProcesses); ok {
@@ -223,9 +223,9 @@ func elementRanges(a *hcl.Attribute, n int) []hcl.Range {
 // bytes would differ by 5 %, and the operator would not know which.
 const memoryForms = `a whole number of bytes, or a string "N", "NKiB", "NMiB", "NGiB" or "NTiB" (binary units: 1 MiB is 1048576 bytes)`
 
-// memoryAttr reads memory: a number of bytes, or a string of one with an
-// optional binary unit, within the bounds.
-func (d *decoder) memoryAttr(a *hcl.Attribute) (int64, bool) {
+// memoryAttr reads a size in bytes (memory, max_memory): a number of
+// bytes, or a string of one with an optional binary unit, within [lo, hi].
+func (d *decoder) memoryAttr(a *hcl.Attribute, lo, hi int64) (int64, bool) {
 	v, ok := d.value(a)
 	if !ok {
 		return 0, false
@@ -238,7 +238,7 @@ func (d *decoder) memoryAttr(a *hcl.Attribute) (int64, bool) {
 		bf := v.AsBigFloat()
 		shown = bf.Text('f', -1)
 		if !bf.IsInt() {
-			d.errorf(rng, "Invalid memory", "memory must be %s; got %s.", memoryForms, shown)
+			d.errorf(rng, "Invalid "+a.Name, "%s must be %s; got %s.", a.Name, memoryForms, shown)
 			return 0, false
 		}
 		// Past int64 either way, Int64 saturates, and the bounds refuse.
@@ -246,20 +246,30 @@ func (d *decoder) memoryAttr(a *hcl.Attribute) (int64, bool) {
 	case cty.String:
 		shown = strconv.Quote(v.AsString())
 		if n, ok = parseMemory(v.AsString()); !ok {
-			d.errorf(rng, "Invalid memory", "memory must be %s; got %s.", memoryForms, shown)
+			d.errorf(rng, "Invalid "+a.Name, "%s must be %s; got %s.", a.Name, memoryForms, shown)
 			return 0, false
 		}
 		shown = fmt.Sprintf("%s (%d bytes)", shown, n)
 	default:
-		d.errorf(rng, "Invalid memory", "memory must be %s; got a value of type %s.", memoryForms, v.Type().FriendlyName())
+		d.errorf(rng, "Invalid "+a.Name, "%s must be %s; got a value of type %s.", a.Name, memoryForms, v.Type().FriendlyName())
 		return 0, false
 	}
-	if n < MinSandboxMemoryBytes || n > MaxSandboxMemoryBytes {
-		d.errorf(rng, "Invalid memory", "memory must be between 16MiB (%d bytes) and 1TiB (%d bytes); got %s.",
-			int64(MinSandboxMemoryBytes), int64(MaxSandboxMemoryBytes), shown)
+	if n < lo || n > hi {
+		d.errorf(rng, "Invalid "+a.Name, "%s must be between %s (%d bytes) and %s (%d bytes); got %s.",
+			a.Name, formatMemory(lo), lo, formatMemory(hi), hi, shown)
 		return 0, false
 	}
 	return n, true
+}
+
+// formatMemory writes n bytes in the largest binary unit that divides it.
+func formatMemory(n int64) string {
+	for i, unit := range []string{"TiB", "GiB", "MiB", "KiB"} {
+		if size := int64(1) << (10 * (4 - i)); n >= size && n%size == 0 {
+			return strconv.FormatInt(n/size, 10) + unit
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // parseMemory reads "N", "NKiB", "NMiB", "NGiB" or "NTiB". A number too
