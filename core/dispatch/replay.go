@@ -201,9 +201,29 @@ func (j *Journal) begin(caller Caller, family, method string, payload []byte, ca
 	if l == nil {
 		return nil
 	}
+	return l.begin(caller, family, method, payload, call.Depth)
+}
+
+// Answer logs an answer the host gives the run itself, where no plugin
+// is called: an import of a WebAssembly pack (the clock, random bytes, a
+// variable), as family and method (openwop.now_ms) with the request that
+// asked for it. The node's own code asked, at depth 1. On a replay the
+// source run's answer is returned and perform is not called; otherwise
+// perform gives the answer, which is logged. It returns what the caller
+// gets, as the router does for a plugin's call.
+func (l *RunLog) Answer(caller, family, method string, request []byte, perform func() ([]byte, error)) ([]byte, error) {
+	p := l.begin(Caller{Name: caller}, family, method, request, 1)
+	if served, out, err := p.answer(); served {
+		return p.finish(out, err)
+	}
+	return p.finish(perform())
+}
+
+// begin registers a call of the run.
+func (l *RunLog) begin(caller Caller, family, method string, payload []byte, depth int) *pendingCall {
 	p := &pendingCall{l: l, start: time.Now(), match: -1}
 	p.inv = Invocation{
-		Caller: caller.Name, Depth: call.Depth, Family: family, Method: method,
+		Caller: caller.Name, Depth: depth, Family: family, Method: method,
 		Key: InvocationKey(family, method, payload), Pure: l.pure != nil && l.pure(family, method),
 		StartedAt: p.start.UTC(),
 	}
@@ -214,7 +234,7 @@ func (j *Journal) begin(caller Caller, family, method string, payload []byte, ca
 	defer l.mu.Unlock()
 	l.seq++
 	p.inv.Seq = l.seq
-	if call.Depth <= 1 {
+	if depth <= 1 {
 		l.direct++
 	}
 	r := l.replay
@@ -227,7 +247,7 @@ func (j *Journal) begin(caller Caller, family, method string, payload []byte, ca
 		r.next[p.inv.Key]++
 		r.used[p.match] = true
 	}
-	if call.Depth <= 1 && l.direct <= len(r.direct) {
+	if depth <= 1 && l.direct <= len(r.direct) {
 		c := r.src.Log.Calls[r.direct[l.direct-1]]
 		p.position, p.positionSeq = c.Key, c.Seq
 	}

@@ -375,3 +375,54 @@ func TestWithoutMembersMatchesDecoding(t *testing.T) {
 		}
 	}
 }
+
+// The host's own answers to a run (a WebAssembly pack's imports) join the
+// run's log in order, and a replay gets them back from it without
+// performing anything; one the source did not log fails the replay.
+func TestAnswersAreLoggedAndReplayed(t *testing.T) {
+	j := NewJournal(nil, nil)
+	l, stop := j.Track("run_1", LogLimits{}, nil)
+	clock := 1000
+	now := func() ([]byte, error) { clock++; return []byte(strconv.Itoa(clock)), nil }
+	for range 2 {
+		if _, err := l.Answer("pack:demo", "openwop", "now_ms", []byte(`{}`), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Answer("pack:demo", "openwop", "random", []byte(`{"bytes":4}`), func() ([]byte, error) { return []byte(`"AQIDBA=="`), nil }); err != nil {
+		t.Fatal(err)
+	}
+	src := l.Log()
+	stop()
+	if len(src.Calls) != 3 || string(src.Calls[1].Result) != "1002" || src.Calls[2].Method != "random" || src.Calls[0].Depth != 1 {
+		t.Fatalf("source log = %+v", src.Calls)
+	}
+
+	replay, stop := j.Track("run_2", LogLimits{}, &ReplaySource{RunID: "run_1", Log: src})
+	defer stop()
+	performed := 0
+	never := func() ([]byte, error) { performed++; return []byte("0"), nil }
+	var got []string
+	for range 2 {
+		out, err := replay.Answer("pack:demo", "openwop", "now_ms", []byte(`{}`), never)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(out))
+	}
+	out, err := replay.Answer("pack:demo", "openwop", "random", []byte(`{"bytes":4}`), never)
+	if err != nil || string(out) != `"AQIDBA=="` {
+		t.Fatalf("random = %s, %v", out, err)
+	}
+	if performed != 0 || got[0] != "1001" || got[1] != "1002" {
+		t.Fatalf("performed %d, answers %v; want 0 and [1001 1002]", performed, got)
+	}
+	// A third read of the clock is one the source never made.
+	_, err = replay.Answer("pack:demo", "openwop", "now_ms", []byte(`{}`), never)
+	if wop.CodeOf(err) != CodeReplaySourceMissing || performed != 0 {
+		t.Fatalf("third now_ms: %v, performed %d", err, performed)
+	}
+	if s := replay.Summary(); s.Served != 3 || s.Diverged != 1 {
+		t.Errorf("summary = %+v", s)
+	}
+}
