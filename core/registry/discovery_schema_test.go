@@ -93,6 +93,32 @@ func TestDocumentMatchesOpenWOPSchema(t *testing.T) {
 	}
 }
 
+// The host's own record of the pack runtimes it runs sits at the root, in
+// OpenWOP v2's shape, beside any families, and a new record replaces the
+// old one.
+func TestRootRecordMatchesOpenWOPSchema(t *testing.T) {
+	schema := discoverySchema(t)
+	r := New(Implementation{Name: "wophost", Version: "0.1.0"})
+	serve(r, "cap", mcpFamily, kvFamily)
+	wasm := func(loaded string) Family {
+		return Family{Status: "stable", Since: "2.0", Witness: "claims-check",
+			Facets: facets("wasm", `{"abiVersions":[1],"maxMemoryBytes":134217728,"loadedPacks":[`+loaded+`],"engine":"wazero"}`)}
+	}
+	r.SetRootRecord("nodePackRuntimes", wasm(``))
+	r.SetRootRecord("nodePackRuntimes", wasm(`"community.acme.demo"`))
+	doc := r.Document()
+	if err := validate(t, schema, doc); err != nil {
+		t.Fatalf("%s\nis not valid: %v", doc, err)
+	}
+	want := `"nodePackRuntimes":{"status":"stable","since":"2.0","witness":"claims-check","wasm":{"abiVersions":[1],"engine":"wazero","loadedPacks":["community.acme.demo"],"maxMemoryBytes":134217728}},"extensions":{`
+	if !strings.Contains(string(doc), want) {
+		t.Errorf("%s\nlacks %s", doc, want)
+	}
+	if _, listed := r.Advertised()["nodePackRuntimes"]; listed || r.Has("nodePackRuntimes", "") {
+		t.Error("a root record is listed as an advertised family")
+	}
+}
+
 // The schema refuses what OpenWOP refuses, the document's old shapes
 // among them, so that a document passing it means something.
 func TestDiscoverySchemaRefuses(t *testing.T) {
@@ -103,17 +129,22 @@ func TestDiscoverySchemaRefuses(t *testing.T) {
 		t.Fatalf("a valid document refused: %v", err)
 	}
 	for name, doc := range map[string]string{
-		"await as an object":       head + `,"aiEnvelope":{"status":"stable","since":"2.0","witness":"witnessable-gated","await":{}}}`,
-		"client listing servers":   head + `,"mcp":{` + mcpOK + `,"client":{"servers":["toolbox"]}}}`,
-		"mcp without revisions":    head + `,"mcp":{"status":"stable","since":"2.0","witness":"seam-gated","client":true}}`,
-		"mrtr out of range":        head + `,"mcp":{` + mcpOK + `,"mrtr":{"maxRounds":17}}}`,
-		"stable with until":        head + `,"promptLibrary":{"status":"stable","since":"2.0","until":"3.0","witness":"claims-check"}}`,
-		"experimental, no until":   head + `,"promptLibrary":{"status":"experimental","since":"2.0","witness":"claims-check"}}`,
-		"no witness":               head + `,"promptLibrary":{"status":"stable","since":"2.0"}}`,
-		"a facet the record lacks": head + `,"promptLibrary":{"status":"stable","since":"2.0","witness":"claims-check","store":"file"}}`,
-		"unknown root key":         head + `,"acme.kv":{"status":"stable","since":"2.0","witness":"claims-check"}}`,
-		"extension with two dots":  head + `,"extensions":{"acme.kv.x":{"status":"stable","since":"2.0","witness":"claims-check"}}}`,
-		"no preferredVersion":      `{"protocolVersions":["2.0"]}`,
+		"await as an object":        head + `,"aiEnvelope":{"status":"stable","since":"2.0","witness":"witnessable-gated","await":{}}}`,
+		"client listing servers":    head + `,"mcp":{` + mcpOK + `,"client":{"servers":["toolbox"]}}}`,
+		"mcp without revisions":     head + `,"mcp":{"status":"stable","since":"2.0","witness":"seam-gated","client":true}}`,
+		"mrtr out of range":         head + `,"mcp":{` + mcpOK + `,"mrtr":{"maxRounds":17}}}`,
+		"stable with until":         head + `,"promptLibrary":{"status":"stable","since":"2.0","until":"3.0","witness":"claims-check"}}`,
+		"experimental, no until":    head + `,"promptLibrary":{"status":"experimental","since":"2.0","witness":"claims-check"}}`,
+		"no witness":                head + `,"promptLibrary":{"status":"stable","since":"2.0"}}`,
+		"a facet the record lacks":  head + `,"promptLibrary":{"status":"stable","since":"2.0","witness":"claims-check","store":"file"}}`,
+		"unknown root key":          head + `,"acme.kv":{"status":"stable","since":"2.0","witness":"claims-check"}}`,
+		"extension with two dots":   head + `,"extensions":{"acme.kv.x":{"status":"stable","since":"2.0","witness":"claims-check"}}}`,
+		"no preferredVersion":       `{"protocolVersions":["2.0"]}`,
+		"wasm without abiVersions":  head + `,"nodePackRuntimes":{"status":"stable","since":"2.0","witness":"claims-check","wasm":{"maxMemoryBytes":134217728}}}`,
+		"wasm abiVersions empty":    head + `,"nodePackRuntimes":{"status":"stable","since":"2.0","witness":"claims-check","wasm":{"abiVersions":[]}}}`,
+		"wasm memory below 1MiB":    head + `,"nodePackRuntimes":{"status":"stable","since":"2.0","witness":"claims-check","wasm":{"abiVersions":[1],"maxMemoryBytes":1048575}}}`,
+		"wasm memory above 8GiB":    head + `,"nodePackRuntimes":{"status":"stable","since":"2.0","witness":"claims-check","wasm":{"abiVersions":[1],"maxMemoryBytes":8589934593}}}`,
+		"runtimes with a stray key": head + `,"nodePackRuntimes":{"status":"stable","since":"2.0","witness":"claims-check","python":{}}}`,
 	} {
 		if validate(t, schema, []byte(doc)) == nil {
 			t.Errorf("%s: accepted %s", name, doc)

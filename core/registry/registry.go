@@ -105,7 +105,9 @@ type Registry struct {
 	advertised map[string]served
 	// provided are the families the host serves itself (Provide).
 	provided []Family
-	doc      []byte
+	// roots are the host's records that are no family (SetRootRecord).
+	roots map[string]Family
+	doc   []byte
 	now      func() time.Time
 }
 
@@ -151,6 +153,21 @@ func (r *Registry) Provide(f Family) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.provided = append(r.provided, f)
+	r.recompute()
+}
+
+// SetRootRecord sets, or replaces, a record of the document's root that
+// is no family of calls: OpenWOP v2's nodePackRuntimes, what the host
+// itself can run. It is rendered after the core families, never listed by
+// Advertised and never called.
+func (r *Registry) SetRootRecord(name string, f Family) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.roots == nil {
+		r.roots = map[string]Family{}
+	}
+	f.Name = name
+	r.roots[name] = f
 	r.recompute()
 }
 
@@ -553,6 +570,17 @@ func (r *Registry) render(adv map[string]served) []byte {
 			b.WriteString(":")
 			writeRecord(&b, s.family)
 		}
+	}
+	roots := make([]string, 0, len(r.roots))
+	for name := range r.roots {
+		roots = append(roots, name)
+	}
+	sort.Strings(roots)
+	for _, name := range roots {
+		b.WriteString(",")
+		writeJSON(&b, name)
+		b.WriteString(":")
+		writeRecord(&b, r.roots[name])
 	}
 	var ext []string
 	for name := range adv {
