@@ -338,6 +338,15 @@ func hostFunction(name string, body hostFunc, packed bool) api.GoModuleFunc {
 		}
 		st.budget.pause()
 		defer st.budget.resume()
+		defer func() {
+			// A panic of the host's own code is the host's fault, not a trap.
+			if r := recover(); r != nil {
+				if r != errAborted && st.abort == nil {
+					st.abort = fmt.Errorf("wasm: %s: the host panicked: %v", name, r)
+				}
+				panic(errAborted)
+			}
+		}()
 		body(&hostCall{ctx: ctx, mod: mod, st: st, name: name}, stack, packed)
 	}
 }
