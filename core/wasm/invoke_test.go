@@ -62,8 +62,8 @@ func TestMemoryCap(t *testing.T) {
 	for _, c := range []struct {
 		limit, observed int64
 	}{
-		{DefaultMaxMemoryBytes, (16 + 1024 + 1024) * pageSize},
 		{8 << 20, (16 + 1024) * pageSize},
+		{DefaultMaxMemoryBytes, (16 + 1024 + 1024) * pageSize},
 		{(16 + 1024 + 1024) * pageSize, (16 + 1024 + 1024 + 1024) * pageSize},
 	} {
 		var opts LoadOptions
@@ -74,8 +74,8 @@ func TestMemoryCap(t *testing.T) {
 		_, err := invoke(t, m, "echo", nil)
 		var breach *CapBreach
 		if !errors.As(err, &breach) || *breach != (CapBreach{BreachMemory, c.limit, c.observed}) {
-			t.Errorf("cap %d: %v, want observed %d", c.limit, err, c.observed)
-			continue
+			// Fatal: with the cap loosened, the next cases would grow far.
+			t.Fatalf("cap %d: %v, want observed %d", c.limit, err, c.observed)
 		}
 		// The breach killed one instance only.
 		resp, err := invoke(t, m, "counter", nil)
@@ -263,6 +263,32 @@ func TestWarmPoolGivesFreshInstances(t *testing.T) {
 			if err != nil || string(resp.Output) != `{"count":1}` {
 				t.Fatalf("warm %d, invocation %d: %v %v", warm, i, resp, err)
 			}
+		}
+	}
+}
+
+// TestInstancesAreClosed: every invocation closes its instance, whatever
+// its outcome; only the warm ones stay open.
+func TestInstancesAreClosed(t *testing.T) {
+	for _, warm := range []int64{0, 2} {
+		m := load(t, "trap", LoadOptions{WarmInstances: int(warm)})
+		for _, id := range []string{"trap", "overrun", "trap"} {
+			if _, err := invoke(t, m, id, nil); err == nil {
+				t.Fatalf("%s did not trap", id)
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for m.open.Load() != warm && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if n := m.open.Load(); n != warm {
+			t.Errorf("warm %d: %d instances open after the invocations", warm, n)
+		}
+		if err := m.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := m.open.Load(); n != 0 {
+			t.Errorf("warm %d: %d instances open after Close", warm, n)
 		}
 	}
 }
