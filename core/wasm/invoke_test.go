@@ -199,6 +199,24 @@ func TestImportsAnswered(t *testing.T) {
 	}
 }
 
+// TestImportArgumentsAreChecked: a name past the end of memory, or one byte
+// above the bound, traps before the host is asked.
+func TestImportArgumentsAreChecked(t *testing.T) {
+	m := load(t, "bad_args", LoadOptions{})
+	for id, want := range map[string]string{
+		"past":    "channel name (ptr 65530, len 100) runs past the end of memory (65536 bytes)",
+		"too-big": fmt.Sprintf("channel name of %d bytes, above the bound of %d", MaxNameBytes+1, MaxNameBytes),
+	} {
+		f := newFakeImports()
+		f.readErr = errors.New("the host was asked")
+		_, err := invoke(t, m, id, f)
+		var trap *Trap
+		if !errors.As(err, &trap) || trap.Message != "openwop_channel_read: "+want {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+}
+
 // TestImportErrorAborts: an import's error ends the invocation and is what
 // Invoke returns.
 func TestImportErrorAborts(t *testing.T) {
