@@ -28,7 +28,7 @@ PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard plugins/*/main.go))
 # So is every directory under examples/plugins with a main.go.
 EXAMPLE_PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard examples/plugins/*/main.go))
 
-.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance conformance-plugins fuzz mutate node-plugin sdk-proxy release release-archives release-packages release-sums
+.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance conformance-plugins fuzz mutate node-plugin sdk-proxy release release-archives release-packages release-sums wasm-fixtures
 
 all: build
 
@@ -299,6 +299,10 @@ proto: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc ## Regene
 proto-check: proto ## Fail when the committed generated code is stale.
 	@git diff --exit-code -- sdk/proto || (echo 'generated code in sdk/proto is stale: run make proto and commit' >&2; exit 1)
 	@test -z "$$(git status --porcelain -- sdk/proto)" || (echo 'untracked generated files in sdk/proto: run make proto and commit' >&2; git status --porcelain -- sdk/proto >&2; exit 1)
+
+wasm-fixtures: ## Compile each WAT fixture of core/wasm/testdata into the .wasm beside it (wat2wasm, Debian's wabt).
+	@command -v wat2wasm >/dev/null || (echo 'wasm-fixtures needs wat2wasm (Debian: apt-get install wabt)' >&2; exit 1)
+	@for f in core/wasm/testdata/*.wat; do wat2wasm "$$f" -o "$${f%.wat}.wasm" || exit 1; done
 
 lint: ## gofmt and go vet on both modules.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo 'gofmt needed:' >&2; gofmt -l $$(git ls-files '*.go') >&2; exit 1)

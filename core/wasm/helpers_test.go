@@ -148,7 +148,10 @@ func (f *fakeImports) NowMs(ctx context.Context) (int64, error) {
 }
 
 func (f *fakeImports) Random(_ context.Context, n int) ([]byte, error) {
-	return bytes.Repeat(f.random, n/max(len(f.random), 1)+1)[:n], nil
+	if len(f.random) == 0 {
+		return make([]byte, n), nil
+	}
+	return bytes.Repeat(f.random, n/len(f.random)+1)[:n], nil
 }
 
 func (f *fakeImports) Call(_ context.Context, family, method string, payload []byte) ([]byte, error) {

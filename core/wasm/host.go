@@ -164,28 +164,10 @@ type hostFunc func(h *hostCall, stack []uint64, packed bool)
 func hostFuncs() map[string]map[string]hostFunc {
 	return map[string]map[string]hostFunc{
 		modOpenWOP: {
-			"openwop_channel_read": func(h *hostCall, stack []uint64, packed bool) {
-				name := h.readString("channel name", api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), MaxNameBytes)
-				value, found, err := h.imports().ChannelRead(h.ctx, name)
-				h.answerLookup(stack, packed, value, found, err)
-			},
-			"openwop_channel_write": func(h *hostCall, stack []uint64, _ bool) {
-				name := h.readString("channel name", api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), MaxNameBytes)
-				value := h.readJSON("channel value", api.DecodeU32(stack[2]), api.DecodeU32(stack[3]))
-				status, err := h.imports().ChannelWrite(h.ctx, name, value)
-				h.answerStatus(stack, status, err)
-			},
-			"openwop_variable_get": func(h *hostCall, stack []uint64, packed bool) {
-				key := h.readString("variable key", api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), MaxNameBytes)
-				value, found, err := h.imports().VariableGet(h.ctx, key)
-				h.answerLookup(stack, packed, value, found, err)
-			},
-			"openwop_variable_set": func(h *hostCall, stack []uint64, _ bool) {
-				key := h.readString("variable key", api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), MaxNameBytes)
-				value := h.readJSON("variable value", api.DecodeU32(stack[2]), api.DecodeU32(stack[3]))
-				status, err := h.imports().VariableSet(h.ctx, key, value)
-				h.answerStatus(stack, status, err)
-			},
+			"openwop_channel_read":  lookupFunc("channel name", Imports.ChannelRead),
+			"openwop_channel_write": storeFunc("channel name", "channel value", Imports.ChannelWrite),
+			"openwop_variable_get":  lookupFunc("variable key", Imports.VariableGet),
+			"openwop_variable_set":  storeFunc("variable key", "variable value", Imports.VariableSet),
 			"openwop_interrupt": func(h *hostCall, stack []uint64, packed bool) {
 				payload := h.readJSON("interrupt payload", api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
 				resume, err := h.imports().Interrupt(h.ctx, payload)
@@ -249,6 +231,28 @@ func hostFuncs() map[string]map[string]hostFunc {
 	}
 }
 
+// lookupFunc is a read of a channel or a variable by name.
+func lookupFunc(what string, get func(Imports, context.Context, string) ([]byte, bool, error)) hostFunc {
+	return func(h *hostCall, stack []uint64, packed bool) {
+		name := h.readString(what, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), MaxNameBytes)
+		value, found, err := get(h.imports(), h.ctx, name)
+		h.answerLookup(stack, packed, value, found, err)
+	}
+}
+
+// storeFunc is a write of a channel or a variable, answered with a status.
+func storeFunc(what, valueWhat string, set func(Imports, context.Context, string, []byte) (Status, error)) hostFunc {
+	return func(h *hostCall, stack []uint64, _ bool) {
+		name := h.readString(what, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), MaxNameBytes)
+		value := h.readJSON(valueWhat, api.DecodeU32(stack[2]), api.DecodeU32(stack[3]))
+		status, err := set(h.imports(), h.ctx, name, value)
+		if err != nil {
+			h.fail(err)
+		}
+		stack[0] = api.EncodeI32(int32(status))
+	}
+}
+
 // answerLookup answers a read: the value, or (0, 0) for a miss.
 func (h *hostCall) answerLookup(stack []uint64, packed bool, value []byte, found bool, err error) {
 	if err != nil {
@@ -259,13 +263,6 @@ func (h *hostCall) answerLookup(stack []uint64, packed bool, value []byte, found
 		ptr, n = h.give(value)
 	}
 	putPair(stack, packed, ptr, n)
-}
-
-func (h *hostCall) answerStatus(stack []uint64, status Status, err error) {
-	if err != nil {
-		h.fail(err)
-	}
-	stack[0] = api.EncodeI32(int32(status))
 }
 
 // callAnswer is wophost_call's answer: {"result": …} or {"error": …}.
@@ -338,6 +335,15 @@ func hostFunction(name string, body hostFunc, packed bool) api.GoModuleFunc {
 		}
 		st.budget.pause()
 		defer st.budget.resume()
+		defer func() {
+			// A panic of the host's own code is the host's fault, not a trap.
+			if r := recover(); r != nil {
+				if r != errAborted && st.abort == nil {
+					st.abort = fmt.Errorf("wasm: %s: the host panicked: %v", name, r)
+				}
+				panic(errAborted)
+			}
+		}()
 		body(&hostCall{ctx: ctx, mod: mod, st: st, name: name}, stack, packed)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
@@ -43,6 +44,8 @@ type Module struct {
 	usesExtension bool
 
 	pool *pool
+	// open counts the instances not yet closed, the warm ones included.
+	open atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -288,6 +291,7 @@ func (r *run) failure(err error) error {
 // instance is one instantiation of the module, used for one invocation.
 type instance struct {
 	mod    api.Module
+	open   *atomic.Int64 // the module's count of open instances
 	memory *memoryCap
 	rand   *seededRand
 	stdout *lineLogger
@@ -310,6 +314,8 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		return inst, err
 	}
 	inst.mod = mod
+	inst.open = &m.open
+	m.open.Add(1)
 	return inst, nil
 }
 
@@ -319,6 +325,7 @@ func (inst *instance) close(ctx context.Context) {
 	inst.stderr.flush()
 	if inst.mod != nil {
 		_ = inst.mod.Close(context.WithoutCancel(ctx))
+		inst.open.Add(-1)
 	}
 }
 

@@ -1,6 +1,6 @@
-;; A pack whose node grows memory 1024 pages at a time until memory.grow
+;; A pack whose node "echo" grows memory 1024 pages at a time until memory.grow
 ;; answers -1, then traps. Its memory starts at 16 pages and declares no
-;; maximum.
+;; maximum. Its node "counter" is good_multi.wat's.
 (module
   (memory (export "memory") 16)
   (global $heap (mut i32) (i32.const 1024))
@@ -86,13 +86,17 @@
 
   (func (export "openwop_node_invoke") (param $node i32) (param $req i32) (param $len i32) (result i32 i32)
     (local $p i32)
-    (loop $more
-      i32.const 1024
-      memory.grow
-      i32.const -1
-      i32.ne
-      br_if $more)
-    unreachable
+    local.get $node
+    i32.eqz
+    if
+      (loop $more
+        i32.const 1024
+        memory.grow
+        i32.const -1
+        i32.ne
+        br_if $more)
+      unreachable
+    end
     local.get $node
     i32.eqz
     if
