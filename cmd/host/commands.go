@@ -18,6 +18,7 @@ import (
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/httpstatus"
 	"github.com/wophost/wophost/core/idempotency"
+	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -305,7 +306,7 @@ func (g *globals) printPacks(h *host.Host) error {
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PACK\tVERSION\tSTATE\tSANDBOX\tNODES\tDEGRADED\tERROR")
 	for _, p := range packs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Version), p.State, sandboxColumn(p.Sandbox),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Version), p.State, packSandboxColumn(p),
 			orDash(strings.Join(p.Nodes, ",")), orDash(strings.Join(p.Degraded, ",")), orDash(oneLine(p.Error)))
 	}
 	if err := tw.Flush(); err != nil {
@@ -330,7 +331,17 @@ func (g *globals) printPacks(h *host.Host) error {
 	return nil
 }
 
-// sandboxColumn is the SANDBOX column of `host packs`: whether the pack's
+// packSandboxColumn is the SANDBOX column of `host packs`: "wasm" for a
+// WebAssembly pack, which runs in the host's process held by its caps,
+// and sandboxColumn for a process.
+func packSandboxColumn(p host.PackInfo) string {
+	if p.Runtime == packmanifest.LanguageWasm {
+		return "wasm"
+	}
+	return sandboxColumn(p.Sandbox)
+}
+
+// sandboxColumn is the SANDBOX column of `host packs` for a process: whether the pack's
 // process is contained and, when some rules cannot be enforced on this
 // host, how many (the JSON output and the log name them).
 func sandboxColumn(s *host.PackSandbox) string {

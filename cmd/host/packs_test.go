@@ -28,3 +28,14 @@ func TestSandboxColumn(t *testing.T) {
 		}
 	}
 }
+
+// A WebAssembly pack runs in the host's process, whatever its sandbox
+// block says, and its column says so, loaded or refused.
+func TestPackSandboxColumn(t *testing.T) {
+	if got := packSandboxColumn(host.PackInfo{Runtime: "wasm"}); got != "wasm" {
+		t.Errorf("wasm pack: %q", got)
+	}
+	if got := packSandboxColumn(host.PackInfo{Runtime: "go", Sandbox: &host.PackSandbox{Contained: true}}); got != "contained" {
+		t.Errorf("go pack: %q", got)
+	}
+}

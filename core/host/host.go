@@ -19,6 +19,7 @@ import (
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/core/sandbox"
+	"github.com/wophost/wophost/core/wasm"
 	"github.com/wophost/wophost/internal/logdedup"
 	"github.com/wophost/wophost/sdk/tracing"
 	"github.com/wophost/wophost/sdk/wop"
@@ -82,6 +83,11 @@ type Host struct {
 	// onViolation is told of each run failed for a sandbox rule.
 	sandbox     *sandbox.Support
 	onViolation func(pack, code string)
+	// wasm runs the WebAssembly packs, made with the first one
+	// (wasmpacks.go).
+	wasmOnce sync.Once
+	wasm     *wasm.Engine
+	wasmErr  error
 }
 
 // New returns a host for cfg. files is the loader that parsed cfg; it
@@ -193,9 +199,7 @@ func (h *Host) Start(ctx context.Context) *Report {
 			if p.State == PackRefused {
 				rep.Packs = append(rep.Packs, packRefused(p, fmt.Sprintf("Pack %q (%s): %s", p.Name, p.Path, p.Err)))
 			}
-			if p.proc != nil {
-				p.proc.Kill()
-			}
+			p.stopRuntime()
 		}
 		return rep
 	}
@@ -240,6 +244,7 @@ func (h *Host) Close() {
 	}
 	wg.Wait()
 	h.watchers.Wait()
+	h.closeWasm(context.Background())
 	h.state.close()
 	// After the processes: their spans reach the collector on their own.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -21,6 +21,7 @@ import (
 	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/core/packsign"
+	"github.com/wophost/wophost/core/wasm"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -72,6 +73,9 @@ type Pack struct {
 
 	live sync.Mutex
 	proc *loader.Pack
+	// module is a WebAssembly pack's compiled module, which the host runs
+	// in process; such a pack has no proc.
+	module *wasm.Module
 	// served is the process HostServices was served to: the host serves
 	// it at a process's first run, since a broker listener nobody dials
 	// only waits to time out.
@@ -104,8 +108,13 @@ type PackInfo struct {
 	// Restarts counts the restarts of the pack's process since the host
 	// started.
 	Restarts int `json:"restarts"`
-	// Sandbox is the pack's containment.
+	// Sandbox is the pack's containment; absent for a WebAssembly pack,
+	// which no process holds.
 	Sandbox *PackSandbox `json:"sandbox,omitempty"`
+	// Runtime is the pack's runtime.language: "wasm" for a WebAssembly
+	// pack, whose module Wasm describes.
+	Runtime string    `json:"runtime,omitempty"`
+	Wasm    *PackWasm `json:"wasm,omitempty"`
 }
 
 // Packs lists every declared pack in declaration order.
@@ -122,7 +131,12 @@ func (h *Host) Packs() []PackInfo {
 		if p.Err != nil {
 			info.Error = p.Err.Error()
 		}
-		info.Sandbox = h.packSandboxInfo(p)
+		if p.manifest != nil {
+			info.Runtime = p.manifest.Runtime.Language
+		}
+		if info.Wasm = packWasmInfo(p); info.Wasm == nil && (p.manifest == nil || !p.manifest.IsWasm()) {
+			info.Sandbox = h.packSandboxInfo(p)
+		}
 		p.live.Unlock()
 		out = append(out, info)
 	}
@@ -153,9 +167,21 @@ func (h *Host) launchPacks(ctx context.Context) (packs []*Pack, launched *sync.W
 // refusePack records why p is refused and stops its process, if any.
 func (h *Host) refusePack(p *Pack, err error) {
 	p.State, p.Err, p.Degraded = PackRefused, err, nil
+	p.stopRuntime()
+}
+
+// stopRuntime stops what runs p's nodes: kills its process, or closes its
+// module and the instances kept ready.
+func (p *Pack) stopRuntime() {
 	if p.proc != nil {
 		p.proc.Kill()
 		p.proc = nil
+	}
+	if p.module != nil {
+		// Closing a module only releases memory; it cannot fail in a way
+		// that leaves anything running.
+		_ = p.module.Close(context.Background())
+		p.module = nil
 	}
 }
 
@@ -213,10 +239,7 @@ func (h *Host) startPacks(ctx context.Context, rep *Report, packs []*Pack, launc
 			}
 		}
 		if p.State == PackRefused {
-			if p.proc != nil {
-				p.proc.Kill()
-				p.proc = nil
-			}
+			p.stopRuntime()
 		} else {
 			for _, id := range p.TypeIDs {
 				h.byTypeID[id] = p
@@ -228,6 +251,7 @@ func (h *Host) startPacks(ctx context.Context, rep *Report, packs []*Pack, launc
 		}
 		h.packs = append(h.packs, p)
 	}
+	h.advertiseWasm(h.packs)
 }
 
 // packRefused is the diagnostic of a refused pack.
@@ -285,11 +309,18 @@ func (h *Host) launchPack(ctx context.Context, p *Pack) error {
 	for _, n := range m.Nodes {
 		p.TypeIDs = append(p.TypeIDs, n.TypeID)
 	}
-	// Refused at load, before anything runs (OpenWOP RFC 0076).
-	if err := h.checkRuntimeRequirements(p); err != nil {
-		return err
+	// Refused at load, before anything runs (OpenWOP RFC 0076). A
+	// WebAssembly pack's are checked against what a module can reach
+	// (loadWasmPack): no process sandbox holds it.
+	if !m.IsWasm() {
+		if err := h.checkRuntimeRequirements(p); err != nil {
+			return err
+		}
 	}
 	p.entry = filepath.Join(p.Path, filepath.FromSlash(m.Runtime.Entry))
+	if m.IsWasm() {
+		return h.loadWasmPack(ctx, p)
+	}
 	proc, err := h.startPackProcess(ctx, p)
 	p.proc = proc
 	return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wophost/wophost/core/loader"
+	"github.com/wophost/wophost/core/wasm"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -130,20 +131,21 @@ func (h *Host) failPack(p *Pack, err error) {
 	h.logger.Error("pack failed", "pack", p.Name, "error", err)
 }
 
-// runnable returns p's process when p may run nodes now, and otherwise the
+// runnable returns p's process, or a WebAssembly pack's module, when p
+// may run nodes now, and otherwise the
 // error that refuses the run: retryable while the pack restarts, not once
 // the host gave up on it.
-func (p *Pack) runnable(typeID string) (*loader.Pack, error) {
+func (p *Pack) runnable(typeID string) (*loader.Pack, *wasm.Module, error) {
 	p.live.Lock()
 	defer p.live.Unlock()
-	if (p.State == PackReady || p.State == PackDegraded) && p.proc != nil {
-		return p.proc, nil
+	if (p.State == PackReady || p.State == PackDegraded) && (p.proc != nil || p.module != nil) {
+		return p.proc, p.module, nil
 	}
 	why := ""
 	if p.Err != nil {
 		why = ": " + p.Err.Error()
 	}
-	return nil, wop.Errorf(wop.CodeUnavailable, "pack %s is %s%s", p.Name, p.State, why).
+	return nil, nil, wop.Errorf(wop.CodeUnavailable, "pack %s is %s%s", p.Name, p.State, why).
 		WithRetryable(p.State != PackFailed).
 		WithDetails(map[string]string{"pack": p.Name, "typeId": typeID, "state": string(p.State)})
 }
@@ -176,9 +178,13 @@ func (h *Host) execute(ctx context.Context, p *Pack, proc *loader.Pack, req *wop
 // stopPack stops p's process, if any, for good.
 func stopPack(p *Pack) {
 	p.live.Lock()
-	proc := p.proc
+	proc, mod := p.proc, p.module
 	p.live.Unlock()
 	if proc != nil {
 		proc.Kill()
+	}
+	if mod != nil {
+		// Runs still on an instance end with it; closing only frees memory.
+		_ = mod.Close(context.Background())
 	}
 }

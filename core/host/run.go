@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wophost/wophost/core/dispatch"
+	"github.com/wophost/wophost/core/loader"
 	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -105,7 +106,7 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	if !ok {
 		return nil, wop.Errorf(wop.CodeNotFound, "no loaded pack serves node %q", typeID)
 	}
-	proc, err := p.runnable(typeID)
+	proc, module, err := p.runnable(typeID)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +160,7 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	remove := h.runs.Add(run)
 	defer remove()
 	rec := &RunRecord{
-		RunID: run.ID, TypeID: typeID, Pack: p.Name, PackVersion: p.Version, Input: input, StartedAt: time.Now().UTC(),
+		RunID: run.ID, NodeID: run.NodeID, TypeID: typeID, Pack: p.Name, PackVersion: p.Version, Input: input, StartedAt: time.Now().UTC(),
 		Owner: opts.IdempotencyScope,
 	}
 	if opts.Replay != nil && node.Role == packmanifest.RoleSideEffect && !slices.Contains(opts.Live, typeID) {
@@ -188,25 +189,22 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 		}
 		advertised[fam] = b
 	}
-	offers, channels, err := h.directOffers(run, opts, calls != nil, advertised)
-	if err != nil {
-		return nil, err
+	var out []byte
+	if module != nil {
+		out, err = h.executeWasm(ctx, p, module, run, input, calls, advertised, opts.Replay)
+	} else {
+		// A run the host cannot offer its channels is refused before the
+		// node runs.
+		offers, channels, oerr := h.directOffers(run, opts, calls != nil, advertised)
+		if oerr != nil {
+			return nil, oerr
+		}
+		var account *wophostv1.DirectCallLog
+		out, account, err = h.executeProcess(ctx, p, proc, run, input, offers, calls, advertised)
+		// The run's grants end with its node: a pack that kept one cannot
+		// use it again, and its calls join the run's log before the record.
+		h.endDirect(run, rec.StartedAt, channels, offers, calls, account)
 	}
-	cc := run.CallContext("host")
-	cc.Depth = 0
-	req := &wophostv1.ExecuteRequest{
-		TypeId: typeID, Input: input, Call: hostwire.CallContextToProto(cc), Advertised: advertised,
-		DirectChannels: offers, CallTimeoutMs: run.CallTimeout.Milliseconds(),
-	}
-	if len(offers) > 0 && calls != nil {
-		// The pack's own account of its direct calls stands in for a
-		// plugin that cannot give the host its own when the run ends.
-		req.DirectLog = &wophostv1.DirectLogRequest{MaxCalls: int64(h.cfg.Host.Runs.LogMaxCalls), MaxBytes: int64(h.cfg.Host.Runs.LogMaxBytes)}
-	}
-	out, account, err := h.execute(ctx, p, proc, req)
-	// The run's grants end with its node: a pack that kept one cannot use
-	// it again, and its calls join the run's log before the record.
-	h.endDirect(run, rec.StartedAt, channels, offers, calls, account)
 	if err != nil {
 		we := wop.AsError(err)
 		if ctx.Err() != nil && (we.Code == wop.CodeUnavailable || we.Code == wop.CodeInternal) {
@@ -223,6 +221,24 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	out, err = replayOutcome(calls, out, nil)
 	res := &RunResult{RunID: run.ID, Output: out}
 	return res, h.record(rec, promptTrace, calls, opts, res, err)
+}
+
+// executeProcess runs the node on p's process, offering it the run's
+// direct channels.
+func (h *Host) executeProcess(ctx context.Context, p *Pack, proc *loader.Pack, run *dispatch.Run, input json.RawMessage,
+	offers []*wophostv1.DirectChannelOffer, calls *dispatch.RunLog, advertised map[string][]byte) ([]byte, *wophostv1.DirectCallLog, error) {
+	cc := run.CallContext("host")
+	cc.Depth = 0
+	req := &wophostv1.ExecuteRequest{
+		TypeId: run.TypeID, Input: input, Call: hostwire.CallContextToProto(cc), Advertised: advertised,
+		DirectChannels: offers, CallTimeoutMs: run.CallTimeout.Milliseconds(),
+	}
+	if len(offers) > 0 && calls != nil {
+		// The pack's own account of its direct calls stands in for a
+		// plugin that cannot give the host its own when the run ends.
+		req.DirectLog = &wophostv1.DirectLogRequest{MaxCalls: int64(h.cfg.Host.Runs.LogMaxCalls), MaxBytes: int64(h.cfg.Host.Runs.LogMaxBytes)}
+	}
+	return h.execute(ctx, p, proc, req)
 }
 
 // replayFromRecord answers a replay of a side-effect node from its

@@ -34,7 +34,10 @@ const (
 // enough to run the node again with the same input and the same prompt
 // bytes (`host run --replay`).
 type RunRecord struct {
-	RunID       string `json:"runId"`
+	RunID string `json:"runId"`
+	// NodeID is the node's id in the run, which a WebAssembly pack's
+	// randomness is seeded from: a replay seeds it from the source's.
+	NodeID      string `json:"nodeId,omitempty"`
 	TypeID      string `json:"typeId"`
 	Pack        string `json:"pack"`
 	PackVersion string `json:"packVersion,omitempty"`

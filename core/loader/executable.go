@@ -59,19 +59,29 @@ func OpenExecutable(path string, checks Checks) (*Executable, error) {
 // path, a symbolic link included, may lead outside the pack directory
 // (see package rooted); a relative link that stays inside is followed.
 func OpenPackEntry(dir, entry string, checks Checks) (*Executable, error) {
+	path, f, err := openInPack(dir, entry, "binary")
+	if err != nil {
+		return nil, err
+	}
+	return checked(path, f, checks)
+}
+
+// openInPack opens entry inside the pack directory dir for reading; what
+// names the file in errors ("binary", "module").
+func openInPack(dir, entry, what string) (string, *os.File, error) {
 	path := filepath.Join(dir, filepath.FromSlash(entry))
 	f, err := openNonBlocking(func(flag int) (*os.File, error) { return rooted.OpenFile(dir, entry, flag) })
 	if err != nil {
 		var oe *rooted.OutsideError
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("binary %s does not exist", path)
+			return path, nil, fmt.Errorf("%s %s does not exist", what, path)
 		case errors.As(err, &oe):
-			return nil, fmt.Errorf("binary %s leads outside the pack directory %s through a symbolic link; the entry must be a file inside the pack, and a link to it relative", path, dir)
+			return path, nil, fmt.Errorf("%s %s leads outside the pack directory %s through a symbolic link; the entry must be a file inside the pack, and a link to it relative", what, path, dir)
 		}
-		return nil, fmt.Errorf("open binary %s inside the pack directory %s: %w", path, dir, err)
+		return path, nil, fmt.Errorf("open %s %s inside the pack directory %s: %w", what, path, dir, err)
 	}
-	return checked(path, f, checks)
+	return path, f, nil
 }
 
 // openNonBlocking opens a file for reading without blocking on a FIFO,

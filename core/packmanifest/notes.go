@@ -18,7 +18,8 @@ func (m *Manifest) notes() []Note {
 	if len(m.Connector) > 0 {
 		add("/connector", "the connector block is not acted on: its actions run as the pack's ordinary nodes")
 	}
-	if m.Runtime.Format != "" {
+	// A WebAssembly pack's format is checked: it can only be "wasm".
+	if m.Runtime.Format != "" && !m.IsWasm() {
 		add("/runtime/format", "is not read: the host starts runtime.entry as an executable whatever its format")
 	}
 	if m.Runtime.MinRuntimeVersion != "" {

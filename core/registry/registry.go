@@ -108,7 +108,7 @@ type Registry struct {
 	// roots are the host's records that are no family (SetRootRecord).
 	roots map[string]Family
 	doc   []byte
-	now      func() time.Time
+	now   func() time.Time
 }
 
 type served struct {

@@ -183,7 +183,7 @@ func hostFuncs() map[string]map[string]hostFunc {
 				if level < 0 || level > 4 {
 					h.trap("log level %d is not one of 0 (trace) .. 4 (error)", level)
 				}
-				h.st.logger.Log(logLevels()[level], msg, "source", "openwop_log")
+				// The host logs it, with the run it belongs to.
 				h.imports().Log(int(level), msg)
 			},
 			"openwop_now_ms": func(h *hostCall, stack []uint64, _ bool) {
@@ -288,11 +288,6 @@ func callAnswer(result []byte, err error) []byte {
 		return []byte(`{"error":{"code":"internal","message":"the host could not encode the answer"}}`)
 	}
 	return b
-}
-
-// logLevels maps openwop_log's levels 0..4.
-func logLevels() [5]hclog.Level {
-	return [5]hclog.Level{hclog.Trace, hclog.Debug, hclog.Info, hclog.Warn, hclog.Error}
 }
 
 // instantiateHostModules provides "openwop" and "wophost" in rt, each
