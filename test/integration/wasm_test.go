@@ -1,0 +1,133 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wophost/wophost/test/testbin"
+)
+
+// wasmPack lays out the WebAssembly test pack at test/packs/NAME, its
+// committed module included, in a fresh directory.
+func wasmPack(t *testing.T, name string) string {
+	t.Helper()
+	src := "test/packs/" + name
+	dir := filepath.Join(t.TempDir(), name)
+	if err := testbin.LayOutPack(src, testbin.SourceDir(src+"/bin/"+name+".wasm"), dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// wasmRuntimes is the nodePackRuntimes record of the discovery document.
+type wasmRuntimes struct {
+	NodePackRuntimes *struct {
+		Status string `json:"status"`
+		Wasm   struct {
+			ABIVersions    []int    `json:"abiVersions"`
+			MaxMemoryBytes int64    `json:"maxMemoryBytes"`
+			LoadedPacks    []string `json:"loadedPacks"`
+		} `json:"wasm"`
+	} `json:"nodePackRuntimes"`
+}
+
+// A module reporting an ABI the host does not serve is refused at load,
+// named with both versions, and never listed as loaded; a memory bomb
+// that declares no maximum ends its run failed with cap.breached at the
+// host's cap, while the host, the same pack's other node and a process
+// pack go on serving, also at the same time.
+func TestWasmPacksThroughServe(t *testing.T) {
+	cfg := serveConfig(t, "", fmt.Sprintf(`
+pack "community.wophost.wasmbomb" {
+  path = %q
+  wasm { max_memory = "32MiB" }
+}
+pack "community.wophost.wasmabi" { path = %q }
+`, wasmPack(t, "wasmbomb"), wasmPack(t, "wasmabi")))
+	d := startServe(t, cfg)
+
+	var doc wasmRuntimes
+	disc := request(t, "GET", d.base+"/.well-known/openwop", "", nil)
+	if err := json.Unmarshal([]byte(disc.body), &doc); err != nil || doc.NodePackRuntimes == nil {
+		t.Fatalf("discovery: %v\n%s", err, disc.body)
+	}
+	w := doc.NodePackRuntimes.Wasm
+	if len(w.ABIVersions) != 1 || w.ABIVersions[0] != 1 || w.MaxMemoryBytes != 128<<20 ||
+		len(w.LoadedPacks) != 1 || w.LoadedPacks[0] != "community.wophost.wasmbomb" {
+		t.Fatalf("nodePackRuntimes.wasm = %+v", w)
+	}
+
+	var packs []struct {
+		Name, State, Error, Runtime string
+		Wasm                        *struct {
+			MaxMemoryBytes int64 `json:"maxMemoryBytes"`
+			Encoding       string
+		}
+	}
+	res := runHost(t, "", "--config", cfg, "--json", "packs")
+	if err := json.Unmarshal([]byte(res.stdout), &packs); err != nil {
+		t.Fatalf("host packs: %v\n%s%s", err, res.stdout, res.stderr)
+	}
+	for _, p := range packs {
+		switch p.Name {
+		case "community.wophost.wasmabi":
+			if p.State != "refused" || !strings.Contains(p.Error, "unsupported_abi_version") ||
+				!strings.Contains(p.Error, "reports ABI version 999; this host serves 1") || p.Runtime != "wasm" {
+				t.Errorf("wasmabi: %+v", p)
+			}
+		case "community.wophost.wasmbomb":
+			if p.State != "ready" || p.Wasm == nil || p.Wasm.MaxMemoryBytes != 32<<20 || p.Wasm.Encoding != "packed-i64" {
+				t.Errorf("wasmbomb: %+v", p)
+			}
+		}
+	}
+	if r := request(t, "POST", d.base+"/v1/nodes/wasmabi.run:execute", `{"input":{}}`, nil); r.status != 404 {
+		t.Errorf("a node of the refused pack: %d %s, want 404", r.status, r.body)
+	}
+
+	// The bomb and the pack's echo, and the probe's, at the same time.
+	var wg sync.WaitGroup
+	replies := make([]reply, 4)
+	for i, node := range []string{"wasmbomb.bomb", "wasmbomb.echo", "probe.echo", "wasmbomb.bomb"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			replies[i] = request(t, "POST", d.base+"/v1/nodes/"+node+":execute", `{"input":{"n":7}}`, nil)
+		}()
+	}
+	wg.Wait()
+	for _, i := range []int{0, 3} {
+		var out struct {
+			Status string `json:"status"`
+			Error  struct {
+				Code    string `json:"code"`
+				Details struct {
+					Kind     string `json:"kind"`
+					Limit    int64  `json:"limit"`
+					Observed int64  `json:"observed"`
+				} `json:"details"`
+			} `json:"error"`
+		}
+		r := replies[i]
+		if err := json.Unmarshal([]byte(r.body), &out); err != nil || r.status != 200 || out.Status != "failed" {
+			t.Fatalf("bomb: %d %s", r.status, r.body)
+		}
+		// 16 pages, then 1024 at a time: the grow to 1040 pages asks for
+		// 65 MiB, past the pack's 32 MiB.
+		if e := out.Error; e.Code != "cap.breached" || e.Details.Kind != "wasm-memory" || e.Details.Limit != 32<<20 || e.Details.Observed != 1040*65536 {
+			t.Errorf("bomb's error: %+v", e)
+		}
+	}
+	for _, i := range []int{1, 2} {
+		if r := replies[i]; r.status != 200 || !strings.Contains(r.body, `"status":"succeeded"`) || !strings.Contains(r.body, `"n":7`) {
+			t.Errorf("run %d beside the bomb: %d %s", i, r.status, r.body)
+		}
+	}
+	if r := request(t, "GET", d.base+"/readyz", "", nil); r.status != 200 {
+		t.Errorf("readyz after the bombs: %d %s", r.status, r.body)
+	}
+}
