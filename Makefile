@@ -42,6 +42,7 @@ build: ## Build the host, the plugins and the example packs.
 	@for d in $(EXAMPLE_PLUGIN_DIRS); do echo "$(GO) build -o $(BIN)/wophost-$${d#examples/plugins/} ./$$d"; $(GO) build -o $(BIN)/wophost-$${d#examples/plugins/} ./$$d || exit 1; done
 	@for d in $(PLUGIN_DIRS); do echo "$(GO) build -o $(BIN)/wophost-$${d#plugins/} ./$$d"; $(GO) build -o $(BIN)/wophost-$${d#plugins/} ./$$d || exit 1; done
 	$(GO) build -o examples/packs/kvdemo/bin/kvdemo ./examples/packs/kvdemo
+	GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build -buildmode=c-shared -trimpath -o examples/packs/wasmdemo/bin/wasmdemo.wasm ./examples/packs/wasmdemo
 	$(GO) build -o examples/packs/council/bin/council ./examples/packs/council
 	$(GO) build -o $(BIN)/mcp-conformance ./cmd/mcp-conformance
 	@for d in $(wildcard examples/mcpservers/*/main.go); do d=$${d%/main.go}; echo "$(GO) build -o $(BIN)/mcpserver-$${d#examples/mcpservers/} ./$$d"; $(GO) build -o $(BIN)/mcpserver-$${d#examples/mcpservers/} ./$$d || exit 1; done

@@ -125,13 +125,13 @@ func newPluginCommand(g *globals) *cobra.Command {
 
 func newPackCommand(g *globals) *cobra.Command {
 	var f newFlags
-	var node string
+	var node, runtime string
 	c := &cobra.Command{
 		Use:   "pack NAME",
 		Short: "write a Go node pack with one node, its pack.json and schemas, a test and a host.hcl that loads it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			p := scaffold.Pack{Name: args[0], Node: node, Module: f.module}
+			p := scaffold.Pack{Name: args[0], Node: node, Module: f.module, Runtime: runtime}
 			if err := p.Validate(); err != nil {
 				return newError(err)
 			}
@@ -148,6 +148,7 @@ func newPackCommand(g *globals) *cobra.Command {
 	}
 	f.register(c, "pack", "example.com/ and the name's last segment")
 	c.Flags().StringVar(&node, "node", "", "typeId of the pack's node (default: the name's last segment, lowercased, then .count)")
+	c.Flags().StringVar(&runtime, "runtime", scaffold.RuntimeGo, `how the pack runs: "go", a process of its own (sdk/pack), or "wasm", a WebAssembly module the host runs inside itself (sdk/wasmpack)`)
 	return c
 }
 
@@ -184,7 +185,7 @@ func (g *globals) reportNew(f newFlags, res *scaffold.Result, verb string) error
 	} else {
 		next = append(next, "go mod tidy")
 	}
-	next = append(next, "go test ./...", "go build -o "+res.Executable+" .")
+	next = append(next, "go test ./...", res.Build)
 	if verb == "call" {
 		// A plugin comes with its conformance file.
 		next = append(next, hostCommand()+" conformance --config conformance.hcl")

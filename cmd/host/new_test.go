@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,7 +13,9 @@ import (
 
 	"golang.org/x/mod/modfile"
 
+	"github.com/wophost/wophost/core/packmanifest"
 	"github.com/wophost/wophost/internal/scaffold"
+	"github.com/wophost/wophost/sdk/wop"
 )
 
 // checkoutSDK is the sdk directory of this checkout.
@@ -209,6 +212,120 @@ func TestNewPluginPureFlag(t *testing.T) {
 		}
 		if got := pureField.Match(main); got != c.pure {
 			t.Errorf("%q: main.go declares put pure: %v, want %v", c.args, got, c.pure)
+		}
+	}
+}
+
+// loadableBut loads the pack.json in dir as the host loads it, schemas
+// included, and fails t on any problem but the one a host that runs no
+// WebAssembly reports for runtime.language "wasm".
+func loadableBut(t *testing.T, dir string) {
+	t.Helper()
+	_, _, err := packmanifest.Load(dir)
+	if err == nil {
+		return
+	}
+	var we *wop.Error
+	var d struct{ Problems []packmanifest.Problem }
+	if !errors.As(err, &we) || json.Unmarshal(we.Details, &d) != nil || len(d.Problems) != 1 || d.Problems[0].Field != "/runtime/language" {
+		t.Fatalf("pack.json does not load: %v", err)
+	}
+}
+
+// host new pack --runtime wasm writes a WebAssembly pack: its pack.json
+// names the module as entry and loads, the build step it prints makes a
+// WebAssembly module of it against the checkout's SDK, and its test
+// passes natively.
+func TestNewPackWasm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module")
+	}
+	dir := filepath.Join(t.TempDir(), "wnotes")
+	var stdout, stderr bytes.Buffer
+	g := &globals{stdout: &stdout, stderr: &stderr}
+	if err := runNew(g, "pack", "community.acme.wnotes", "--runtime", "wasm", "--dir", dir, "--sdk", checkoutSDK(t)); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var m packmanifest.Manifest
+	if data, err := os.ReadFile(filepath.Join(dir, "pack.json")); err != nil || json.Unmarshal(data, &m) != nil {
+		t.Fatalf("pack.json: %v", err)
+	}
+	if m.Runtime.Language != "wasm" || m.Runtime.Entry != "bin/wnotes.wasm" || m.Runtime.Format != "wasm" {
+		t.Errorf("pack.json runtime %+v", m.Runtime)
+	}
+	loadableBut(t, dir)
+	var build string
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if s := strings.TrimSpace(line); strings.HasPrefix(s, "GOOS=wasip1 ") {
+			build = s
+		}
+	}
+	if build != "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o bin/wnotes.wasm ." {
+		t.Fatalf("the report's build step is %q:\n%s", build, stdout.String())
+	}
+	// The checkout's go.sum stands in for go mod tidy, as for the docs'
+	// Go blocks: the module needs nothing the SDK does not.
+	sum, err := os.ReadFile(filepath.Join(checkoutSDK(t), "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	words := strings.Fields(build)
+	goIn := func(env []string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0"), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s go %s: %v\n%s", env, strings.Join(args, " "), err, out)
+		}
+	}
+	goIn(words[:2], words[3:]...)
+	wasm, err := os.ReadFile(filepath.Join(dir, "bin", "wnotes.wasm"))
+	if err != nil || !bytes.HasPrefix(wasm, []byte("\x00asm\x01\x00\x00\x00")) {
+		t.Fatalf("bin/wnotes.wasm is no WebAssembly module (%v)", err)
+	}
+	goIn(nil, "test", "-count=1", "./...")
+}
+
+// --runtime go writes the process pack, as no --runtime does; a runtime
+// that is neither, even one sharing a prefix, is a usage error naming the
+// allowed values, and writes nothing.
+func TestNewPackRuntime(t *testing.T) {
+	for _, c := range []struct {
+		runtime, want string
+	}{{"go", "go build -o notes .\n"}, {"", "go build -o notes .\n"}, {"wasm", "go build -buildmode=c-shared -o bin/notes.wasm .\n"}} {
+		dir := filepath.Join(t.TempDir(), "notes")
+		var stdout, stderr bytes.Buffer
+		args := []string{"pack", "community.acme.notes", "--dir", dir, "--sdk", checkoutSDK(t)}
+		if c.runtime != "" {
+			args = append(args, "--runtime", c.runtime)
+		}
+		if err := runNew(&globals{stdout: &stdout, stderr: &stderr}, args...); err != nil {
+			t.Fatalf("--runtime %q: %v", c.runtime, err)
+		}
+		main, err := os.ReadFile(filepath.Join(dir, "main.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wasm := c.runtime == "wasm"
+		if !strings.Contains(stdout.String(), c.want) ||
+			strings.Contains(string(main), "sdk/wasmpack") != wasm || strings.Contains(string(main), "sdk/pack\"") == wasm {
+			t.Errorf("--runtime %q: main.go uses wasmpack: %v; report:\n%s", c.runtime, strings.Contains(string(main), "sdk/wasmpack"), stdout.String())
+		}
+	}
+	for _, rt := range []string{"wasmx", "wasi", "Go"} {
+		dir := filepath.Join(t.TempDir(), "notes")
+		var stdout, stderr bytes.Buffer
+		err := runNew(&globals{stdout: &stdout, stderr: &stderr}, "pack", "community.acme.notes", "--dir", dir, "--sdk", checkoutSDK(t), "--runtime", rt)
+		var f *failure
+		if err == nil || errors.As(err, &f) || !strings.Contains(err.Error(), `runtime "`+rt+`": a pack's runtime is "go" or "wasm"`) {
+			t.Errorf("--runtime %s: %v; want a usage error naming go and wasm", rt, err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("--runtime %s: the directory was made (%v)", rt, err)
 		}
 	}
 }

@@ -101,6 +101,10 @@ type Pack struct {
 	// Module is the Go module path; empty means "example.com/" and the
 	// name's last segment.
 	Module string
+	// Runtime is how the pack runs: RuntimeGo (the default when empty), a
+	// process of its own on sdk/pack, or RuntimeWasm, a WebAssembly
+	// module on sdk/wasmpack that the host runs inside itself.
+	Runtime string
 	// SDKVersion and SDKDir are as for Plugin.
 	SDKVersion string
 	SDKDir     string
@@ -121,6 +125,8 @@ type Result struct {
 	// Executable is the file `go build -o` should write, relative to
 	// Dir: the plugin host.hcl runs, or the pack's runtime.entry.
 	Executable string
+	// Build is the command, run in Dir, that builds Executable.
+	Build string
 	// Target is what the host runs of it: FAMILY.METHOD for `host call`
 	// (a plugin), the node's typeId for `host run` (a pack).
 	Target string
@@ -140,14 +146,23 @@ var (
 // name and a Go identifier.
 const maxNameLen = 64
 
+// Runtimes of a pack.
+const (
+	RuntimeGo   = "go"
+	RuntimeWasm = "wasm"
+)
+
 // data is what the templates see.
 type data struct {
 	Name, Family, Org, Method, MethodGo string
 	Pure                                bool
-	Node, Entry                         string
+	Node, Entry, Build                  string
 	Module, GoVersion, SDKVersion       string
 	SDKDir                              string
 }
+
+// goBuild is the command that builds a process's executable entry.
+func goBuild(entry string) string { return "go build -o " + entry + " ." }
 
 // Validate returns the error WritePlugin would return for p's name,
 // family, method or module path, before any SDK is looked for.
@@ -162,7 +177,7 @@ func (p Plugin) check() (*data, error) {
 	if !pluginNamePattern.MatchString(p.Name) || len(p.Name) > maxNameLen {
 		return nil, invalidf("plugin name %q: lowercase letters, digits and dashes, starting with a letter, at most %d characters", p.Name, maxNameLen)
 	}
-	d := &data{Name: p.Name, Family: p.Family, Method: p.Method, Pure: p.Pure, Module: p.Module, Entry: p.Name}
+	d := &data{Name: p.Name, Family: p.Family, Method: p.Method, Pure: p.Pure, Module: p.Module, Entry: p.Name, Build: goBuild(p.Name)}
 	if d.Family == "" {
 		d.Family = "example." + p.Name
 	}
@@ -203,7 +218,15 @@ func (p Pack) check() (*data, error) {
 		return nil, invalidf("pack %s", err)
 	}
 	last := p.Name[strings.LastIndexByte(p.Name, '.')+1:]
-	d := &data{Name: p.Name, Node: p.Node, Module: p.Module, Entry: last}
+	d := &data{Name: p.Name, Node: p.Node, Module: p.Module, Entry: last, Build: goBuild(last)}
+	switch p.Runtime {
+	case "", RuntimeGo:
+	case RuntimeWasm:
+		d.Entry = "bin/" + last + ".wasm"
+		d.Build = WasmBuild(d.Entry)
+	default:
+		return nil, invalidf("runtime %q: a pack's runtime is %q or %q", p.Runtime, RuntimeGo, RuntimeWasm)
+	}
 	if d.Node == "" {
 		d.Node = strings.ToLower(last) + ".count"
 	}
@@ -233,7 +256,7 @@ func WritePlugin(dir string, p Plugin) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := write(dir, "plugin", d, p.SDKDir, p.SDKVersion)
+	res, err := write(dir, []string{"plugin"}, d, p.SDKDir, p.SDKVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -241,16 +264,29 @@ func WritePlugin(dir string, p Plugin) (*Result, error) {
 	return res, nil
 }
 
+// WasmBuild is the command that builds a WebAssembly pack's module into
+// entry: a wasip1 reactor, whose exports the host calls.
+func WasmBuild(entry string) string {
+	return "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o " + entry + " ."
+}
+
 // WritePack writes the pack p into dir, which must not exist or be empty:
-// go.mod, main.go (pack.Serve of one node with a typed input and output),
-// pack.json, the node's schemas under schemas/, pack_test.go, host.hcl
-// that loads it, README.md and .gitignore.
+// go.mod, main.go (one node with a typed input and output, served by
+// pack.Serve, or by wasmpack.Serve for RuntimeWasm), pack.json, the node's
+// schemas under schemas/, pack_test.go, host.hcl that loads it, README.md
+// and .gitignore.
 func WritePack(dir string, p Pack) (*Result, error) {
 	d, err := p.check()
 	if err != nil {
 		return nil, err
 	}
-	res, err := write(dir, "pack", d, p.SDKDir, p.SDKVersion)
+	kinds := []string{"pack"}
+	if p.Runtime == RuntimeWasm {
+		// The WebAssembly files take the place of the process pack's of
+		// the same name; go.mod, the schemas and host.hcl are shared.
+		kinds = append(kinds, "pack-wasm")
+	}
+	res, err := write(dir, kinds, d, p.SDKDir, p.SDKVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -258,10 +294,11 @@ func WritePack(dir string, p Pack) (*Result, error) {
 	return res, nil
 }
 
-// write renders the templates under templates/kind with d, for the SDK
-// at sdkVersion or else in sdkDir (whose go directive it reads), and
-// writes them into dir.
-func write(dir, kind string, d *data, sdkDir, sdkVersion string) (*Result, error) {
+// write renders the templates under templates/KIND for each of kinds
+// with d, a later kind's file replacing an earlier one's of the same
+// name, for the SDK at sdkVersion or else in sdkDir (whose go directive it
+// reads), and writes them into dir.
+func write(dir string, kinds []string, d *data, sdkDir, sdkVersion string) (*Result, error) {
 	switch {
 	case sdkVersion != "" && sdkDir != "":
 		return nil, invalidf("an SDK version (%s) and an SDK directory (%s) both given: go.mod requires a version of the SDK or replaces it with a checkout's", sdkVersion, sdkDir)
@@ -282,9 +319,11 @@ func write(dir, kind string, d *data, sdkDir, sdkVersion string) (*Result, error
 		}
 		d.SDKDir, d.SDKVersion = sdk, SDKVersion
 	}
-	files, err := render(kind, d)
-	if err != nil {
-		return nil, err
+	files := map[string][]byte{}
+	for _, kind := range kinds {
+		if err := render(kind, d, files); err != nil {
+			return nil, err
+		}
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -293,7 +332,7 @@ func write(dir, kind string, d *data, sdkDir, sdkVersion string) (*Result, error
 	if err := emptyDir(abs); err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: abs, Module: d.Module, SDKVersion: d.SDKVersion, SDKDir: d.SDKDir, Executable: d.Entry}
+	res := &Result{Dir: abs, Module: d.Module, SDKVersion: d.SDKVersion, SDKDir: d.SDKDir, Executable: d.Entry, Build: d.Build}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		target := filepath.Join(abs, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
@@ -317,14 +356,13 @@ func write(dir, kind string, d *data, sdkDir, sdkVersion string) (*Result, error
 }
 
 // render executes every template of kind (actions between [[ and ]],
-// since Go's composite literals are full of braces), returning each file's bytes by
-// its path in the module. A template "X.tmpl" writes X, and "gitignore.tmpl"
-// writes .gitignore (a dot file would not be embedded). Go files are
-// gofmt'ed.
-func render(kind string, d *data) (map[string][]byte, error) {
+// since Go's composite literals are full of braces), putting each file's
+// bytes into files by its path in the module. A template "X.tmpl" writes
+// X, and "gitignore.tmpl" writes .gitignore (a dot file would not be
+// embedded). Go files are gofmt'ed.
+func render(kind string, d *data, files map[string][]byte) error {
 	root := path.Join("templates", kind)
-	files := map[string][]byte{}
-	err := fs.WalkDir(templates, root, func(p string, e fs.DirEntry, err error) error {
+	return fs.WalkDir(templates, root, func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err
 		}
@@ -353,10 +391,6 @@ func render(kind string, d *data) (map[string][]byte, error) {
 		files[name] = out
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return files, nil
 }
 
 // emptyDir makes sure dir is an empty directory, creating it if need be.

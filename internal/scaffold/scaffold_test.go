@@ -134,6 +134,45 @@ func TestWritePack(t *testing.T) {
 	}
 }
 
+// A WebAssembly pack has the process pack's files, its own main.go,
+// pack.json, test, README and .gitignore: the module serves through
+// wasmpack, names bin/NAME.wasm as its entry, and ignores bin/.
+func TestWritePackWasm(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "notes")
+	res, err := WritePack(dir, Pack{Name: "community.acme.notes", Runtime: RuntimeWasm, SDKDir: sdkDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".gitignore", "README.md", "go.mod", "host.hcl", "main.go", "pack.json", "pack_test.go",
+		"schemas/count.input.json", "schemas/count.output.json"}
+	if !slices.Equal(res.Files, want) {
+		t.Errorf("files %q; want %q", res.Files, want)
+	}
+	build := "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o bin/notes.wasm ."
+	if res.Executable != "bin/notes.wasm" || res.Build != build || res.Target != "notes.count" {
+		t.Errorf("result %+v", res)
+	}
+	checkGoMod(t, dir, "example.com/notes")
+	checkGoFiles(t, dir, res.Files)
+	for file, wants := range map[string][]string{
+		"main.go":    {`"github.com/wophost/wophost/sdk/wasmpack"`, "func init() {", "//\t" + build},
+		"pack.json":  {`"runtime": {"language": "wasm", "entry": "bin/notes.wasm", "format": "wasm"}`},
+		".gitignore": {"/bin/\n"},
+		"host.hcl":   {"Build the pack first: " + build},
+		"README.md":  {build},
+	} {
+		got := read(t, dir, file)
+		for _, w := range wants {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s lacks %q:\n%s", file, w, got)
+			}
+		}
+	}
+	if got := read(t, dir, "main.go"); strings.Contains(got, "sdk/pack\"") {
+		t.Errorf("main.go imports sdk/pack")
+	}
+}
+
 // A module written for a version of the SDK requires that version with
 // no replace directive, at the SDK's Go version, and its README says where
 // the SDK comes from; a plugin's and a pack's alike.
@@ -276,6 +315,10 @@ func TestInvalid(t *testing.T) {
 			_, err := WritePack(d, Pack{Name: "community.acme.notes", Node: "count", SDKDir: sdk})
 			return err
 		}, `node typeId "count"`},
+		{"pack runtime that shares a prefix", func(d string) error {
+			_, err := WritePack(d, Pack{Name: "community.acme.notes", Runtime: "wasmx", SDKDir: sdk})
+			return err
+		}, `runtime "wasmx": a pack's runtime is "go" or "wasm"`},
 		{"no SDK", func(d string) error { _, err := WritePlugin(d, Plugin{Name: "greet"}); return err }, "no SDK directory"},
 		{"SDK version and directory", func(d string) error {
 			_, err := WritePlugin(d, Plugin{Name: "greet", SDKVersion: "v0.2.0", SDKDir: sdk})

@@ -1,3 +1,8 @@
+//go:build !wasip1
+
+// Left out of wasip1 builds: these are the host's and plugins' checks,
+// and a WebAssembly pack's family client depends on sdk/wop alone.
+
 package aienvelope
 
 import (

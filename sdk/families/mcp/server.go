@@ -1,3 +1,8 @@
+//go:build !wasip1
+
+// Left out of wasip1 builds: this needs the plugin SDK (go-plugin, gRPC),
+// which a WebAssembly pack built on the family clients never links.
+
 package mcp
 
 import (
