@@ -80,6 +80,8 @@ define demo
 	@$(BIN)/host --config $(1) agents
 	@echo '$$ host run council.decide --input examples/inputs/council-proposal.json   # two agents vote (local provider)'
 	@$(BIN)/host --config $(1) run council.decide --input examples/inputs/council-proposal.json
+	@echo '$$ host run wasmdemo.fortune --input examples/inputs/fortune.json   # a WebAssembly node: clock and randomness from the host, then aiEnvelope'
+	@$(BIN)/host --config $(1) run wasmdemo.fortune --input examples/inputs/fortune.json
 endef
 
 run: build ## Run the demo against host.hcl.example, offline.

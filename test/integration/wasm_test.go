@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/test/testbin"
 )
 
@@ -129,5 +130,74 @@ pack "community.wophost.wasmabi" { path = %q }
 	}
 	if r := request(t, "GET", d.base+"/readyz", "", nil); r.status != 200 {
 		t.Errorf("readyz after the bombs: %d %s", r.status, r.body)
+	}
+}
+
+// A recorded run of the example WebAssembly node, which reads the host's
+// clock and random bytes and asks aiEnvelope for a fortune, replays to
+// the same output with no request reaching the provider: every answer the
+// module had comes from the run's log. Another run draws other bytes.
+func TestWasmReplayIsExact(t *testing.T) {
+	pack, err := bin.cache.Pack("examples/packs/wasmdemo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider := newCountingProvider(t, false)
+	state := filepath.Join(t.TempDir(), "state")
+	cfg := writeConfig(t, fmt.Sprintf(`
+host {
+  state_dir = %q
+}
+capability "ai" {
+  plugin = %q
+  config {
+    default_provider = "chat"
+    provider "chat" {
+      type     = "openai"
+      base_url = "%s/v1"
+      model    = "fixture-model"
+    }
+  }
+}
+pack "community.wophost.wasmdemo" { path = %q }
+`, state, binary(t, "./plugins/aienvelope"), provider.URL, pack))
+
+	in := input("fortune.json")
+	orig := runJSON(t, cfg, "wasmdemo.fortune", "--input", in)
+	if orig.code != 0 || provider.requests.Load() != 1 {
+		t.Fatalf("record: exit %d, %d provider requests\n%s%s", orig.code, provider.requests.Load(), orig.stdout, orig.stderr)
+	}
+	rec := readRecord(t, state, orig.line.RunID)
+	var methods []string
+	for _, c := range rec.Invocations.Calls {
+		methods = append(methods, c.Family+"."+c.Method)
+	}
+	if got := strings.Join(methods, " "); got != "openwop.now_ms openwop.random aiEnvelope.generate" || rec.NodeID == "" {
+		t.Fatalf("the run's log holds %q, node id %q", got, rec.NodeID)
+	}
+
+	rep := runJSON(t, cfg, "--replay", orig.line.RunID)
+	if rep.code != 0 || rep.stdout != orig.stdout {
+		t.Fatalf("replay: exit %d\n%s\nthe original printed\n%s\n%s", rep.code, rep.stdout, orig.stdout, rep.stderr)
+	}
+	if n := provider.requests.Load(); n != 1 {
+		t.Errorf("the replay reached the provider: %d requests in all", n)
+	}
+	if s := rep.line.Replay; s == nil || s.Served != 3 || s.Diverged != 0 || s.Live != 0 || s.Branch {
+		t.Fatalf("replay summary %+v; want 3 served, nothing live or diverged", s)
+	}
+	for _, c := range readRecord(t, state, rep.line.RunID).Invocations.Calls {
+		if c.Source != dispatch.SourceLog {
+			t.Errorf("replayed %s.%s came from %q, not the log", c.Family, c.Method, c.Source)
+		}
+	}
+
+	other := runJSON(t, cfg, "wasmdemo.fortune", "--input", in)
+	if other.code != 0 {
+		t.Fatalf("second run: exit %d\n%s", other.code, other.stderr)
+	}
+	a, b := rec.Invocations.Calls[1].Result, readRecord(t, state, other.line.RunID).Invocations.Calls[1].Result
+	if string(a) == string(b) {
+		t.Errorf("two runs drew the same random bytes %s: the seed does not follow the run", a)
 	}
 }

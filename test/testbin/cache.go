@@ -1,6 +1,8 @@
 package testbin
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,30 +34,66 @@ func NewCache(dir string) *Cache {
 // Binary builds pkg (a path relative to the repository root, such as
 // "./plugins/mcp") on first use and returns the binary's path.
 func (c *Cache) Binary(pkg string) (string, error) {
+	return c.build(pkg, func(out string) error { return Build(map[string]string{out: pkg}) })
+}
+
+// build runs make, once per key, to write the file the key names under
+// the cache, and returns its path.
+func (c *Cache) build(key string, make func(out string) error) (string, error) {
 	c.mu.Lock()
-	e, ok := c.built[pkg]
+	e, ok := c.built[key]
 	if !ok {
 		e = &cacheEntry{}
-		c.built[pkg] = e
+		c.built[key] = e
 	}
 	c.mu.Unlock()
 	e.once.Do(func() {
-		name := strings.ReplaceAll(strings.Trim(filepath.ToSlash(filepath.Clean(pkg)), "./"), "/", "_")
+		name := strings.NewReplacer("/", "_", ":", "_").Replace(strings.Trim(filepath.ToSlash(filepath.Clean(key)), "./"))
 		e.path = filepath.Join(c.dir, "cache", name)
 		if e.err = os.MkdirAll(filepath.Dir(e.path), 0o755); e.err != nil {
 			return
 		}
-		e.err = Build(map[string]string{e.path: pkg})
+		e.err = make(e.path)
 	})
 	return e.path, e.err
+}
+
+// isWasmPack reports whether the pack at srcRel is a WebAssembly pack.
+func isWasmPack(srcRel string) (bool, error) {
+	data, err := os.ReadFile(filepath.Join(SourceDir(srcRel), "pack.json"))
+	if err != nil {
+		return false, err
+	}
+	var m struct {
+		Runtime struct {
+			Language string `json:"language"`
+		} `json:"runtime"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return false, fmt.Errorf("%s/pack.json: %w", srcRel, err)
+	}
+	return m.Runtime.Language == "wasm", nil
 }
 
 // Pack builds the pack at srcRel (relative to the repository, such as
 // "examples/packs/kvdemo") on first use, lays it out in a directory of its
 // own under the cache and returns that directory. Callers must not write
 // into it; lay out a private copy with LayOutPack for that.
+//
+// A WebAssembly pack (runtime.language "wasm") is built as a module for
+// wasip1, as `make build` builds it.
 func (c *Cache) Pack(srcRel string) (string, error) {
-	binary, err := c.Binary("./" + strings.TrimPrefix(srcRel, "./"))
+	pkg := "./" + strings.TrimPrefix(srcRel, "./")
+	wasm, err := isWasmPack(srcRel)
+	if err != nil {
+		return "", err
+	}
+	var binary string
+	if wasm {
+		binary, err = c.build("wasm:"+pkg, func(out string) error { return BuildWasm(out, pkg) })
+	} else {
+		binary, err = c.Binary(pkg)
+	}
 	if err != nil {
 		return "", err
 	}

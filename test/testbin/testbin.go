@@ -51,6 +51,18 @@ func BuildWithFlags(out, pkg string, flags ...string) error {
 	return nil
 }
 
+// BuildWasm builds pkg into out as a WebAssembly pack's module, as `make
+// build` does: a wasip1 reactor.
+func BuildWasm(out, pkg string) error {
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", out, pkg)
+	cmd.Dir = SourceDir("")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s for wasip1: %v\n%s", pkg, err, msg)
+	}
+	return nil
+}
+
 // LayOutPack makes dst a pack directory: the pack.json of the source pack
 // at srcRel (relative to the repository), the schema files its nodes
 // reference with every file beside them in their directories (where the
