@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -199,5 +201,70 @@ pack "community.wophost.wasmdemo" { path = %q }
 	a, b := rec.Invocations.Calls[1].Result, readRecord(t, state, other.line.RunID).Invocations.Calls[1].Result
 	if string(a) == string(b) {
 		t.Errorf("two runs drew the same random bytes %s: the seed does not follow the run", a)
+	}
+}
+
+// A signature covers a WebAssembly pack's module as it covers a binary:
+// the signed pack loads and runs under require_signature, and one byte of
+// the module changed refuses it at load and in `host packs verify`, naming the module.
+func TestWasmPackSignatureCoversTheModule(t *testing.T) {
+	key, pub := signingKey(t, "wasm-2026")
+	for _, tamper := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tampered=%v", tamper), func(t *testing.T) {
+			dir := wasmPack(t, "wasmbomb")
+			signPack(t, key, dir)
+			module := filepath.Join(dir, "bin", "wasmbomb.wasm")
+			if tamper {
+				data, err := os.ReadFile(module)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// A letter of the echo's answer: the module stays valid.
+				i := bytes.Index(data, []byte("completed"))
+				if i < 0 {
+					t.Fatalf("%s holds no \"completed\"", module)
+				}
+				data[i] = 'C'
+				if err := os.WriteFile(module, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := writeConfigAsIs(t, fmt.Sprintf(`
+host {
+  require_signature = true
+}
+trusted_key "wasm-2026" {
+  public_key = %q
+  namespaces = ["community.wophost.*"]
+}
+pack "community.wophost.wasmbomb" { path = %q }
+`, pub, dir))
+			res := runHost(t, "", "--config", cfg, "--json", "packs")
+			var packs []struct{ Name, State, Error, SignedBy string }
+			if err := json.Unmarshal([]byte(res.stdout), &packs); err != nil || len(packs) != 1 {
+				t.Fatalf("host packs: %v\n%s%s", err, res.stdout, res.stderr)
+			}
+			p := packs[0]
+			ver := runHost(t, "", "--config", cfg, "--json", "packs", "verify", dir)
+			var answers []verifyAnswer
+			if err := json.Unmarshal([]byte(ver.stdout), &answers); err != nil || len(answers) != 1 {
+				t.Fatalf("packs verify: %v\n%s%s", err, ver.stdout, ver.stderr)
+			}
+			if !tamper {
+				if p.State != "ready" || p.SignedBy != "wasm-2026" || !answers[0].Verified {
+					t.Fatalf("signed pack: %+v, verify %+v", p, answers[0])
+				}
+				if r := runHost(t, `{"k":1}`, "--config", cfg, "run", "wasmbomb.echo", "--input", "-"); r.code != 0 {
+					t.Errorf("run wasmbomb.echo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+				}
+				return
+			}
+			if p.State != "refused" || !strings.HasPrefix(p.Error, "pack_signature_invalid: ") || !strings.Contains(p.Error, "wasmbomb.wasm is not the one signed") {
+				t.Errorf("tampered module: %+v", p)
+			}
+			if a := answers[0]; ver.code != 1 || a.Verified || a.Error == nil || a.Error.Details.Reason != "entry_digest_mismatch" {
+				t.Errorf("packs verify of the tampered module: exit %d, %+v %+v", ver.code, a, a.Error)
+			}
+		})
 	}
 }
