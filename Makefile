@@ -303,9 +303,9 @@ proto-check: proto ## Fail when the committed generated code is stale.
 	@git diff --exit-code -- sdk/proto || (echo 'generated code in sdk/proto is stale: run make proto and commit' >&2; exit 1)
 	@test -z "$$(git status --porcelain -- sdk/proto)" || (echo 'untracked generated files in sdk/proto: run make proto and commit' >&2; git status --porcelain -- sdk/proto >&2; exit 1)
 
-wasm-fixtures: ## Compile each WAT fixture of core/wasm/testdata into the .wasm beside it (wat2wasm, Debian's wabt).
+wasm-fixtures: ## Compile each WebAssembly text module of the repository (.wat) into the .wasm beside it (wat2wasm, Debian's wabt).
 	@command -v wat2wasm >/dev/null || (echo 'wasm-fixtures needs wat2wasm (Debian: apt-get install wabt)' >&2; exit 1)
-	@for f in core/wasm/testdata/*.wat; do wat2wasm "$$f" -o "$${f%.wat}.wasm" || exit 1; done
+	@for f in $$(find . -name '*.wat' -not -path './.git/*' -not -path '*/node_modules/*'); do echo "wat2wasm $$f"; wat2wasm "$$f" -o "$${f%.wat}.wasm" || exit 1; done
 
 lint: ## gofmt and go vet on both modules.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo 'gofmt needed:' >&2; gofmt -l $$(git ls-files '*.go') >&2; exit 1)

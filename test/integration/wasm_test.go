@@ -20,7 +20,7 @@ func wasmPack(t *testing.T, name string) string {
 	t.Helper()
 	src := "test/packs/" + name
 	dir := filepath.Join(t.TempDir(), name)
-	if err := testbin.LayOutPack(src, testbin.SourceDir(src+"/bin/"+name+".wasm"), dir); err != nil {
+	if err := testbin.LayOutPack(src, testbin.SourceDir(src+"/"+name+".wasm"), dir); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -213,7 +213,7 @@ func TestWasmPackSignatureCoversTheModule(t *testing.T) {
 		t.Run(fmt.Sprintf("tampered=%v", tamper), func(t *testing.T) {
 			dir := wasmPack(t, "wasmbomb")
 			signPack(t, key, dir)
-			module := filepath.Join(dir, "bin", "wasmbomb.wasm")
+			module := filepath.Join(dir, "wasmbomb.wasm")
 			if tamper {
 				data, err := os.ReadFile(module)
 				if err != nil {
