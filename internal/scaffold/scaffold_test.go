@@ -95,6 +95,10 @@ func TestWritePluginPure(t *testing.T) {
 // pureField matches a Family's Pure field in a generated main.go.
 var pureField = regexp.MustCompile(`(?m)^\s*Pure:\s`)
 
+// packFiles are the files a pack is written as, whatever its runtime.
+var packFiles = []string{".gitignore", "README.md", "go.mod", "host.hcl", "main.go", "pack.json", "pack_test.go",
+	"schemas/count.input.json", "schemas/count.output.json"}
+
 // A pack is written as the listed files; its pack.json loads as the host
 // loads it, schemas included, with the entry and node the result names.
 func TestWritePack(t *testing.T) {
@@ -103,10 +107,8 @@ func TestWritePack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{".gitignore", "README.md", "go.mod", "host.hcl", "main.go", "pack.json", "pack_test.go",
-		"schemas/count.input.json", "schemas/count.output.json"}
-	if !slices.Equal(res.Files, want) {
-		t.Errorf("files %q; want %q", res.Files, want)
+	if !slices.Equal(res.Files, packFiles) {
+		t.Errorf("files %q; want %q", res.Files, packFiles)
 	}
 	// The node's default typeId lowercases the name's last segment, which
 	// a typeId's first segment must be.
@@ -143,10 +145,8 @@ func TestWritePackWasm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{".gitignore", "README.md", "go.mod", "host.hcl", "main.go", "pack.json", "pack_test.go",
-		"schemas/count.input.json", "schemas/count.output.json"}
-	if !slices.Equal(res.Files, want) {
-		t.Errorf("files %q; want %q", res.Files, want)
+	if !slices.Equal(res.Files, packFiles) {
+		t.Errorf("files %q; want %q", res.Files, packFiles)
 	}
 	build := "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o bin/notes.wasm ."
 	if res.Executable != "bin/notes.wasm" || res.Build != build || res.Target != "notes.count" {

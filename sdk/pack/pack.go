@@ -14,8 +14,8 @@ import (
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/internal/nodepack"
 	"github.com/wophost/wophost/sdk/internal/wire"
-	"github.com/wophost/wophost/sdk/strictjson"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -42,13 +42,7 @@ type Node func(ctx *Ctx, input json.RawMessage) (any, error)
 // TypedNode adapts a function over a typed input to a Node. Unknown fields
 // are refused with a validation_error naming them.
 func TypedNode[In, Out any](fn func(ctx *Ctx, in *In) (Out, error)) Node {
-	return func(ctx *Ctx, input json.RawMessage) (any, error) {
-		in := new(In)
-		if err := strictjson.Decode(input, in, "input"); err != nil {
-			return nil, err
-		}
-		return fn(ctx, in)
-	}
+	return nodepack.Typed(fn)
 }
 
 // Ctx is what a running node sees: a context.Context that ends with the
@@ -129,17 +123,7 @@ func newCtx(ctx context.Context, host wop.Caller, call wop.CallContext, advertis
 		host:       host,
 		advertised: advertised,
 	}
-	if f, ok := advertised[aienvelope.Family]; ok {
-		c.AIEnvelope = aienvelope.NewClient(host, f)
-	}
-	if f, ok := advertised[promptlibrary.Family]; ok {
-		c.PromptLibrary = promptlibrary.NewClient(host, f)
-	}
-	if f, ok := advertised[agentruntime.Family]; ok {
-		c.AgentRuntime = agentruntime.NewClient(host, f)
-	}
-	if f, ok := advertised[mcp.Family]; ok {
-		c.MCP = mcp.NewClient(host, f)
-	}
+	cl := nodepack.NewClients(host, advertised)
+	c.AIEnvelope, c.PromptLibrary, c.AgentRuntime, c.MCP = cl.AIEnvelope, cl.PromptLibrary, cl.AgentRuntime, cl.MCP
 	return c
 }

@@ -1,7 +1,6 @@
 package pack
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -9,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/wophost/wophost/sdk/internal/direct"
+	"github.com/wophost/wophost/sdk/internal/nodepack"
 	"github.com/wophost/wophost/sdk/internal/procutil"
 	"github.com/wophost/wophost/sdk/internal/wire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
@@ -53,17 +53,9 @@ const tracerName = "github.com/wophost/wophost/sdk/pack"
 // validate checks that the embedded manifest names every node the binary
 // serves, so a mismatch fails at build-and-run time rather than at dispatch.
 func (p *Pack) validate() (string, error) {
-	var m struct {
-		Name  string `json:"name"`
-		Nodes []struct {
-			TypeID string `json:"typeId"`
-		} `json:"nodes"`
-	}
-	if err := json.Unmarshal(p.Manifest, &m); err != nil {
-		return "", fmt.Errorf("manifest is not valid JSON: %w", err)
-	}
-	if m.Name == "" {
-		return "", fmt.Errorf("manifest has no name")
+	m, err := nodepack.ReadManifest(p.Manifest)
+	if err != nil {
+		return "", err
 	}
 	declared := map[string]bool{}
 	for _, n := range m.Nodes {

@@ -135,7 +135,12 @@ func (wasmHost) channelRead(name string) ([]byte, bool) {
 }
 
 func (wasmHost) channelWrite(name string, value []byte) int32 {
-	st := importChannelWrite(strAddr(name), uint32(len(name)), addrOf(value), uint32(len(value)))
+	return write(importChannelWrite, name, value)
+}
+
+// write calls imp, a write import, with name and value.
+func write(imp func(namePtr, nameLen, valPtr, valLen uint32) int32, name string, value []byte) int32 {
+	st := imp(strAddr(name), uint32(len(name)), addrOf(value), uint32(len(value)))
 	runtime.KeepAlive(name)
 	runtime.KeepAlive(value)
 	return st
@@ -148,10 +153,7 @@ func (wasmHost) variableGet(key string) ([]byte, bool) {
 }
 
 func (wasmHost) variableSet(key string, value []byte) int32 {
-	st := importVariableSet(strAddr(key), uint32(len(key)), addrOf(value), uint32(len(value)))
-	runtime.KeepAlive(key)
-	runtime.KeepAlive(value)
-	return st
+	return write(importVariableSet, key, value)
 }
 
 func (wasmHost) interrupt(payload []byte) ([]byte, bool) {

@@ -12,6 +12,7 @@ import (
 	"github.com/wophost/wophost/sdk/families/aienvelope"
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/families/promptlibrary"
+	"github.com/wophost/wophost/sdk/internal/nodepack"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -61,19 +62,8 @@ func newCtx(ctx context.Context, host imports, run Run, ad map[string]map[string
 		host:       host,
 		advertised: ad,
 	}
-	caller := hostCaller{host: host}
-	if f, ok := ad[aienvelope.Family]; ok {
-		c.AIEnvelope = aienvelope.NewClient(caller, f)
-	}
-	if f, ok := ad[promptlibrary.Family]; ok {
-		c.PromptLibrary = promptlibrary.NewClient(caller, f)
-	}
-	if f, ok := ad[agentruntime.Family]; ok {
-		c.AgentRuntime = agentruntime.NewClient(caller, f)
-	}
-	if f, ok := ad[mcp.Family]; ok {
-		c.MCP = mcp.NewClient(caller, f)
-	}
+	cl := nodepack.NewClients(hostCaller{host: host}, ad)
+	c.AIEnvelope, c.PromptLibrary, c.AgentRuntime, c.MCP = cl.AIEnvelope, cl.PromptLibrary, cl.AgentRuntime, cl.MCP
 	return c
 }
 

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/wophost/wophost/sdk/strictjson"
+	"github.com/wophost/wophost/sdk/internal/nodepack"
 )
 
 // ABIVersion is the version of OpenWOP's WebAssembly ABI this package
@@ -31,13 +31,7 @@ type Node func(ctx *Ctx, input json.RawMessage) (any, error)
 // read strictly: an unknown field, a duplicate one or invalid UTF-8 is a
 // validation_error naming it.
 func TypedNode[In, Out any](fn func(ctx *Ctx, in *In) (Out, error)) Node {
-	return func(ctx *Ctx, input json.RawMessage) (any, error) {
-		in := new(In)
-		if err := strictjson.Decode(input, in, "input"); err != nil {
-			return nil, err
-		}
-		return fn(ctx, in)
-	}
+	return nodepack.Typed(fn)
 }
 
 // server is a checked Pack: its name and its nodes in the manifest's order,
@@ -54,17 +48,9 @@ func newServer(p *Pack) (*server, error) {
 	if p == nil {
 		return nil, fmt.Errorf("no pack")
 	}
-	var m struct {
-		Name  string `json:"name"`
-		Nodes []struct {
-			TypeID string `json:"typeId"`
-		} `json:"nodes"`
-	}
-	if err := json.Unmarshal(p.Manifest, &m); err != nil {
-		return nil, fmt.Errorf("manifest is not a pack.json: %w", err)
-	}
-	if m.Name == "" {
-		return nil, fmt.Errorf("manifest has no name")
+	m, err := nodepack.ReadManifest(p.Manifest)
+	if err != nil {
+		return nil, err
 	}
 	s := &server{name: m.Name}
 	seen := make(map[string]bool, len(m.Nodes))

@@ -130,7 +130,7 @@ func TestNewServer(t *testing.T) {
 		want     string
 	}{
 		{`{"nodes":[]}`, nil, "manifest has no name"},
-		{`{"name":`, nil, "manifest is not a pack.json"},
+		{`{"name":`, nil, "manifest is not valid JSON"},
 		{manifest, map[string]Node{"test.echo": echo}, `manifest node "test.fail" has no handler`},
 		{manifest, map[string]Node{"test.echo": echo, "test.fail": nil}, `manifest node "test.fail" has no handler`},
 		{manifest, map[string]Node{"test.echo": echo, "test.fail": echo, "test.fai": echo}, `Pack.Nodes has "test.fai"`},
