@@ -240,11 +240,17 @@ func lookupFunc(what string, get func(Imports, context.Context, string) ([]byte,
 	}
 }
 
-// storeFunc is a write of a channel or a variable, answered with a status.
+// storeFunc is a write of a channel or a variable, answered with a status:
+// a value that is not JSON is validation_error (10), which the module
+// can handle, and nothing is written.
 func storeFunc(what, valueWhat string, set func(Imports, context.Context, string, []byte) (Status, error)) hostFunc {
 	return func(h *hostCall, stack []uint64, _ bool) {
 		name := h.readString(what, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), MaxNameBytes)
-		value := h.readJSON(valueWhat, api.DecodeU32(stack[2]), api.DecodeU32(stack[3]))
+		value := h.read(valueWhat, api.DecodeU32(stack[2]), api.DecodeU32(stack[3]), MaxResponseBytes)
+		if !json.Valid(value) {
+			stack[0] = api.EncodeI32(int32(StatusValidation))
+			return
+		}
 		status, err := set(h.imports(), h.ctx, name, value)
 		if err != nil {
 			h.fail(err)

@@ -360,3 +360,21 @@ func TestConcurrentInvokes(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A value that is not JSON, handed to a write import, is answered
+// validation_error (10) and never reaches the host; the module goes on.
+func TestWriteOfNoJSONIsAValidationStatus(t *testing.T) {
+	m := load(t, "badwrite", LoadOptions{})
+	f := newFakeImports()
+	resp, err := invoke(t, m, "write", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// '0' + 10 is ':'.
+	if string(resp.Output) != `{"statuses":"::"}` {
+		t.Errorf("output %s, want both statuses 10", resp.Output)
+	}
+	if len(f.writes) != 0 || len(f.sets) != 0 {
+		t.Errorf("the host was handed %v and %v", f.writes, f.sets)
+	}
+}
