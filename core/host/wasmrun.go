@@ -108,6 +108,15 @@ func (h *Host) wasmFailure(ctx context.Context, p *Pack, typeID string, err erro
 	case errors.As(err, &breach):
 		h.logger.Warn("a WebAssembly node was stopped at its pack's cap", "pack", p.Name, "type_id", typeID,
 			"kind", breach.Kind, "limit", breach.Limit, "observed", breach.Observed)
+		if h.onViolation != nil {
+			// Counted with the sandbox's failures of the same rule: the
+			// caps are a WebAssembly pack's sandbox.
+			code := wop.CodeSandboxMemoryExceeded
+			if breach.Kind == wasm.BreachExecutionTime {
+				code = wop.CodeSandboxTimeout
+			}
+			h.onViolation(p.Name, code)
+		}
 		return wop.Errorf(CodeCapBreached, "node %s of pack %s: %v", typeID, p.Name, breach).
 			WithDetails(map[string]any{"kind": breach.Kind, "limit": breach.Limit, "observed": breach.Observed})
 	case errors.As(err, &trap):

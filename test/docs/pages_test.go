@@ -94,6 +94,8 @@ func parseInfo(info string) fenceInfo {
 //   - prompt: a .prompt file the prompt library accepts.
 //   - layout: the source layout, each directory named must exist and
 //     every package directory of core/ and plugins/ must be named.
+//   - wat: a WebAssembly text module; `file=PATH` names the file of the
+//     repository it must equal.
 func TestDocPages(t *testing.T) {
 	root := moduleRoot(t)
 	for _, page := range docPages(t, root) {
@@ -200,8 +202,29 @@ func (p *pageRun) check(t *testing.T, fi fenceInfo, b codeBlock) {
 		}
 	case "layout":
 		checkLayout(t, p.root, b.text)
+	case "wat":
+		checkRepositoryFile(t, p.root, fi, b.text)
 	default:
 		t.Errorf("a %q block: no checker for it (see TestDocPages for those there are)", fi.lang)
+	}
+}
+
+// checkRepositoryFile checks a block that shows a file of the repository
+// whole: file=PATH names it and the text must be its text. A WebAssembly
+// text module is one (core/wasm's TestFixturesMatchTheirSource compiles
+// it and compares it with the .wasm beside it).
+func checkRepositoryFile(t *testing.T, root string, fi fenceInfo, text string) {
+	rel, ok := fi.attrs["file"]
+	if !ok {
+		t.Errorf("a %s block must name the file it shows with file=PATH", fi.lang)
+		return
+	}
+	want, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimRight(string(want), "\n") != strings.TrimRight(text, "\n") {
+		t.Errorf("the block is not the text of %s", rel)
 	}
 }
 

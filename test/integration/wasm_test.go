@@ -133,6 +133,15 @@ pack "community.wophost.wasmabi" { path = %q }
 	if r := request(t, "GET", d.base+"/readyz", "", nil); r.status != 200 {
 		t.Errorf("readyz after the bombs: %d %s", r.status, r.body)
 	}
+	metrics := request(t, "GET", d.base+"/metrics", "", nil).body
+	for _, want := range []string{
+		`wophost_sandbox_violations_total{pack="community.wophost.wasmbomb",rule="memory"} 2`,
+		`wophost_sandbox_violations_total{pack="community.wophost.wasmbomb",rule="timeout"} 0`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
 
 // A recorded run of the example WebAssembly node, which reads the host's
