@@ -38,15 +38,12 @@ const wasmAttempt = 1
 // the instance's randomness from the source run, so that it is exact.
 func (h *Host) executeWasm(ctx context.Context, p *Pack, mod *wasm.Module, run *dispatch.Run, input json.RawMessage,
 	calls *dispatch.RunLog, advertised map[string][]byte, replay *RunRecord) (json.RawMessage, error) {
-	seedRun, seedNode := run.ID, run.NodeID
-	if replay != nil && replay.NodeID != "" {
-		seedRun, seedNode = replay.RunID, replay.NodeID
-	}
+	randomSeed, wasiSeed := wasmSeeds(run, replay)
 	imp := &wasmImports{
 		h: h, p: p, run: run, calls: calls,
 		caller:     admission.NodeCaller(p.Name, run.TypeID),
 		advertised: advertised,
-		random:     rand.NewChaCha8(runSeed("openwop_random", seedRun, seedNode)),
+		random:     rand.NewChaCha8(randomSeed),
 		variables:  map[string][]byte{},
 		channels:   map[string][]byte{},
 		logger:     h.logger.Named(p.Name).With("run_id", run.ID, "node_id", run.NodeID, "type_id", run.TypeID),
@@ -57,7 +54,7 @@ func (h *Host) executeWasm(ctx context.Context, p *Pack, mod *wasm.Module, run *
 			RunID: run.ID, NodeID: run.NodeID, TenantID: wasmTenant, Attempt: wasmAttempt, Inputs: input,
 		},
 		Imports: imp,
-		Seed:    runSeed("wasi", seedRun, seedNode),
+		Seed:    wasiSeed,
 	})
 	if err != nil {
 		return nil, h.wasmFailure(ctx, p, run.TypeID, err)
@@ -70,6 +67,18 @@ func (h *Host) executeWasm(ctx context.Context, p *Pack, mod *wasm.Module, run *
 	default:
 		return nil, &wop.Error{Code: resp.Error.Code, Message: resp.Error.Message, Details: resp.Error.Details}
 	}
+}
+
+// wasmSeeds are the seeds of a run's openwop_random stream and of its
+// instance's WASI random source: the run's own, or for a replay of a
+// WebAssembly run the source run's, so that what the module draws outside
+// the log (its runtime's WASI reads) is drawn again.
+func wasmSeeds(run *dispatch.Run, replay *RunRecord) (random, wasi [32]byte) {
+	runID, nodeID := run.ID, run.NodeID
+	if replay != nil && replay.NodeID != "" {
+		runID, nodeID = replay.RunID, replay.NodeID
+	}
+	return runSeed("openwop_random", runID, nodeID), runSeed("wasi", runID, nodeID)
 }
 
 // runSeed derives a run's seed for one source of randomness from the run
