@@ -78,10 +78,17 @@ func buildDemo() (string, error) {
 	if err := testbin.Build(builds); err != nil {
 		return "", err
 	}
-	for _, pack := range []string{"kvdemo", "council"} {
+	if err := testbin.BuildWasm(filepath.Join(dir, "build", "wasmdemo"), "./examples/packs/wasmdemo"); err != nil {
+		return "", err
+	}
+	for _, pack := range []string{"kvdemo", "council", "wasmdemo"} {
 		if err := testbin.LayOutPack("examples/packs/"+pack, filepath.Join(dir, "build", pack), filepath.Join(dir, "examples", "packs", pack)); err != nil {
 			return "", err
 		}
+	}
+	// The pack in WebAssembly text is committed built.
+	if err := testbin.LayOutPack("examples/packs/wathello", testbin.SourceDir("examples/packs/wathello/hello.wasm"), filepath.Join(dir, "examples", "packs", "wathello")); err != nil {
+		return "", err
 	}
 	// The greeter pack's sources: docs/writing-packs.md builds it there.
 	for _, sub := range []string{"examples/inputs", "examples/prompts", "examples/aienvelope", "examples/packs/greeter"} {
