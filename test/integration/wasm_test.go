@@ -58,6 +58,7 @@ pack "community.wophost.wasmabi" { path = %q }
 	if err := json.Unmarshal([]byte(disc.body), &doc); err != nil || doc.NodePackRuntimes == nil {
 		t.Fatalf("discovery: %v\n%s", err, disc.body)
 	}
+	validDiscovery(t, []byte(disc.body))
 	w := doc.NodePackRuntimes.Wasm
 	if len(w.ABIVersions) != 1 || w.ABIVersions[0] != 1 || w.MaxMemoryBytes != 128<<20 ||
 		len(w.LoadedPacks) != 1 || w.LoadedPacks[0] != "community.wophost.wasmbomb" {
