@@ -42,14 +42,15 @@ func (f format) text(shown float64) string {
 	return s + " " + f.unit
 }
 
-// The formats of the figures: ns metrics as µs, ms, MB and rates as they
-// come, ratios with two decimals.
+// The formats of the figures: ns metrics as µs, ms, MB, KiB and rates as
+// they come, ratios with two decimals.
 
 func nanosAsMicros() format { return format{scale: 1e-3, decimals: 1, unit: "µs"} }
 func nanosAsMillis() format { return format{scale: 1e-6, decimals: 2, unit: "ms"} }
 func micros() format        { return format{scale: 1, decimals: 1, unit: "µs"} }
 func millis() format        { return format{scale: 1, decimals: 1, unit: "ms"} }
 func megabytes() format     { return format{scale: 1, decimals: 1, unit: "MB"} }
+func kibibytes() format     { return format{scale: 1, decimals: 0, unit: "KiB"} }
 func ratioFormat() format   { return format{scale: 1, decimals: 2} }
 
 func perSecond(unit string) format { return format{scale: 1, decimals: 0, unit: unit} }
@@ -149,6 +150,34 @@ func figures() []figure {
 			name: "pack start to handshake, contained", bench: "BenchmarkPackStartContained",
 			value: "contained-ms/start", show: millis(),
 			baseline: "uncontained-ms/start", baselineLabel: "uncontained start", ratioMetric: "contained/uncontained",
+		},
+		ctxVsDirect("node run with one ctx call, WASM pack (WAT)", "BenchmarkNodeRunWasm", &goal{atMost: true, limit: 1.5}),
+		ctxVsDirect("node run with one ctx call, WASM pack (Go SDK)", "BenchmarkNodeRunWasmGo", nil),
+		{
+			name: "node run with one ctx call, WASM pack (WAT) against a process pack", bench: "BenchmarkNodeRunWasmVsProcess",
+			value: "wasm-ns/run", show: nanosAsMicros(),
+			baseline: "process-ns/run", baselineLabel: "process pack", ratioMetric: "wasm/process",
+		},
+		{
+			name: "WASM pack load, Go SDK module, empty compilation cache", bench: "BenchmarkWasmStart",
+			value: "cold-ms/load", show: millis(),
+		},
+		{
+			name: "WASM pack load, Go SDK module, compilation cache filled", bench: "BenchmarkWasmStart",
+			value: "warm-ms/load", show: millis(),
+			baseline: "cold-ms/load", baselineLabel: "empty cache", ratioMetric: "warm/cold",
+		},
+		{
+			name: "linear memory of one instance, WASM pack (WAT)", bench: "BenchmarkWasmInstanceMemory",
+			value: "wat-linear-KiB/instance", show: kibibytes(),
+		},
+		{
+			name: "linear memory of one instance, WASM pack (Go SDK)", bench: "BenchmarkWasmInstanceMemory",
+			value: "go-linear-KiB/instance", show: kibibytes(),
+		},
+		{
+			name: "host heap per warm instance, WASM pack (Go SDK)", bench: "BenchmarkWasmInstanceMemory",
+			value: "go-heap-KiB/instance", show: kibibytes(),
 		},
 		{
 			name: "bare gRPC round trip (grpc-go, no TLS)", bench: "BenchmarkGRPCRoundTrip",
