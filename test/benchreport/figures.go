@@ -127,6 +127,13 @@ func postgresVsEmbedded(name, bench string, show format) figure {
 	}
 }
 
+// wasmInstanceSize is a size in KiB that BenchmarkWasmInstanceMemory
+// reports as metric, with no baseline: a size does not depend on the
+// machine's speed.
+func wasmInstanceSize(name, metric string) figure {
+	return figure{name: name, bench: "BenchmarkWasmInstanceMemory", value: metric, show: kibibytes()}
+}
+
 // figures lists the project's performance figures, one per table row, in
 // table order.
 func figures() []figure {
@@ -167,18 +174,9 @@ func figures() []figure {
 			value: "warm-ms/load", show: millis(),
 			baseline: "cold-ms/load", baselineLabel: "empty cache", ratioMetric: "warm/cold",
 		},
-		{
-			name: "linear memory of one instance, WASM pack (WAT)", bench: "BenchmarkWasmInstanceMemory",
-			value: "wat-linear-KiB/instance", show: kibibytes(),
-		},
-		{
-			name: "linear memory of one instance, WASM pack (Go SDK)", bench: "BenchmarkWasmInstanceMemory",
-			value: "go-linear-KiB/instance", show: kibibytes(),
-		},
-		{
-			name: "host heap per warm instance, WASM pack (Go SDK)", bench: "BenchmarkWasmInstanceMemory",
-			value: "go-heap-KiB/instance", show: kibibytes(),
-		},
+		wasmInstanceSize("linear memory of one instance, WASM pack (WAT)", "wat-linear-KiB/instance"),
+		wasmInstanceSize("linear memory of one instance, WASM pack (Go SDK)", "go-linear-KiB/instance"),
+		wasmInstanceSize("host heap per warm instance, WASM pack (Go SDK)", "go-heap-KiB/instance"),
 		{
 			name: "bare gRPC round trip (grpc-go, no TLS)", bench: "BenchmarkGRPCRoundTrip",
 			value: "grpc-ns/rtt", show: nanosAsMicros(),
