@@ -46,6 +46,9 @@ type Module struct {
 	pool *pool
 	// open counts the instances not yet closed, the warm ones included.
 	open atomic.Int64
+	// lastMemory is the linear memory size, in bytes, of the instance of
+	// the last run ended.
+	lastMemory atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -201,9 +204,13 @@ func (m *Module) start(ctx context.Context, imports Imports, inst *instance) (*r
 	return r, nil
 }
 
-// end stops the budget and closes the instance.
+// end stops the budget, notes the instance's memory size and closes the
+// instance.
 func (r *run) end() {
 	r.budget.stop()
+	if r.inst.mod != nil {
+		r.m.lastMemory.Store(int64(r.inst.mod.Memory().Size()))
+	}
 	r.inst.close(r.ctx)
 }
 
@@ -345,6 +352,16 @@ func (m *Module) Encoding() string { return m.encoding }
 // UsesExtension reports whether the module imports anything from
 // "wophost".
 func (m *Module) UsesExtension() bool { return m.usesExtension }
+
+// LastInstanceMemoryBytes is the size of the linear memory, in bytes, that
+// the instance of the last run to end (Load's, or an invocation's) held at
+// its end, its grows included; what one instance of the pack costs the
+// host beyond the compiled code.
+func (m *Module) LastInstanceMemoryBytes() int64 { return m.lastMemory.Load() }
+
+// WarmReady is how many instances the warm pool holds ready now, from 0
+// to LoadOptions.WarmInstances.
+func (m *Module) WarmReady() int { return len(m.pool.ready) }
 
 // Limits are the pack's caps, defaults applied.
 func (m *Module) Limits() Limits { return m.limits }

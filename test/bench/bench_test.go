@@ -133,7 +133,13 @@ func writeConfigIn(tb testing.TB, hostBody, text string) string {
 // the host relays on the plugin's channel; the direct channel's figures
 // use echoConfigDirect.
 func echoConfig(tb testing.TB) string {
-	return writeConfig(tb, strings.Replace(echoDeployment(), "families = [\"test.echo\"]\n", "families = [\"test.echo\"]\n  direct_calls = false\n", 1))
+	return writeConfig(tb, routedEchoDeployment())
+}
+
+// routedEchoDeployment is echoDeployment with the capability's calls on
+// the host's routed path (direct_calls = false).
+func routedEchoDeployment() string {
+	return strings.Replace(echoDeployment(), "families = [\"test.echo\"]\n", "families = [\"test.echo\"]\n  direct_calls = false\n", 1)
 }
 
 // echoConfigGRPC is echoConfig with direct channels off (direct_channels
@@ -364,11 +370,12 @@ func operatorCalls(ctx context.Context, h *host.Host, n int) error {
 	return nil
 }
 
-// reportPair reports both per-call costs and their ratio, the figure the
-// benchmark exists for. directUnit names the baseline's metric.
-func reportPair(b *testing.B, direct, viaHost time.Duration, directUnit string) {
-	d := float64(direct.Nanoseconds()) / float64(b.N)
-	h := float64(viaHost.Nanoseconds()) / float64(b.N)
+// reportPair reports both per-call costs over n calls and their ratio,
+// the figure the benchmark exists for. directUnit names the baseline's
+// metric.
+func reportPair(b *testing.B, n int, direct, viaHost time.Duration, directUnit string) {
+	d := float64(direct.Nanoseconds()) / float64(n)
+	h := float64(viaHost.Nanoseconds()) / float64(n)
 	b.ReportMetric(d, directUnit)
 	b.ReportMetric(h, "host-ns/call")
 	b.ReportMetric(h/d, "ratio")
@@ -400,7 +407,7 @@ func timeCalls(b *testing.B, paths ...func(n int) error) []time.Duration {
 // timePair times direct against viaHost (see timeCalls) and reports both.
 func timePair(b *testing.B, directUnit string, direct, viaHost func(n int) error) {
 	took := timeCalls(b, direct, viaHost)
-	reportPair(b, took[0], took[1], directUnit)
+	reportPair(b, b.N, took[0], took[1], directUnit)
 }
 
 // BenchmarkCtxCall compares b.N raw Invokes on testcap with b.N ctx calls
@@ -437,7 +444,7 @@ func ctxCall(b *testing.B, config func(testing.TB) string) {
 	took := timeCalls(b, sock.roundTrips,
 		direct.wrap(b, func(n int) error { return directCalls(ctx, c, n) }),
 		viaHost.wrap(b, func(n int) error { return runLoop(ctx, h, n) }))
-	reportPair(b, took[1], took[2], "direct-ns/call")
+	reportPair(b, b.N, took[1], took[2], "direct-ns/call")
 	floor := float64(took[0].Nanoseconds()) / float64(b.N)
 	b.ReportMetric(floor, "socket-ns/rtt")
 	b.ReportMetric(float64(took[2].Nanoseconds())/float64(b.N)/floor, "floor-ratio")
@@ -472,20 +479,35 @@ func nodeRun(b *testing.B, config func(testing.TB) string) {
 	c := startDirect(b)
 	h := startHost(b, config(b))
 	direct, viaHost := echoMeters(b, c, h)
-	in := fmt.Appendf(nil, `{"family":"test.echo","method":"echo","payload":%s}`, payload)
-	runs := func(n int) error {
+	timePair(b, "direct-ns/call",
+		direct.wrap(b, func(n int) error { return directCalls(ctx, c, n) }),
+		viaHost.wrap(b, nodeRuns(ctx, h, "probe.call", probeCallInput(), nil)))
+	direct.report(b, "direct-", b.N)
+	viaHost.report(b, "", b.N)
+}
+
+// probeCallInput is probe.call's input for one echo call of payload.
+func probeCallInput() json.RawMessage {
+	return fmt.Appendf(nil, `{"family":"test.echo","method":"echo","payload":%s}`, payload)
+}
+
+// nodeRuns returns a path that makes n runs of typeID with input in on h,
+// one after the other; check, when not nil, is handed each run's output.
+func nodeRuns(ctx context.Context, h *host.Host, typeID string, in json.RawMessage, check func(json.RawMessage) error) func(n int) error {
+	return func(n int) error {
 		for range n {
-			if _, err := h.Run(ctx, "probe.call", in, host.RunOptions{}); err != nil {
+			res, err := h.Run(ctx, typeID, in, host.RunOptions{})
+			if err != nil {
 				return err
+			}
+			if check != nil {
+				if err := check(res.Output); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	}
-	timePair(b, "direct-ns/call",
-		direct.wrap(b, func(n int) error { return directCalls(ctx, c, n) }),
-		viaHost.wrap(b, runs))
-	direct.report(b, "direct-", b.N)
-	viaHost.report(b, "", b.N)
 }
 
 // BenchmarkOperatorCall is BenchmarkCtxCall without the pack hop: the

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -26,18 +25,8 @@ func BenchmarkNodeRunContained(b *testing.B) {
 	contained := startHostWithOptions(b, echoConfigDirect(b), host.Options{Launcher: binary(b, "./cmd/wophost-launch")})
 	requireContained(b, plain, false)
 	requireContained(b, contained, true)
-	in := fmt.Appendf(nil, `{"family":"test.echo","method":"echo","payload":%s}`, payload)
-	runs := func(h *host.Host) func(n int) error {
-		return func(n int) error {
-			for range n {
-				if _, err := h.Run(ctx, "probe.call", in, host.RunOptions{}); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-	}
-	took := timeCalls(b, runs(plain), runs(contained))
+	in := probeCallInput()
+	took := timeCalls(b, nodeRuns(ctx, plain, "probe.call", in, nil), nodeRuns(ctx, contained, "probe.call", in, nil))
 	un := float64(took[0].Nanoseconds()) / float64(b.N)
 	co := float64(took[1].Nanoseconds()) / float64(b.N)
 	b.ReportMetric(un, "uncontained-ns/run")

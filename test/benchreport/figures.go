@@ -42,14 +42,15 @@ func (f format) text(shown float64) string {
 	return s + " " + f.unit
 }
 
-// The formats of the figures: ns metrics as µs, ms, MB and rates as they
-// come, ratios with two decimals.
+// The formats of the figures: ns metrics as µs, ms, MB, KiB and rates as
+// they come, ratios with two decimals.
 
 func nanosAsMicros() format { return format{scale: 1e-3, decimals: 1, unit: "µs"} }
 func nanosAsMillis() format { return format{scale: 1e-6, decimals: 2, unit: "ms"} }
 func micros() format        { return format{scale: 1, decimals: 1, unit: "µs"} }
 func millis() format        { return format{scale: 1, decimals: 1, unit: "ms"} }
 func megabytes() format     { return format{scale: 1, decimals: 1, unit: "MB"} }
+func kibibytes() format     { return format{scale: 1, decimals: 0, unit: "KiB"} }
 func ratioFormat() format   { return format{scale: 1, decimals: 2} }
 
 func perSecond(unit string) format { return format{scale: 1, decimals: 0, unit: unit} }
@@ -126,6 +127,13 @@ func postgresVsEmbedded(name, bench string, show format) figure {
 	}
 }
 
+// wasmInstanceSize is a size in KiB that BenchmarkWasmInstanceMemory
+// reports as metric, with no baseline: a size does not depend on the
+// machine's speed.
+func wasmInstanceSize(name, metric string) figure {
+	return figure{name: name, bench: "BenchmarkWasmInstanceMemory", value: metric, show: kibibytes()}
+}
+
 // figures lists the project's performance figures, one per table row, in
 // table order.
 func figures() []figure {
@@ -150,6 +158,25 @@ func figures() []figure {
 			value: "contained-ms/start", show: millis(),
 			baseline: "uncontained-ms/start", baselineLabel: "uncontained start", ratioMetric: "contained/uncontained",
 		},
+		ctxVsDirect("node run with one ctx call, WASM pack (WAT)", "BenchmarkNodeRunWasm", &goal{atMost: true, limit: 1.5}),
+		ctxVsDirect("node run with one ctx call, WASM pack (Go SDK)", "BenchmarkNodeRunWasmGo", nil),
+		{
+			name: "node run with one ctx call, WASM pack (WAT) against a process pack", bench: "BenchmarkNodeRunWasmVsProcess",
+			value: "wasm-ns/run", show: nanosAsMicros(),
+			baseline: "process-ns/run", baselineLabel: "process pack", ratioMetric: "wasm/process",
+		},
+		{
+			name: "WASM pack load, Go SDK module, empty compilation cache", bench: "BenchmarkWasmStart",
+			value: "cold-ms/load", show: millis(),
+		},
+		{
+			name: "WASM pack load, Go SDK module, compilation cache filled", bench: "BenchmarkWasmStart",
+			value: "warm-ms/load", show: millis(),
+			baseline: "cold-ms/load", baselineLabel: "empty cache", ratioMetric: "warm/cold",
+		},
+		wasmInstanceSize("linear memory of one instance, WASM pack (WAT)", "wat-linear-KiB/instance"),
+		wasmInstanceSize("linear memory of one instance, WASM pack (Go SDK)", "go-linear-KiB/instance"),
+		wasmInstanceSize("host heap per warm instance, WASM pack (Go SDK)", "go-heap-KiB/instance"),
 		{
 			name: "bare gRPC round trip (grpc-go, no TLS)", bench: "BenchmarkGRPCRoundTrip",
 			value: "grpc-ns/rtt", show: nanosAsMicros(),

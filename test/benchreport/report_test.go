@@ -20,6 +20,11 @@ BenchmarkCtxCallDirect-2         	    2000	    512004 ns/op	    201311 direct-ns
 BenchmarkCtxCallGRPC-2           	    2000	    931202 ns/op	    198340 direct-ns/call	        10.912 floor-ratio	    674733 host-ns/call	         3.402 ratio	     61834 socket-ns/rtt
 BenchmarkCtxCallOneProc-2        	    2000	    540112 ns/op	    135423 direct-ns/call	         8.649 floor-ratio	    366825 host-ns/call	         2.709 ratio	     42411 socket-ns/rtt
 BenchmarkOperatorCall-2          	    2000	    545120 ns/op	    195340 direct-ns/call	    349780 host-ns/call	         1.791 ratio
+BenchmarkNodeRunWasm-2           	    2000	   1131789 ns/op	    372631 direct-ns/call	    759134 host-ns/call	         2.037 ratio
+BenchmarkNodeRunWasmGo-2         	    2000	  29888136 ns/op	    310362 direct-ns/call	  29577742 host-ns/call	        95.30 ratio
+BenchmarkNodeRunWasmVsProcess-2  	    2000	   2437058 ns/op	   1576004 process-ns/run	    861024 wasm-ns/run	         0.5463 wasm/process
+BenchmarkWasmStart-2             	    2000	3027789474 ns/op	      3028 cold-ms/load	       315.9 warm-ms/load	         0.1043 warm/cold	         4.533 wat-cold-ms/load
+BenchmarkWasmInstanceMemory-2    	    2000	  15210988 ns/op	      7231 go-heap-KiB/instance	      5120 go-linear-KiB/instance	        64.00 wat-linear-KiB/instance
 BenchmarkGRPCRoundTrip-2         	    2000	    452310 ns/op	    227480 direct-ns/call	    160314 grpc-ns/rtt	     47120 socket-ns/rtt
 BenchmarkNodeRun-2               	    2000	   1417176 ns/op	    260752 direct-ns/call	   1156421 host-ns/call	         4.435 ratio
 BenchmarkNodeRunDirect-2         	    2000	   1460374 ns/op	    289618 direct-ns/call	   1170754 host-ns/call	         4.042 ratio
@@ -282,6 +287,8 @@ func TestFormat(t *testing.T) {
 		{millis(), 24.61, 24.6, "24.6 ms"},
 		{megabytes(), 31.42, 31.4, "31.4 MB"},
 		{megabytes(), 18.77, 18.8, "18.8 MB"},
+		{kibibytes(), 5120, 5120, "5120 KiB"},
+		{kibibytes(), 7231.4, 7231, "7231 KiB"},
 		{perSecond("calls/s"), 11336.4, 11336, "11336 calls/s"},
 		{perSecond("req/s"), 4517.6, 4518, "4518 req/s"},
 		{ratioFormat(), 2.657, 2.66, "2.66"},
@@ -319,6 +326,7 @@ func TestGoal(t *testing.T) {
 		memory  = "idle memory, host"
 		op      = "operator call, host → plugin"
 		pg      = "postgres: promptLibrary get"
+		wasm    = "node run with one ctx call, WASM pack (WAT)"
 	)
 	tests := []struct {
 		name   string
@@ -339,6 +347,8 @@ func TestGoal(t *testing.T) {
 		{"value goal, not measured", memory, "BenchmarkOther 1 1 ns/op", "≤ 40 MB", "—"},
 		{"postgres within 1.5 × embedded", pg, "BenchmarkPostgresPromptGet 1 1 ns/op 1400 postgres-ns/call 1000 embedded-ns/call 1.4 pg/embedded", "≤ 1.5", "yes"},
 		{"postgres over 1.5 × embedded", pg, "BenchmarkPostgresPromptGet 1 1 ns/op 1600 postgres-ns/call 1000 embedded-ns/call 1.6 pg/embedded", "≤ 1.5", "no"},
+		{"WASM node run at 1.5 × direct", wasm, "BenchmarkNodeRunWasm 1 1 ns/op 300 host-ns/call 200 direct-ns/call 1.5 ratio", "≤ 1.5", "yes"},
+		{"WASM node run just over 1.5 × direct", wasm, "BenchmarkNodeRunWasm 1 1 ns/op 302 host-ns/call 200 direct-ns/call 1.51 ratio", "≤ 1.5", "no"},
 		{"no goal", op, "BenchmarkOperatorCall 1 1 ns/op 2 host-ns/call 1 direct-ns/call 2 ratio", "—", "—"},
 	}
 	for _, tt := range tests {
@@ -419,56 +429,56 @@ func TestCompare(t *testing.T) {
 		checked     int
 	}{
 		{
-			name: "identical", old: oneRun, new: oneRun, tol: 0.2, checked: 32,
+			name: "identical", old: oneRun, new: oneRun, tol: 0.2, checked: 40,
 		},
 		{
-			name: "identical, zero tolerance", old: oneRun, new: oneRun, tol: 0, checked: 32,
+			name: "identical, zero tolerance", old: oneRun, new: oneRun, tol: 0, checked: 40,
 		},
 		{
 			name: "lower is better, ratio 28% worse",
-			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.2, checked: 32,
+			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.2, checked: 40,
 			regressions: []string{"ctx call, pack → host → plugin: ratio 3.40, committed 2.66 (+27.8%, lower is better, tolerance 20%)"},
 		},
 		{
 			name: "lower is better, value only: a slower machine is not a regression of a ratio",
-			old:  oneRun, new: edit(t, oneRun, "522506 host-ns/call", "922506 host-ns/call"), tol: 0.2, checked: 32,
+			old:  oneRun, new: edit(t, oneRun, "522506 host-ns/call", "922506 host-ns/call"), tol: 0.2, checked: 40,
 		},
 		{
 			name: "lower is better, value guarded",
-			old:  oneRun, new: edit(t, oneRun, "287.4 p50-µs", "400 p50-µs"), tol: 0.2, checked: 32,
+			old:  oneRun, new: edit(t, oneRun, "287.4 p50-µs", "400 p50-µs"), tol: 0.2, checked: 40,
 			regressions: []string{"promptLibrary get: value 400.0 µs, committed 287.4 µs (+39.2%, lower is better, tolerance 20%)"},
 		},
 		{
 			name: "higher is better, 30% fewer requests",
-			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "3163 req/s"), tol: 0.2, checked: 32,
+			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "3163 req/s"), tol: 0.2, checked: 40,
 			regressions: []string{"POST :execute (8 workers, load driver): value 3163 req/s, committed 4518 req/s (-30.0%, higher is better, tolerance 20%)"},
 		},
 		{
 			name: "higher is better, more is fine",
-			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "9000 req/s"), tol: 0.2, checked: 32,
+			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "9000 req/s"), tol: 0.2, checked: 40,
 		},
 		{
 			name: "computed ratio guarded",
-			old:  oneRun, new: edit(t, oneRun, "24.61 plugin-ms/start", "12.3 plugin-ms/start"), tol: 0.2, checked: 32,
+			old:  oneRun, new: edit(t, oneRun, "24.61 plugin-ms/start", "12.3 plugin-ms/start"), tol: 0.2, checked: 40,
 			regressions: []string{"host start to ready, four families and the demo pack: ratio 13.69, committed 6.84"},
 		},
 		{
 			name: "exactly at the tolerance",
-			old:  edit(t, oneRun, "2.657 ratio", "2.5 ratio"), new: edit(t, oneRun, "2.657 ratio", "3.0 ratio"), tol: 0.2, checked: 32,
+			old:  edit(t, oneRun, "2.657 ratio", "2.5 ratio"), new: edit(t, oneRun, "2.657 ratio", "3.0 ratio"), tol: 0.2, checked: 40,
 		},
 		{
 			name: "within the tolerance, several figures",
 			old:  oneRun,
 			new:  edit(t, oneRun, "2.657 ratio", "3.15 ratio", "4518 req/s", "3700 req/s", "31.42 host-MB", "37.5 host-MB"),
-			tol:  0.2, checked: 32,
+			tol:  0.2, checked: 40,
 		},
 		{
 			name: "a larger tolerance lets a regression through",
-			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.5, checked: 32,
+			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.5, checked: 40,
 		},
 		{
 			name: "benchmark filtered out now",
-			old:  oneRun, new: dropLine(oneRun, "BenchmarkIdleMemory"), tol: 0.2, checked: 30,
+			old:  oneRun, new: dropLine(oneRun, "BenchmarkIdleMemory"), tol: 0.2, checked: 38,
 			notes: []string{
 				"idle memory, host: in the committed table, not measured now",
 				"idle memory, largest plugin: in the committed table, not measured now",
@@ -476,14 +486,14 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name: "benchmark new since the committed table",
-			old:  dropLine(oneRun, "BenchmarkPromptGet"), new: oneRun, tol: 0.2, checked: 31,
+			old:  dropLine(oneRun, "BenchmarkPromptGet"), new: oneRun, tol: 0.2, checked: 39,
 			notes: []string{"promptLibrary get: measured now, not measured in the committed table"},
 		},
 		{
 			name: "notes and a regression together",
 			old:  dropLine(oneRun, "BenchmarkPromptGet"),
 			new:  dropLine(edit(t, oneRun, "0.6154 ratio", "0.31 ratio"), "BenchmarkServeExecute"),
-			tol:  0.2, checked: 30,
+			tol:  0.2, checked: 38,
 			regressions: []string{"throughput, 16 concurrent callers: ratio 0.31, committed 0.62 (-50.0%, higher is better"},
 			notes: []string{
 				"POST :execute (8 workers, load driver): in the committed table, not measured now",
@@ -697,7 +707,7 @@ func TestRunUpdateThenCompare(t *testing.T) {
 
 	for _, tol := range []string{"0.2", "0"} {
 		code, _, errOut = runCmd("", "-compare", doc, "-tolerance", tol, input)
-		if code != exitOK || !strings.Contains(errOut, "32 figures within tolerance") {
+		if code != exitOK || !strings.Contains(errOut, "40 figures within tolerance") {
 			t.Errorf("compare at tolerance %s: status %d, stderr %s", tol, code, errOut)
 		}
 	}
@@ -730,7 +740,7 @@ func TestRunCompareFailsThenUpdates(t *testing.T) {
 	}
 	for _, want := range []string{
 		"benchreport: regression: ctx call, pack → host → plugin: ratio 3.40, committed 2.66",
-		"1 of 32 figures regressed against " + doc,
+		"1 of 40 figures regressed against " + doc,
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr %q lacks %q", errOut, want)
@@ -861,7 +871,7 @@ func TestFigures(t *testing.T) {
 			t.Errorf("%s: onValue is implied without a ratio", f.name)
 		}
 	}
-	if len(seen) != 32 {
-		t.Errorf("%d figures, want 32", len(seen))
+	if len(seen) != 40 {
+		t.Errorf("%d figures, want 40", len(seen))
 	}
 }
