@@ -12,33 +12,21 @@ import (
 // memoryCap backs one instance's linear memory and refuses to grow it past
 // the cap. wazero answers a refused grow with memory.grow = -1 and no trap,
 // so the refusal is recorded here for Invoke to report after the call.
-//
-// Where the system can (reserve), the memory is one reservation of the
-// largest size it may reach: growing it moves nothing, and pages cost
-// only once touched. A module's start-up grows its memory many times (a
-// Go module's runtime does), and copying it at each step was most of the
-// cost of a new instance. Elsewhere it is a slice that doubles.
 type memoryCap struct {
 	limit uint64
 
-	mu       sync.Mutex
-	buf      []byte
-	reserved []byte // the whole reservation, nil when buf is a Go slice
-	release  func() // frees reserved
-	refused  uint64 // size in bytes of the first refused grow; 0 = none
+	mu      sync.Mutex
+	buf     []byte
+	refused uint64 // size in bytes of the first refused grow; 0 = none
 }
 
 var _ experimental.MemoryAllocator = (*memoryCap)(nil)
 
 // Allocate implements experimental.MemoryAllocator; an instance has one
 // memory, so the allocator is its own LinearMemory.
-func (a *memoryCap) Allocate(capBytes, maxBytes uint64) experimental.LinearMemory {
+func (a *memoryCap) Allocate(capBytes, _ uint64) experimental.LinearMemory {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if r, release, err := reserve(min(maxBytes, a.limit)); err == nil {
-		a.reserved, a.release, a.buf = r, release, r[:0]
-		return a
-	}
 	a.buf = make([]byte, 0, min(capBytes, a.limit))
 	return a
 }
@@ -59,11 +47,6 @@ func (a *memoryCap) Reallocate(size uint64) []byte {
 		a.buf = a.buf[:size]
 		return a.buf
 	}
-	if a.reserved != nil {
-		// Past the module's own maximum, which wazero refuses before
-		// asking: not reached.
-		return nil
-	}
 	// Double to keep repeated small grows cheap, never past the cap.
 	grown := make([]byte, size, min(max(size, 2*uint64(cap(a.buf))), a.limit))
 	copy(grown, a.buf)
@@ -76,10 +59,6 @@ func (a *memoryCap) Free() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.buf = nil
-	if a.release != nil {
-		a.release()
-		a.reserved, a.release = nil, nil
-	}
 }
 
 // refusal answers the size of the first refused grow, if any.
@@ -88,9 +67,6 @@ func (a *memoryCap) refusal() (uint64, bool) {
 	defer a.mu.Unlock()
 	return a.refused, a.refused != 0
 }
-
-// errNoReservation says memory is not reserved up front here.
-var errNoReservation = errors.New("no memory reservation")
 
 // errBudgetSpent is the cause of a budget context ended by the execution cap.
 var errBudgetSpent = errors.New("execution budget spent")
