@@ -40,7 +40,7 @@ func (h *Host) executeWasm(ctx context.Context, p *Pack, mod *wasm.Module, run *
 	calls *dispatch.RunLog, advertised map[string][]byte, replay *RunRecord) (json.RawMessage, error) {
 	randomSeed, wasiSeed := wasmSeeds(run, replay)
 	imp := &wasmImports{
-		h: h, p: p, run: run, calls: calls,
+		p: p, run: run, calls: calls,
 		caller:     admission.NodeCaller(p.Name, run.TypeID),
 		advertised: advertised,
 		random:     rand.NewChaCha8(randomSeed),
@@ -148,7 +148,6 @@ func (h *Host) wasmFailure(ctx context.Context, p *Pack, typeID string, err erro
 // between two runs (the clock, random bytes, variables, channels,
 // host-service calls) goes through the run's log.
 type wasmImports struct {
-	h          *Host
 	p          *Pack
 	run        *dispatch.Run
 	calls      *dispatch.RunLog
