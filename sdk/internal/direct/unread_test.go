@@ -71,9 +71,16 @@ func silentCaller(t *testing.T, f *fixture) *tls.Conn {
 // unread bytes other than not.
 func waitUnread(t *testing.T, e *Endpoint, not int64) int64 {
 	t.Helper()
+	return waitPackUnread(t, e, "acme.pack", not)
+}
+
+// waitPackUnread waits until the endpoint holds, for pack, unread bytes
+// other than not.
+func waitPackUnread(t *testing.T, e *Endpoint, pack string, not int64) int64 {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if n := e.Unread("acme.pack"); n != not {
+		if n := e.Unread(pack); n != not {
 			return n
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -147,6 +154,12 @@ func TestUnreadAnswersAreBounded(t *testing.T) {
 				if tc.refused != (held != first+second) {
 					t.Fatalf("held %d bytes after the second answer (first %d, second %d, bound %d)", held, first, second, tc.bound)
 				}
+			}
+			if tc.otherPack {
+				// The other pack's answer, whichever it is, waits behind
+				// the first: reading before it is decided would let the
+				// first go and leave nothing to pass the bound.
+				waitPackUnread(t, f.ep, "other.pack", 0)
 			}
 			// The caller reads at last: the first answer whole, then the
 			// second's or the refusal.
