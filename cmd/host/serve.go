@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"slices"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/wophost/wophost/core/api"
 	"github.com/wophost/wophost/core/config"
+	"github.com/wophost/wophost/core/console"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/core/telemetry"
@@ -72,16 +74,22 @@ func (g *globals) serve() error {
 	// The API serves from the start: /healthz answers at once and the
 	// other routes say that no host is running (503) until the plugins
 	// and packs are up, so that no slow plugin holds the listener back.
+	handler := api.New(d.current, api.Options{
+		Tokens:       d.http.Tokens,
+		TokenScopes:  d.http.TokenScopes,
+		MaxBodyBytes: int64(cfg.Host.MaxMessageBytes),
+		Metrics:      d.metrics.Handler(),
+		OnRun:        d.metrics.RunFinished,
+		Agents:       agentsForAPI,
+		Logger:       logger.Named("api"),
+	})
+	if d.http.Console {
+		if err := d.mountConsole(handler); err != nil {
+			return err
+		}
+	}
 	srv := &http.Server{
-		Handler: api.New(d.current, api.Options{
-			Tokens:       d.http.Tokens,
-			TokenScopes:  d.http.TokenScopes,
-			MaxBodyBytes: int64(cfg.Host.MaxMessageBytes),
-			Metrics:      d.metrics.Handler(),
-			OnRun:        d.metrics.RunFinished,
-			Agents:       agentsForAPI,
-			Logger:       logger.Named("api"),
-		}),
+		Handler:           handler,
 		ReadTimeout:       d.http.ReadTimeout,
 		ReadHeaderTimeout: d.http.ReadHeaderTimeout,
 		IdleTimeout:       d.http.IdleTimeout,
@@ -127,6 +135,29 @@ func (g *globals) serve() error {
 			return nil
 		}
 	}
+}
+
+// mountConsole serves the operator console under /ui/ of the API.
+func (d *daemon) mountConsole(a *api.Server) error {
+	c, err := console.New(console.Options{
+		Acquire: func() (console.Backend, func()) {
+			b, release := d.current.Acquire()
+			h, _ := b.(*host.Host)
+			if h == nil {
+				return nil, release
+			}
+			return h, release
+		},
+		Access:  a,
+		Version: version,
+		Started: time.Now(),
+		Logger:  d.logger.Named("console"),
+	})
+	if err != nil {
+		return err
+	}
+	a.Mount(console.Prefix, c)
+	return nil
 }
 
 // httpSettings returns the config's http block or its defaults.

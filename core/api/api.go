@@ -71,6 +71,8 @@ type Server struct {
 	opts    Options
 	current *Current
 	mux     *http.ServeMux
+	// handler is mux behind the cross-origin check.
+	handler http.Handler
 	// tokenSums holds SHA-256 sums of the tokens: comparing fixed-size
 	// sums in constant time leaks neither a token nor its length.
 	tokenSums [][sha256.Size]byte
@@ -122,7 +124,52 @@ func New(current *Current, opts Options) *Server {
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, wop.Errorf(wop.CodeNotFound, "no route %s %s", clip(req.Method, 32), clip(req.URL.Path, maxEchoBytes)))
 	})
+	// A browser on another site may send a form or a simple fetch here
+	// with whatever credentials it holds, and an API without tokens takes
+	// any: every request that changes something (a POST) must come from
+	// this origin or from no browser at all.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &wop.Error{Code: httpstatus.CodeForbidden,
+			Message: fmt.Sprintf("a %s from another site is refused: the request's Origin (%s) is not this host's", clip(r.Method, 32), clip(originOf(r), maxEchoBytes))})
+	}))
+	s.handler = cop.Handler(s.mux)
 	return s
+}
+
+// originOf names where a browser says a request comes from.
+func originOf(r *http.Request) string {
+	if o := r.Header.Get("Origin"); o != "" {
+		return o
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return "Sec-Fetch-Site: " + site
+	}
+	return "none given"
+}
+
+// Mount serves h for every path under prefix (which ends in "/"), behind
+// the API's cross-origin check; h authenticates with Authorized. Mount
+// before serving.
+func (s *Server) Mount(prefix string, h http.Handler) {
+	s.mux.Handle(prefix, h)
+}
+
+// Authorized reports whether r carries a bearer token the API accepts;
+// every request does when the API has no tokens.
+func (s *Server) Authorized(r *http.Request) bool {
+	return len(s.tokenSums) == 0 || s.authorized(r.Header.Get("Authorization"))
+}
+
+// RunScope returns whose runs r's credential may see: every run with no
+// tokens or a token with the runs:all scope (all is true), otherwise the
+// runs whose record names owner, the credential's scope.
+func (s *Server) RunScope(r *http.Request) (owner string, all bool) {
+	credential := s.credential(r)
+	if credential == "" || slices.Contains(s.opts.TokenScopes[credential], config.ScopeAllRuns) {
+		return "", true
+	}
+	return idempotency.Scope(credential), false
 }
 
 // maxEchoBytes bounds how much of a caller's path an error quotes back.
@@ -139,7 +186,7 @@ func clip(s string, n int) string {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mux.ServeHTTP(w, r)
+	s.handler.ServeHTTP(w, r)
 }
 
 // authed wraps h with bearer-token authentication when tokens are set.

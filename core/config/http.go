@@ -27,6 +27,8 @@ func DefaultHTTP() HTTP {
 		Listen: DefaultListen, ShutdownTimeout: DefaultShutdownTimeout,
 		ReadTimeout: DefaultReadTimeout, ReadHeaderTimeout: DefaultReadHeaderTimeout, IdleTimeout: DefaultIdleTimeout,
 		MaxHeaderBytes: DefaultMaxHeaderBytes, MaxConnections: DefaultMaxConnections,
+		// The default listener is loopback, where the console is on.
+		Console: true,
 	}
 }
 
@@ -61,6 +63,10 @@ type HTTP struct {
 	// MaxConnections bounds the connections served at once; more wait to
 	// be accepted.
 	MaxConnections int
+	// Console serves the operator console under /ui/, behind the same
+	// tokens as the API. The console attribute sets it; without one it is
+	// on when the listener is loopback and off otherwise.
+	Console bool
 
 	DefRange    hcl.Range
 	ListenRange hcl.Range
@@ -76,6 +82,7 @@ type rawHTTP struct {
 	IdleTimeout          *hcl.Attribute `hcl:"idle_timeout"`
 	MaxHeaderBytes       *hcl.Attribute `hcl:"max_header_bytes"`
 	MaxConnections       *hcl.Attribute `hcl:"max_connections"`
+	Console              *hcl.Attribute `hcl:"console"`
 	Token                []*rawToken    `hcl:"token,block"`
 	DefRange             hcl.Range      `hcl:",def_range"`
 }
@@ -153,6 +160,8 @@ func (d *decoder) http(blocks []*rawHTTP) *HTTP {
 	if n, ok := d.intAttr(r.MaxConnections, 1, 1<<20); ok {
 		h.MaxConnections = n
 	}
+	h.Console = IsLoopback(h.Listen)
+	d.attr(r.Console, &h.Console)
 	if listenOK && len(h.Tokens) == 0 && !h.AllowUnauthenticated && !IsLoopback(h.Listen) {
 		d.errorf(h.ListenRange, "Unauthenticated listener beyond loopback",
 			"listen = %q accepts connections from other machines, and no tokens are set. Set tokens (for example tokens = [env(\"WOPHOST_API_TOKEN\")]), listen on 127.0.0.1, or set allow_unauthenticated = true to accept that anyone who can reach the port can run nodes.", h.Listen)
