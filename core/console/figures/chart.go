@@ -99,10 +99,10 @@ type dot struct{ X, Y string }
 
 type chartView struct {
 	W, H, Left, Right, Top, Bottom, TopText, YLabelX, XLabelY, MidX, MidY int
-	Summary, YMin, YMax, XMin, XMax                                      string
-	Areas, Lines                                                         []string
-	Dots                                                                 []dot
-	Empty                                                                bool
+	Summary, YMin, YMax, XMin, XMax                                       string
+	Areas, Lines                                                          []string
+	Dots                                                                  []dot
+	Empty                                                                 bool
 }
 
 // Chart draws c as an inline SVG line chart scaled by CSS (width 100%).
