@@ -76,8 +76,10 @@ func labels(ring []*sample, d dim) []string {
 
 // intervals calls fn with what label of kind d did in each interval of the
 // ring that ends in a sample keeping it, and the interval's length in
-// seconds. A label newly kept starts from zero.
+// seconds. A label newly kept starts from zero. The buckets fn is given
+// are only valid during the call.
 func intervals(ring []*sample, d dim, label string, fn func(i int, moved vals, secs float64)) {
+	var buf []float64
 	for i := 1; i < len(ring); i++ {
 		cur, ok := ring[i].dims[d][label]
 		if !ok {
@@ -86,7 +88,10 @@ func intervals(ring []*sample, d dim, label string, fn func(i int, moved vals, s
 		before := ring[i-1].dims[d][label]
 		moved := vals{n: cur.n - before.n}
 		if cur.b != nil {
-			moved.b = make([]float64, len(cur.b))
+			if len(buf) != len(cur.b) {
+				buf = make([]float64, len(cur.b))
+			}
+			moved.b = buf
 			for j := range cur.b {
 				moved.b[j] = cur.b[j]
 				if j < len(before.b) {

@@ -584,3 +584,24 @@ func TestHistogramOfOtherBucketsIsLaidOnTheFirst(t *testing.T) {
 		t.Errorf("p50 %v, want in (0.05, 0.1]", p)
 	}
 }
+
+func BenchmarkFiguresOfAFullWindow(b *testing.B) {
+	m := newHostMetrics()
+	c := newClock()
+	s := NewSampler(m.reg, Options{Now: c.now})
+	for i := range 362 {
+		for j := range 40 {
+			m.call(fmt.Sprintf("f%d", j%8), fmt.Sprintf("m%d", j), "ok", i%3+1, time.Millisecond)
+		}
+		c.step(10 * time.Second)
+		if err := s.Sample(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if f := s.Figures(); len(f.Capabilities) != DefaultMaxSeries+1 {
+			b.Fatalf("%d capabilities", len(f.Capabilities))
+		}
+	}
+}
