@@ -44,7 +44,9 @@ type Series struct {
 	// P50 and P99 are the window's latency quantiles, in seconds,
 	// estimated from the histogram's buckets.
 	P50, P99 float64
-	// Rate holds one point per sample interval: calls per second.
+	// Rate holds calls per second, one point per sample interval since
+	// the label was kept: from the first in which it moved while a place
+	// was free.
 	Rate []Point
 	// P50s and P99s hold the latency quantiles, in seconds, of the
 	// intervals in which calls were timed; an interval without any has no
@@ -93,8 +95,9 @@ type Figures struct {
 	First, Last time.Time
 	// Samples is the number of samples in the window.
 	Samples int
-	// Families and Capabilities are sorted by name, Other last. Each
-	// lists what moved in the window or is still kept from before.
+	// Families and Capabilities are sorted by name, Other last. They
+	// list what moved in the window; with a single sample, what had
+	// moved before it.
 	Families, Capabilities []Series
 	// Runs is all node executions together.
 	Runs Series
