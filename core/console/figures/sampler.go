@@ -207,7 +207,9 @@ func (s *Sampler) Sample() error {
 	defer s.sampling.Unlock()
 	if s.g == nil {
 		err := errors.New("figures: sampler has no gatherer")
-		s.setErr(err)
+		s.mu.Lock()
+		s.lastErr = err.Error()
+		s.mu.Unlock()
 		return err
 	}
 	now := s.now()
@@ -244,18 +246,12 @@ func (s *Sampler) Sample() error {
 
 	s.mu.Lock()
 	s.ring = ring
-	s.mu.Unlock()
-	s.setErr(gerr)
-	return gerr
-}
-
-func (s *Sampler) setErr(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.lastErr = ""
-	if err != nil {
-		s.lastErr = err.Error()
+	if gerr != nil {
+		s.lastErr = gerr.Error()
 	}
+	s.mu.Unlock()
+	return gerr
 }
 
 // fold adds what moved of kind d since the last sample to the kept
