@@ -109,6 +109,10 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
+// Gatherer reads the same series Handler serves, for in-process readers
+// such as the console's figures.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
+
 // CallStarted records the start of one host-service call; the returned
 // func records its end with the call's error (nil on success).
 func (m *Metrics) CallStarted(family, method string) func(err error) {

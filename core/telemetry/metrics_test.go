@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/registry"
@@ -82,6 +83,48 @@ func TestSandboxViolations(t *testing.T) {
 	} {
 		if got, ok := SandboxRuleOf(code); got != want || ok != (want != "") {
 			t.Errorf("SandboxRuleOf(%s) = %q, %v; want %q", code, got, ok, want)
+		}
+	}
+}
+
+func TestGathererReadsTheServedSeries(t *testing.T) {
+	m := NewMetrics(func() []registry.Record {
+		return []registry.Record{{Name: "kvdemo.remember", Restarts: 3}}
+	})
+	m.WatchPacks(func() []PackRecord { return []PackRecord{{Name: "kvdemo", State: "ready", Restarts: 2}} })
+	m.CallStarted("kv", "get")(nil)
+	m.CallStarted("kv", "get")(wop.Errorf(wop.CodeNotFound, "no key"))
+	m.RunFinished("kvdemo.remember", time.Millisecond, nil)
+	mfs, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range mt.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			switch {
+			case mt.GetCounter() != nil:
+				got[key] = mt.GetCounter().GetValue()
+			case mt.GetHistogram() != nil:
+				got[key] = float64(mt.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	for key, want := range map[string]float64{
+		"wophost_ctx_calls_total,code=ok,family=kv,method=get":                       1,
+		"wophost_ctx_calls_total,code=" + wop.CodeNotFound + ",family=kv,method=get": 1,
+		"wophost_ctx_call_duration_seconds,family=kv,method=get":                     2,
+		"wophost_node_runs_total,code=ok,type_id=kvdemo.remember":                    1,
+		"wophost_node_run_duration_seconds,type_id=kvdemo.remember":                  1,
+		"wophost_plugin_restarts_total,capability=kvdemo.remember":                   3,
+		"wophost_pack_restarts_total,pack=kvdemo":                                    2,
+	} {
+		if got[key] != want {
+			t.Errorf("%s = %v, want %v", key, got[key], want)
 		}
 	}
 }
