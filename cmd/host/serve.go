@@ -20,6 +20,7 @@ import (
 	"github.com/wophost/wophost/core/api"
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/console"
+	"github.com/wophost/wophost/core/console/figures"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/registry"
 	"github.com/wophost/wophost/core/telemetry"
@@ -84,9 +85,11 @@ func (g *globals) serve() error {
 		Logger:       logger.Named("api"),
 	})
 	if d.http.Console {
-		if err := d.mountConsole(handler); err != nil {
+		stopSampling, err := d.mountConsole(handler)
+		if err != nil {
 			return err
 		}
+		defer stopSampling()
 	}
 	srv := &http.Server{
 		Handler:           handler,
@@ -137,8 +140,11 @@ func (g *globals) serve() error {
 	}
 }
 
-// mountConsole serves the operator console under /ui/ of the API.
-func (d *daemon) mountConsole(a *api.Server) error {
+// mountConsole serves the operator console under /ui/ of the API and
+// starts sampling the metrics its figures page draws; the func it
+// returns stops the sampling.
+func (d *daemon) mountConsole(a *api.Server) (func(), error) {
+	sampler := figures.NewSampler(d.metrics.Gatherer(), figures.Options{})
 	c, err := console.New(console.Options{
 		Acquire: func() (console.Backend, func()) {
 			b, release := d.current.Acquire()
@@ -149,15 +155,18 @@ func (d *daemon) mountConsole(a *api.Server) error {
 			return h, release
 		},
 		Access:  a,
+		Figures: sampler,
 		Version: version,
 		Started: time.Now(),
 		Logger:  d.logger.Named("console"),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a.Mount(console.Prefix, c)
-	return nil
+	ctx, stop := context.WithCancel(context.Background())
+	go sampler.Run(ctx)
+	return stop, nil
 }
 
 // httpSettings returns the config's http block or its defaults.

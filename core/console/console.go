@@ -28,6 +28,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wophost/wophost/core/agents"
+	"github.com/wophost/wophost/core/console/figures"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/httpstatus"
 	"github.com/wophost/wophost/core/registry"
@@ -75,7 +76,7 @@ type Options struct {
 	Access  Access
 	// Figures is the sampler of the host's metrics the figures page
 	// draws; nil leaves the page saying there are none.
-	Figures any
+	Figures *figures.Sampler
 	// Version is the host's version, and Started when it started.
 	Version string
 	Started time.Time

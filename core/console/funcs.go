@@ -26,6 +26,8 @@ func funcs() template.FuncMap {
 		},
 		"bytes": formatBytes,
 		"f1":    func(f float64) string { return fmt.Sprintf("%.1f", f) },
+		// ms writes a latency in seconds as a duration.
+		"ms": func(seconds float64) string { return formatDuration(time.Duration(seconds * float64(time.Second))) },
 	}
 }
 
