@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -17,7 +19,9 @@ import (
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/internal/atomicfile"
+	"github.com/wophost/wophost/internal/pgstore"
 	"github.com/wophost/wophost/internal/pgtest"
+	"github.com/wophost/wophost/sdk/plugin"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -348,5 +352,115 @@ func TestListRunsEmbeddedUnreadable(t *testing.T) {
 	}
 	if got, _ := listIDs(t, h, RunFilter{AllOwners: true, Outcome: OutcomeUnreadable}); !slices.Equal(got, ids("run_0b", "run_0a")) {
 		t.Errorf("unreadable runs: %v", got)
+	}
+}
+
+// Migration 004 fills the listing's columns of the rows written before
+// it from their bytes: a record's fields, and for bytes that are no run
+// record (not JSON, not UTF-8, not an object) an unreadable row at the
+// time it was stored, without failing. Rows written after it without the
+// columns, by put from bytes that are no record or by a host that
+// predates them, get them from the table's trigger.
+func TestRunRecordsMigrationBackfills(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	before := fstest.MapFS{}
+	err := fs.WalkDir(hostMigrations(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path >= "004" {
+			return err
+		}
+		data, err := fs.ReadFile(hostMigrations(), path)
+		before[path] = &fstest.MapFile{Data: data}
+		return err
+	})
+	if err != nil || len(before) != 3 {
+		t.Fatalf("migrations before 004: %v, %v", before, err)
+	}
+	settings := plugin.Storage{Backend: config.BackendPostgres, DSN: dsn, MaxConnections: 2, StatementTimeout: 5 * time.Second}
+	pool, err := pgstore.Open(ctx, settings, config.HostStorageSchema, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Recent, so that the host's retention keeps them.
+	stored := time.Now().UTC().Truncate(time.Second)
+	old := func(runID string, data []byte) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `INSERT INTO run_records (run_id, record, created_at) VALUES ($1, $2, $3)`, runID, data, stored); err != nil {
+			t.Fatal(err)
+		}
+	}
+	encoded := func(r listedRun) []byte {
+		data, err := encodeRunRecord(r.record())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	old("run_a1", encoded(listedRun{id: "run_a1", typeID: "demo.node", outcome: OutcomeFailed, code: "demo.boom", key: "key-alpha", owner: "alice", replayOf: "run_01", at: time.Second, calls: 3}))
+	// A record written before records kept their key, owner or calls.
+	plain, err := json.Marshal(map[string]any{"runId": "run_a2", "typeId": "demo.node", "pack": "demo.pack", "input": map[string]any{},
+		"startedAt": listBase.Add(2 * time.Second), "finishedAt": listBase.Add(3 * time.Second), "outcome": "succeeded", "prompts": []any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old("run_a2", plain)
+	old("run_a3", []byte("not json"))
+	old("run_a4", []byte{0xff, 0xfe, '{', '}'})
+	old("run_a5", []byte(`[1, 2]`))
+	old("run_a6", []byte(`{"typeId": "demo.node", "outcome": "succeeded", "startedAt": "yesterday"}`))
+	pool.Close()
+
+	h := newPostgresHost(t, dsn)
+	store, err := h.state.runRecords(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.put(ctx, "run_a7", []byte("junk")); err != nil {
+		t.Fatal(err)
+	}
+	// A host that predates the columns writes only the bytes.
+	pool, err = h.state.database(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO run_records (run_id, record, created_at) VALUES ($1, $2, $3)`, "run_a8",
+		encoded(listedRun{id: "run_a8", typeID: "demo.other", outcome: OutcomeSucceeded, owner: "bob", at: 4 * time.Second}), stored); err != nil {
+		t.Fatal(err)
+	}
+
+	page, err := h.ListRuns(ctx, RunFilter{AllOwners: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]RunSummary{}
+	for _, s := range page.Runs {
+		got[s.RunID] = s
+	}
+	if len(got) != 8 {
+		t.Fatalf("listed %d runs, want 8: %+v", len(got), page.Runs)
+	}
+	a1 := got["run_a1"]
+	if a1.TypeID != "demo.node" || a1.Pack != "demo.pack" || a1.Outcome != OutcomeFailed || a1.ErrorCode != "demo.boom" ||
+		a1.IdempotencyKey != "key-alpha" || a1.Owner != "alice" || a1.ReplayOf != "run_01" || a1.Calls != 3 ||
+		!a1.StartedAt.Equal(listBase.Add(time.Second)) || !a1.FinishedAt.Equal(listBase.Add(1500*time.Millisecond)) {
+		t.Errorf("backfilled record: %+v", a1)
+	}
+	if a2 := got["run_a2"]; a2.Outcome != OutcomeSucceeded || a2.Owner != "" || a2.IdempotencyKey != "" || a2.Calls != 0 ||
+		!a2.StartedAt.Equal(listBase.Add(2*time.Second)) {
+		t.Errorf("an older record: %+v", a2)
+	}
+	for _, id := range []string{"run_a3", "run_a4", "run_a5", "run_a6"} {
+		if s := got[id]; s.Outcome != OutcomeUnreadable || !s.StartedAt.Equal(stored) || s.TypeID != "" || s.Owner != "" {
+			t.Errorf("%s: %+v; want unreadable at %v", id, s, stored)
+		}
+	}
+	if s := got["run_a7"]; s.Outcome != OutcomeUnreadable || s.StartedAt.IsZero() {
+		t.Errorf("put of bytes that are no record: %+v", s)
+	}
+	if s := got["run_a8"]; s.TypeID != "demo.other" || s.Owner != "bob" || !s.StartedAt.Equal(listBase.Add(4*time.Second)) {
+		t.Errorf("a row without its columns: %+v", s)
+	}
+	if ids, _ := listIDs(t, h, RunFilter{Owner: "alice"}); !slices.Equal(ids, []string{"run_a1"}) {
+		t.Errorf("alice's runs after the migration: %v", ids)
 	}
 }

@@ -30,7 +30,10 @@ BEGIN
     owner := '';
     BEGIN
         rec := convert_from(raw, 'UTF8')::jsonb;
-        IF jsonb_typeof(rec) = 'object' AND rec->>'typeId' <> '' AND rec->>'outcome' IN ('succeeded', 'failed') THEN
+        -- A time is RFC 3339, as the host writes it: PostgreSQL's own
+        -- words for times ('now', 'epoch') are no record's.
+        IF jsonb_typeof(rec) = 'object' AND rec->>'typeId' <> '' AND rec->>'outcome' IN ('succeeded', 'failed')
+            AND rec->>'startedAt' ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' AND rec->>'finishedAt' ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' THEN
             type_id := rec->>'typeId';
             pack := rec->>'pack';
             outcome := rec->>'outcome';
