@@ -464,3 +464,37 @@ func TestRunRecordsMigrationBackfills(t *testing.T) {
 		t.Errorf("alice's runs after the migration: %v", ids)
 	}
 }
+
+// Storage names the backend and where it keeps state, never a user or
+// password, and whether it takes writes now, with the reason when not.
+func TestStorageInfo(t *testing.T) {
+	h := newFileHost(t)
+	if got := h.Storage(); got != (StorageInfo{Backend: config.BackendEmbedded, Where: h.cfg.Host.StateDir, Writable: true}) {
+		t.Errorf("embedded: %+v", got)
+	}
+	h = newFileHost(t)
+	h.state.health.space = func(string) (space, error) { return space{avail: 1024}, nil }
+	if got := h.Storage(); got.Writable || !strings.Contains(got.Reason, "1.0 KiB free") {
+		t.Errorf("a full disk: %+v", got)
+	}
+
+	for dsn, want := range map[string]string{
+		"postgres://ops:s3cret@db.example:6543/runs?sslmode=disable":  "db.example:6543/runs",
+		"host=10.0.0.7 port=5433 dbname=wop user=ops password=s3cret": "10.0.0.7:5433/wop",
+		"postgres://ops:s3cret@[::1]:5432/runs?sslmode=disable":       "[::1]:5432/runs",
+		"postgres://%zz": "(a dsn that cannot be parsed)",
+	} {
+		if got := databaseWhere(dsn); got != want {
+			t.Errorf("databaseWhere(%q) = %q, want %q", dsn, got, want)
+		}
+	}
+
+	dsn := pgtest.DSN(t)
+	h = newPostgresHost(t, dsn)
+	got := h.Storage()
+	name := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	if got.Backend != config.BackendPostgres || !strings.HasSuffix(got.Where, ":5432/"+name) || strings.Contains(got.Where, "@") ||
+		!got.Writable || got.Reason != "" {
+		t.Errorf("postgres: %+v; want host:5432/%s, writable", got, name)
+	}
+}
