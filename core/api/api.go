@@ -44,6 +44,8 @@ type Backend interface {
 	Run(ctx context.Context, typeID string, input json.RawMessage, opts host.RunOptions) (*host.RunResult, error)
 	// RunRecord returns the record of a run, for a replay.
 	RunRecord(ctx context.Context, runID string) (*host.RunRecord, error)
+	// ListRuns lists recorded runs, a page at a time.
+	ListRuns(ctx context.Context, f host.RunFilter) (*host.RunPage, error)
 	Ready() error
 }
 
@@ -87,14 +89,13 @@ func New(current *Current, opts Options) *Server {
 	for _, t := range opts.Tokens {
 		s.tokenSums = append(s.tokenSums, sha256.Sum256([]byte(t)))
 	}
-	routes := []struct {
-		method, path string
-		h            http.Handler
-	}{
+	routes := []route{
 		{"GET", "/healthz", http.HandlerFunc(s.healthz)},
 		{"GET", "/readyz", http.HandlerFunc(s.readyz)},
 		{"GET", "/.well-known/openwop", s.authed(s.discovery)},
 		{"POST", "/v1/nodes/{node}", s.authed(s.execute)},
+		{"GET", "/v1/runs", s.authed(s.listRuns)},
+		{"GET", "/v1/runs/{run}", s.authed(s.getRun)},
 		{"POST", "/v1/runs/{run}", s.authed(s.replay)},
 		{"GET", "/v1/plugins", s.authed(s.plugins)},
 		{"GET", "/v1/packs", s.authed(s.packs)},
@@ -102,23 +103,34 @@ func New(current *Current, opts Options) *Server {
 		{"GET", "/host/effect-seams", s.authed(s.effectSeams)},
 	}
 	if opts.Metrics != nil {
-		routes = append(routes, struct {
-			method, path string
-			h            http.Handler
-		}{"GET", "/metrics", s.authed(opts.Metrics.ServeHTTP)})
+		routes = append(routes, route{"GET", "/metrics", s.authed(opts.Metrics.ServeHTTP)})
 	}
+	var paths []string
+	methods := map[string][]string{}
 	for _, r := range routes {
 		s.mux.Handle(r.method+" "+r.path, r.h)
-		// Every other method on the path: 405 in the error envelope,
-		// rather than the mux's plain text.
-		allow := r.method
-		if r.method == "GET" {
-			allow = "GET, HEAD"
+		if methods[r.path] == nil {
+			paths = append(paths, r.path)
 		}
-		s.mux.HandleFunc(r.path, func(w http.ResponseWriter, req *http.Request) {
-			w.Header().Set("Allow", allow)
-			writeError(w, &wop.Error{Code: httpstatus.CodeMethodNotAllowed,
-				Message: fmt.Sprintf("%s is not allowed here; the allowed methods are %s", clip(req.Method, 32), allow)})
+		methods[r.path] = append(methods[r.path], r.method)
+	}
+	for _, path := range paths {
+		// Every other method on the path: 405 in the error envelope,
+		// rather than the mux's plain text. A path several routes share
+		// is registered once, allowing the methods of all.
+		allow := allowed(methods[path])
+		if path == "/v1/runs/{run}" {
+			// A run's record is read at its id, and replayed at its id
+			// and :replay: each allows its own method.
+			allow = func(req *http.Request) string {
+				if strings.HasSuffix(req.PathValue("run"), replaySuffix) {
+					return "POST"
+				}
+				return "GET, HEAD"
+			}
+		}
+		s.mux.HandleFunc(path, func(w http.ResponseWriter, req *http.Request) {
+			methodNotAllowed(w, req, allow(req))
 		})
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
@@ -165,11 +177,35 @@ func (s *Server) Authorized(r *http.Request) bool {
 // tokens or a token with the runs:all scope (all is true), otherwise the
 // runs whose record names owner, the credential's scope.
 func (s *Server) RunScope(r *http.Request) (owner string, all bool) {
-	credential := s.credential(r)
-	if credential == "" || slices.Contains(s.opts.TokenScopes[credential], config.ScopeAllRuns) {
-		return "", true
+	return s.visibility(r)
+}
+
+// route is one method and path pattern of the API and its handler.
+type route struct {
+	method, path string
+	h            http.Handler
+}
+
+// allowed is the Allow header of a path whose routes take methods: GET
+// takes HEAD too.
+func allowed(methods []string) func(*http.Request) string {
+	var list []string
+	for _, m := range methods {
+		list = append(list, m)
+		if m == "GET" {
+			list = append(list, "HEAD")
+		}
 	}
-	return idempotency.Scope(credential), false
+	allow := strings.Join(list, ", ")
+	return func(*http.Request) string { return allow }
+}
+
+// methodNotAllowed answers a method the path does not take: 405 with
+// Allow, in the error envelope.
+func methodNotAllowed(w http.ResponseWriter, req *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	writeError(w, &wop.Error{Code: httpstatus.CodeMethodNotAllowed,
+		Message: fmt.Sprintf("%s is not allowed here; the allowed methods are %s", clip(req.Method, 32), allow)})
 }
 
 // maxEchoBytes bounds how much of a caller's path an error quotes back.
@@ -317,22 +353,25 @@ func (s *Server) credential(r *http.Request) string {
 	return strings.TrimSpace(token)
 }
 
-// mayReplay reports whether the request's credential may replay a run
-// whose record names owner: an API without tokens lets everyone, a token
-// with the runs:all scope every run, any other token the runs it made. A
-// run made without a credential (by the operator's CLI, or before tokens
-// were set) belongs to no token.
-func (s *Server) mayReplay(r *http.Request, owner string) bool {
+// visibility returns whose runs the request's credential may see and
+// replay: every run (all) for an API without tokens and for a token with
+// the runs:all scope, otherwise only the runs whose owner is owner, the
+// scope of the token, which made them. A run made without a credential
+// (by the operator's CLI, or before tokens were set) has the empty owner,
+// which is no token's scope.
+func (s *Server) visibility(r *http.Request) (owner string, all bool) {
 	credential := s.credential(r)
-	if credential == "" {
-		return true
+	if credential == "" || slices.Contains(s.opts.TokenScopes[credential], config.ScopeAllRuns) {
+		return "", true
 	}
-	if slices.Contains(s.opts.TokenScopes[credential], config.ScopeAllRuns) {
-		return true
-	}
-	// A run made without a credential has the empty owner, which is no
-	// token's scope.
-	return subtle.ConstantTimeCompare([]byte(owner), []byte(idempotency.Scope(credential))) == 1
+	return idempotency.Scope(credential), false
+}
+
+// maySee reports whether the request's credential may see and replay a
+// run whose record names owner (visibility).
+func (s *Server) maySee(r *http.Request, owner string) bool {
+	want, all := s.visibility(r)
+	return all || subtle.ConstantTimeCompare([]byte(owner), []byte(want)) == 1
 }
 
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {

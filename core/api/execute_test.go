@@ -36,6 +36,11 @@ type fakeBackend struct {
 	// every other id.
 	records   map[string]*host.RunRecord
 	recordErr error
+	// page and listErr answer ListRuns; filter is what it was asked.
+	page    *host.RunPage
+	listErr error
+	filter  host.RunFilter
+	lists   int
 }
 
 func newFake() *fakeBackend {
@@ -51,6 +56,13 @@ func (f *fakeBackend) RunRecord(_ context.Context, id string) (*host.RunRecord, 
 		return r, nil
 	}
 	return nil, f.recordErr
+}
+func (f *fakeBackend) ListRuns(_ context.Context, filter host.RunFilter) (*host.RunPage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists++
+	f.filter = filter
+	return f.page, f.listErr
 }
 func (f *fakeBackend) Run(ctx context.Context, _ string, input json.RawMessage, opts host.RunOptions) (*host.RunResult, error) {
 	f.mu.Lock()

@@ -43,13 +43,13 @@ type replayOutcome struct {
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	runID, ok := strings.CutSuffix(r.PathValue("run"), replaySuffix)
 	if !ok {
-		writeError(w, wop.Errorf(wop.CodeNotFound, "no route POST %s; runs replay at POST /v1/runs/{runId}:replay", clip(r.URL.Path, maxEchoBytes)))
+		// A run's own path is read, not posted to; runs replay at
+		// POST /v1/runs/{runId}:replay.
+		methodNotAllowed(w, r, "GET, HEAD")
 		return
 	}
 	if !host.IsRunID(runID) {
-		// Refused before any record is looked up, and not quoted: the id
-		// is the caller's and may be any length.
-		writeError(w, wop.Errorf(wop.CodeNotFound, "no run has this id: a run id is run_ and 1 to %d lowercase hex digits", host.MaxRunIDHexDigits))
+		writeError(w, errNotARunID())
 		return
 	}
 	var req replayRequest
@@ -74,26 +74,9 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNoHost())
 		return
 	}
-	rec, err := b.RunRecord(r.Context(), runID)
+	rec, err := s.visibleRecord(r, b, runID)
 	if err != nil {
-		var we *wop.Error
-		switch {
-		case wop.CodeOf(err) != host.CodeRunExpired && errors.Is(err, fs.ErrNotExist):
-			err = wop.Errorf(wop.CodeNotFound, "no run record %s", runID)
-		case !errors.As(err, &we):
-			// A storage failure: its text names files or the database,
-			// which are the operator's to read in the log, not the
-			// caller's.
-			s.opts.Logger.Error("run record unreadable", "run_id", runID, "error", err)
-			err = wop.Errorf(wop.CodeInternal, "the record of run %s cannot be read; the host's log says why", runID)
-		}
 		writeError(w, err)
-		return
-	}
-	if !s.mayReplay(r, rec.Owner) {
-		// The same answer as for a run that does not exist: a token
-		// learns nothing of the runs of others.
-		writeError(w, wop.Errorf(wop.CodeNotFound, "no run record %s", runID))
 		return
 	}
 	ctx := r.Context()
@@ -129,4 +112,45 @@ func msTimeout(ms int64) time.Duration {
 		return math.MaxInt64
 	}
 	return time.Duration(ms) * time.Millisecond
+}
+
+// errNotARunID refuses an id outside the run id grammar before any record
+// is looked up, without quoting it: the id is the caller's and may be any
+// length.
+func errNotARunID() error {
+	return wop.Errorf(wop.CodeNotFound, "no run has this id: a run id is run_ and 1 to %d lowercase hex digits", host.MaxRunIDHexDigits)
+}
+
+// errNoRecord is the answer for a run without a record, and for the run
+// of another token: the same, so that a token learns nothing of the runs
+// of others.
+func errNoRecord(runID string) error {
+	return wop.Errorf(wop.CodeNotFound, "no run record %s", runID)
+}
+
+// visibleRecord returns the record of runID when the request's credential
+// may see it (maySee), and otherwise the error to answer: not_found for a
+// run never recorded or another token's, run_expired for one retention
+// pruned, replay_source_missing for a record that cannot be trusted, and
+// internal for a storage failure, whose text is left to the log.
+func (s *Server) visibleRecord(r *http.Request, b Backend, runID string) (*host.RunRecord, error) {
+	rec, err := b.RunRecord(r.Context(), runID)
+	if err != nil {
+		var we *wop.Error
+		switch {
+		case wop.CodeOf(err) != host.CodeRunExpired && errors.Is(err, fs.ErrNotExist):
+			err = errNoRecord(runID)
+		case !errors.As(err, &we):
+			// A storage failure: its text names files or the database,
+			// which are the operator's to read in the log, not the
+			// caller's.
+			s.opts.Logger.Error("run record unreadable", "run_id", runID, "error", err)
+			err = wop.Errorf(wop.CodeInternal, "the record of run %s cannot be read; the host's log says why", runID)
+		}
+		return nil, err
+	}
+	if !s.maySee(r, rec.Owner) {
+		return nil, errNoRecord(runID)
+	}
+	return rec, nil
 }

@@ -72,7 +72,8 @@ func TestReplayRefusals(t *testing.T) {
 		code             string
 	}{
 		{"not a run id", "/v1/runs/bogus:replay", "", nil, http.StatusNotFound, "not_found"},
-		{"no suffix", "/v1/runs/" + replayRunID, "", nil, http.StatusNotFound, "not_found"},
+		// A run's own path is read with GET, not posted to.
+		{"no suffix", "/v1/runs/" + replayRunID, "", nil, http.StatusMethodNotAllowed, "wophost.method_not_allowed"},
 		{"unknown run", "/v1/runs/" + replayRunID + ":replay", "", fs.ErrNotExist, http.StatusNotFound, "not_found"},
 		{"expired run", "/v1/runs/" + replayRunID + ":replay", "", expired, http.StatusGone, host.CodeRunExpired},
 		{"negative timeout", "/v1/runs/" + replayRunID + ":replay", `{"timeoutMs":-1}`, nil, http.StatusBadRequest, "validation_error"},

@@ -82,7 +82,7 @@ func (s *state) ping(ctx context.Context) error {
 // runRecords returns the store of run records of the host's backend.
 func (s *state) runRecords(ctx context.Context) (runRecordStore, error) {
 	if !s.postgres() {
-		return &fileRunRecords{dir: filepath.Join(s.dir, RunsDir), synced: s.synced}, nil
+		return &fileRunRecords{dir: filepath.Join(s.dir, RunsDir), synced: s.synced, cache: s.summaries}, nil
 	}
 	pool, err := s.database(ctx)
 	if err != nil {

@@ -161,7 +161,7 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 	defer remove()
 	rec := &RunRecord{
 		RunID: run.ID, NodeID: run.NodeID, TypeID: typeID, Pack: p.Name, PackVersion: p.Version, Input: input, StartedAt: time.Now().UTC(),
-		Owner: opts.IdempotencyScope,
+		Owner: opts.IdempotencyScope, IdempotencyKey: opts.IdempotencyKey,
 	}
 	if opts.Replay != nil && node.Role == packmanifest.RoleSideEffect && !slices.Contains(opts.Live, typeID) {
 		if _, err := liveMatcher(opts.Live); err != nil {

@@ -55,6 +55,10 @@ type RunRecord struct {
 	// Owner is the scope of the credential the run was asked with
 	// (RunOptions.IdempotencyScope); empty when it was asked without one.
 	Owner string `json:"owner,omitempty"`
+	// IdempotencyKey is the run's idempotency key
+	// (RunOptions.IdempotencyKey), if it had one. Records written before
+	// it was kept lack it and read all the same.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	// ReplayOf is the run id this run replayed, if any.
 	ReplayOf string `json:"replayOf,omitempty"`
 	// Prompts lists every prompt the run resolved, each reference once.

@@ -94,3 +94,29 @@ func TestRunRecordChecksTheIDFirst(t *testing.T) {
 		t.Errorf("an id at the bound was refused as malformed: %v", err)
 	}
 }
+
+// A record keeps its run's idempotency key under its digest: read back
+// as written, and a record whose key was changed afterwards is refused.
+// A record written before records kept keys reads without one.
+func TestRunRecordKeepsTheIdempotencyKey(t *testing.T) {
+	rec := &RunRecord{RunID: "run_1", TypeID: "demo.node", Input: json.RawMessage(`{}`), IdempotencyKey: "key-0123456789abcdef", Outcome: OutcomeSucceeded}
+	data, err := encodeRunRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseRunRecord(data, "run_1")
+	if err != nil || got.IdempotencyKey != rec.IdempotencyKey {
+		t.Fatalf("read back %+v, %v", got, err)
+	}
+	altered := strings.Replace(string(data), "key-0123456789abcdef", "key-0123456789abcdeg", 1)
+	if _, err := parseRunRecord([]byte(altered), "run_1"); err == nil {
+		t.Fatal("a record whose key changed was accepted")
+	}
+	rec.IdempotencyKey = ""
+	if data, err = encodeRunRecord(rec); err != nil || strings.Contains(string(data), "idempotencyKey") {
+		t.Fatalf("a record without a key: %s, %v", data, err)
+	}
+	if got, err := parseRunRecord(data, "run_1"); err != nil || got.IdempotencyKey != "" {
+		t.Fatalf("a record without a key read back %+v, %v", got, err)
+	}
+}

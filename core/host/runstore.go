@@ -34,6 +34,10 @@ type runRecordStore interface {
 	// the same maxAge and maxCount, and returns how many records it
 	// removed and how many it kept.
 	prune(ctx context.Context, now time.Time, maxAge time.Duration, maxCount int, inFlight func(runID string) bool) (removed, kept int, err error)
+	// list returns at most n summaries of the records filter selects
+	// that come after the cursor (nil: from the first), newest first
+	// (ListRuns).
+	list(ctx context.Context, filter *RunFilter, after *runCursor, n int) ([]RunSummary, error)
 	// where names the store in messages.
 	where() string
 }
@@ -43,6 +47,9 @@ type fileRunRecords struct {
 	dir string
 	// synced, when not nil, is told of each sync (atomicfile.Hooks.Synced).
 	synced func(path string)
+	// cache keeps the summaries list read, for the next listing; nil
+	// reads every record at each listing.
+	cache *summaryCache
 }
 
 func (f *fileRunRecords) where() string { return f.dir }
@@ -146,12 +153,33 @@ type pgRunRecords struct {
 
 func (p *pgRunRecords) where() string { return "the table run_records" }
 
+// put writes the record's bytes and, beside them, the fields a listing
+// filters and orders by. Bytes that are no run record leave those
+// columns null, which the table's trigger then fills as an unreadable
+// record's (migration 004).
 func (p *pgRunRecords) put(ctx context.Context, runID string, data []byte) (string, error) {
-	if _, err := p.pool.Exec(ctx, `INSERT INTO run_records (run_id, record, created_at) VALUES ($1, $2, $3)`,
-		runID, data, p.now().UTC()); err != nil {
+	var args []any
+	if s, ok := summarizeBytes(runID, data); ok {
+		args = []any{s.TypeID, s.Pack, s.Outcome, nullable(s.ErrorCode), nullable(s.IdempotencyKey), s.Owner,
+			s.StartedAt, s.FinishedAt, nullable(s.ReplayOf), s.Calls}
+	} else {
+		args = make([]any, 10)
+	}
+	if _, err := p.pool.Exec(ctx, `INSERT INTO run_records (run_id, record, created_at,
+			type_id, pack, outcome, error_code, idempotency_key, owner, started_at, finished_at, replay_of, calls)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		append([]any{runID, data, p.now().UTC()}, args...)...); err != nil {
 		return "", fmt.Errorf("write run record: %w", err)
 	}
 	return runID, nil
+}
+
+// nullable is s, or SQL's null for the empty string: an absent field.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func (p *pgRunRecords) get(ctx context.Context, runID string) ([]byte, error) {

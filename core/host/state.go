@@ -65,6 +65,9 @@ type state struct {
 	// now is the clock of idempotency outcomes and their expiry:
 	// time.Now, or a test's clock.
 	now func() time.Time
+	// summaries caches the summaries of the run record files that
+	// listings read (embedded backend only).
+	summaries *summaryCache
 
 	mu    sync.Mutex
 	store idempotency.Store
@@ -116,6 +119,7 @@ func newStateFor(cfg config.Host, logger hclog.Logger, inFlight func(runID strin
 		unsaved:        map[string]*idempotency.Record{},
 		now:            time.Now,
 		claims:         newClaimLeases(cfg.Storage.ClaimLease),
+		summaries:      newSummaryCache(),
 	}
 	// One run may write an input and an output of max_message_bytes each.
 	reserve := 2*uint64(cfg.MaxMessageBytes) + storageSlackBytes

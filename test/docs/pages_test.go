@@ -497,6 +497,18 @@ var jsonShapes = map[string]func([]byte) error{
 		}
 		return nil
 	},
+	"run-page": func(b []byte) error {
+		var p host.RunPage
+		if err := strictDecode(b, &p); err != nil {
+			return err
+		}
+		for _, r := range p.Runs {
+			if !host.IsRunID(r.RunID) {
+				return fmt.Errorf("runId %q is not a run id", r.RunID)
+			}
+		}
+		return nil
+	},
 	"agent-manifest": func(b []byte) error { _, err := agentruntime.ParseManifest(b); return err },
 	"local-rules":    func(b []byte) error { _, err := local.Parse(b); return err },
 }

@@ -237,6 +237,9 @@ func (r readiness) Ready() error                 { return r.err }
 func (r readiness) RunRecord(context.Context, string) (*host.RunRecord, error) {
 	return nil, fmt.Errorf("readiness keeps no records")
 }
+func (r readiness) ListRuns(context.Context, host.RunFilter) (*host.RunPage, error) {
+	return nil, fmt.Errorf("readiness keeps no records")
+}
 func (r readiness) Run(context.Context, string, json.RawMessage, host.RunOptions) (*host.RunResult, error) {
 	return nil, fmt.Errorf("readiness runs nothing")
 }

@@ -254,6 +254,14 @@ func TestRunIdempotencyKey(t *testing.T) {
 	if first.code != 0 || !strings.Contains(first.stdout, `"version": 1`) || strings.Contains(first.stderr, "idempotent replay") {
 		t.Fatalf("first run: %d\n%s%s", first.code, first.stdout, first.stderr)
 	}
+	// The run's record keeps its key.
+	records, _ := filepath.Glob(filepath.Join(stateDir, "runs", "run_*.json"))
+	if len(records) != 1 {
+		t.Fatalf("records after the first run: %v", records)
+	}
+	if data, err := os.ReadFile(records[0]); err != nil || !strings.Contains(string(data), `"idempotencyKey": "`+key+`"`) {
+		t.Fatalf("the run's record does not keep its key (%v):\n%s", err, data)
+	}
 	again := runHost(t, "", "--config", cfg, "run", "kvdemo.remember", "--input", in, "--idempotency-key", key)
 	if again.code != 0 || !strings.Contains(again.stdout, `"version": 1`) || !strings.Contains(again.stderr, "idempotent replay") {
 		t.Fatalf("repeat: %d\n%s%s", again.code, again.stdout, again.stderr)
