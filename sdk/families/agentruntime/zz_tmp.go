@@ -9,13 +9,13 @@ type InstancesRequest struct {
 	After string `json:"after,omitempty"`
 }
 type InstanceSummary struct {
-	ID        string    `json:"id"`
-	AgentID   string    `json:"agentId"`
-	Pack      string    `json:"pack,omitempty"`
-	State     string    `json:"state"`
-	CreatedAt time.Time `json:"createdAt"`
-	Mailbox   int       `json:"mailbox"`
-	Tasks     int       `json:"tasks"`
+	AgentInstanceID string    `json:"agentInstanceId"`
+	ManifestID      string    `json:"manifestId"`
+	ManifestDigest  string    `json:"manifestDigest"`
+	SpawnedAt       time.Time `json:"spawnedAt"`
+	State           string    `json:"state"`
+	Mailbox         int       `json:"mailbox"`
+	Tasks           int       `json:"tasks"`
 }
 type InstancesResult struct {
 	Instances       []InstanceSummary `json:"instances"`
