@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/families/mcp"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -113,6 +114,9 @@ func seamKind(rec registry.Record, family, method string) (kind, note string) {
 		}
 		return SeamKindOther, "MCP " + request + " request to a server configured for " + by + "; a tool may act on the world"
 	case wop.FamilyAgentRuntime:
+		if method == agentruntime.MethodInstances {
+			return SeamKindStorage, "operator-only listing of the agent instances in the store of " + by + ": answers from its current state"
+		}
 		return SeamKindOther, "spawns or messages agents through " + by + "; the agents' own calls pass through the host, each a seam of its own"
 	case wop.FamilyPromptLibrary:
 		return SeamKindStorage, "operator-only management of the prompt store of " + by + ": changes it or answers from its current state"

@@ -33,7 +33,7 @@ func TestEffectSeamsOf(t *testing.T) {
 	// Advertising agentRuntime implies agents.manifestRuntime, which the
 	// host provides; a provided family has no methods and so no seams.
 	reg.Provide(registry.Family{Name: wop.FamilyAgents, Facets: map[string]json.RawMessage{"manifestRuntime": json.RawMessage(`{}`)}})
-	readyForSeams(reg, "agents", "wophost-agentruntime", registry.Family{Name: wop.FamilyAgentRuntime, Methods: []string{"spawn"}})
+	readyForSeams(reg, "agents", "wophost-agentruntime", registry.Family{Name: wop.FamilyAgentRuntime, Methods: []string{"spawn", "instances"}})
 	readyForSeams(reg, "kv", "wophost-kv", registry.Family{Name: "acme.kv", Methods: []string{"delete", "get", "put"}, Pure: []string{"get"}})
 	// Needs a family nobody serves: not advertised, so no seam.
 	readyForSeams(reg, "orphan", "wophost-orphan", registry.Family{Name: "acme.orphan", Methods: []string{"poke"}, Needs: []string{"acme.none"}})
@@ -51,7 +51,7 @@ func TestEffectSeamsOf(t *testing.T) {
 	}
 	want := []string{
 		"acme.kv.delete other", "acme.kv.put other",
-		"agentRuntime.spawn other",
+		"agentRuntime.instances storage", "agentRuntime.spawn other",
 		"aiEnvelope.generate provider-sdk",
 		"mcp.callTool other",
 		"promptLibrary.publish storage",
@@ -62,8 +62,11 @@ func TestEffectSeamsOf(t *testing.T) {
 	if n := m.Seams[0].Note; !strings.Contains(n, `capability "kv" (plugin wophost-kv)`) || !strings.Contains(n, "no pure") {
 		t.Errorf("vendor seam note %q: want the capability, the plugin and the missing pure declaration", n)
 	}
-	if n := m.Seams[4].Note; !strings.Contains(n, "MCP tools/call request") {
+	if n := m.Seams[5].Note; !strings.Contains(n, "MCP tools/call request") {
 		t.Errorf("mcp seam note %q", n)
+	}
+	if n := m.Seams[2].Note; !strings.Contains(n, "operator-only listing") || !strings.Contains(n, `capability "agents"`) {
+		t.Errorf("agentRuntime instances seam note %q", n)
 	}
 }
 

@@ -70,6 +70,10 @@ type agentrt struct {
 	svc   *runtime.Service
 }
 
+// The plugin lets the operator list its instances; without this, a
+// changed signature would drop the method from the family unnoticed.
+var _ agentruntime.InstanceLister = (*agentrt)(nil)
+
 func newPlugin() *plugin.Plugin {
 	a := &agentrt{}
 	family := agentruntime.NewFamily(a)
@@ -260,4 +264,14 @@ func (a *agentrt) MessageSend(ctx context.Context, _ *plugin.Request, in *agentr
 	}
 	defer done()
 	return svc.MessageSend(ctx, in)
+}
+
+// Instances implements agentruntime.InstanceLister.
+func (a *agentrt) Instances(ctx context.Context, _ *plugin.Request, in *agentruntime.InstancesRequest) (*agentruntime.InstancesResult, error) {
+	svc, done, err := a.service()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return svc.Instances(ctx, in)
 }

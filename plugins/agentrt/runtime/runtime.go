@@ -1,7 +1,7 @@
 // Package runtime serves the four agentRuntime methods (spawn, delegate,
 // consensus, messageSend) on top of the durable store, the routing and
-// consensus rules and the agent loop. Every agent step reaches the host
-// through the wop.Caller the request brings.
+// consensus rules and the agent loop, and the operator's instances. Every
+// agent step reaches the host through the wop.Caller the request brings.
 //
 // # Manifests
 //
@@ -489,6 +489,35 @@ func (s *Service) MessageSend(ctx context.Context, req *agentruntime.MessageSend
 		return nil, storeError(err)
 	}
 	return &agentruntime.MessageSendResult{MessageID: msg.ID, SentAt: msg.SentAt}, nil
+}
+
+// Instances answers a page of the instances in spawn order, for the
+// operator: each with its mailbox and its working tasks, and the quota
+// and capacity they are held to. It only reads.
+func (s *Service) Instances(ctx context.Context, req *agentruntime.InstancesRequest) (*agentruntime.InstancesResult, error) {
+	limit, err := req.PageSize()
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.store.ListInstances(ctx, req.After, limit)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, invalid("after", fmt.Sprintf("no agent instance %q: pass the next of the previous page", req.After))
+	case err != nil:
+		return nil, storeError(err)
+	}
+	res := &agentruntime.InstancesResult{
+		Instances:  make([]agentruntime.InstanceSummary, len(page.Instances)),
+		Next:       page.Next,
+		SpawnQuota: s.settings.SpawnQuota, SpawnedCount: page.Total, MailboxCapacity: s.settings.MailboxCapacity,
+	}
+	for i, st := range page.Instances {
+		res.Instances[i] = agentruntime.InstanceSummary{
+			AgentInstanceID: st.ID, ManifestID: st.ManifestID, ManifestDigest: st.ManifestDigest, SpawnedAt: st.SpawnedAt,
+			State: agentruntime.StateOf(st.Working), Mailbox: st.Queued, Tasks: st.Working,
+		}
+	}
+	return res, nil
 }
 
 func invalid(field, msg string) *wop.Error {

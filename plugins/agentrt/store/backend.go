@@ -21,6 +21,10 @@ type Backend interface {
 	// LatestInstanceOf returns the id of the most recently spawned
 	// instance of a manifest id, or ErrNotFound.
 	LatestInstanceOf(ctx context.Context, manifestID string) (string, error)
+	// ListInstances returns a page of the instances in spawn order, each
+	// with its queued messages and working tasks (see
+	// Store.ListInstances).
+	ListInstances(ctx context.Context, after string, limit int) (InstancePage, error)
 
 	// StartTask records a task in the given status.
 	StartTask(ctx context.Context, id, kind, instanceID, status string, input []byte) error

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -123,4 +124,97 @@ func (s *Store) LatestInstanceOf(ctx context.Context, manifestID string) (string
 		return "", fmt.Errorf("look up instance of %q: %w", manifestID, err)
 	}
 	return id, nil
+}
+
+// InstanceState is an instance as the operator sees it: its record, and
+// the work that waits for it or runs in it.
+type InstanceState struct {
+	ID             string
+	ManifestID     string
+	ManifestDigest string
+	SpawnedAt      time.Time
+	// Queued counts the messages in its mailbox, claimed or not: what its
+	// mailbox capacity bounds.
+	Queued int
+	// Working counts its tasks in TaskWorking.
+	Working int
+}
+
+// InstancePage is one page of ListInstances.
+type InstancePage struct {
+	// Instances are in spawn order: by spawn time, then by id.
+	Instances []InstanceState
+	// Next is the after of the next page, "" when this page is the last.
+	Next string
+	// Total counts every instance of the store.
+	Total int
+}
+
+// instancePageQuery reads the page after the key (spawned_at, id) in spawn
+// order, each instance with its queued messages and working tasks; the
+// two counts are served by the mailbox and task-status indexes. Its
+// arguments are stateQueued, TaskWorking, the key's time twice, its id,
+// and the limit. pgInstancePageQuery is the same for PostgreSQL.
+const instancePageQuery = `SELECT i.id, i.manifest_id, i.manifest_digest, i.spawned_at,
+		(SELECT COUNT(*) FROM messages m WHERE m.to_instance = i.id AND m.state = ?),
+		(SELECT COUNT(*) FROM tasks t WHERE t.instance_id = i.id AND t.status = ?)
+	FROM instances i
+	WHERE i.spawned_at > ? OR (i.spawned_at = ? AND i.id > ?)
+	ORDER BY i.spawned_at, i.id
+	LIMIT ?`
+
+// firstPageKey is a key before every instance: spawn times are Unix
+// milliseconds, never this small, and every id is after "".
+const firstPageKey = math.MinInt64
+
+// ListInstances returns up to limit instances in spawn order, those after
+// the instance after ("" for the first page). An after that names no
+// instance is ErrNotFound; limit must be positive. It only reads.
+func (s *Store) ListInstances(ctx context.Context, after string, limit int) (InstancePage, error) {
+	if limit <= 0 {
+		return InstancePage{}, fmt.Errorf("list instances: limit %d is not positive", limit)
+	}
+	var page InstancePage
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM instances`).Scan(&page.Total); err != nil {
+		return InstancePage{}, fmt.Errorf("count instances: %w", err)
+	}
+	var at int64 = firstPageKey
+	if after != "" {
+		err := s.db.QueryRowContext(ctx, `SELECT spawned_at FROM instances WHERE id = ?`, after).Scan(&at)
+		if errors.Is(err, sql.ErrNoRows) {
+			return InstancePage{}, fmt.Errorf("list instances after %q: %w", after, ErrNotFound)
+		}
+		if err != nil {
+			return InstancePage{}, fmt.Errorf("list instances after %q: %w", after, err)
+		}
+	}
+	// One more than the page, to learn whether another page follows.
+	rows, err := s.db.QueryContext(ctx, instancePageQuery, stateQueued, TaskWorking, at, at, after, limit+1)
+	if err != nil {
+		return InstancePage{}, fmt.Errorf("list instances: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st InstanceState
+		var spawned int64
+		if err := rows.Scan(&st.ID, &st.ManifestID, &st.ManifestDigest, &spawned, &st.Queued, &st.Working); err != nil {
+			return InstancePage{}, fmt.Errorf("list instances: %w", err)
+		}
+		st.SpawnedAt = fromMillis(spawned)
+		page.Instances = append(page.Instances, st)
+	}
+	if err := rows.Err(); err != nil {
+		return InstancePage{}, fmt.Errorf("list instances: %w", err)
+	}
+	return page.trim(limit), nil
+}
+
+// trim cuts a page read with one row more than limit down to limit, and
+// sets Next when that row was there.
+func (p InstancePage) trim(limit int) InstancePage {
+	if len(p.Instances) > limit {
+		p.Instances = p.Instances[:limit]
+		p.Next = p.Instances[limit-1].ID
+	}
+	return p
 }

@@ -420,3 +420,57 @@ func (p *Postgres) Queued(ctx context.Context, to string) (int, error) {
 	}
 	return n, nil
 }
+
+// pgInstancePageQuery is instancePageQuery with PostgreSQL's placeholders.
+const pgInstancePageQuery = `SELECT i.id, i.manifest_id, i.manifest_digest, i.spawned_at,
+		(SELECT count(*) FROM messages m WHERE m.to_instance = i.id AND m.state = $1),
+		(SELECT count(*) FROM tasks t WHERE t.instance_id = i.id AND t.status = $2)
+	FROM instances i
+	WHERE i.spawned_at > $3 OR (i.spawned_at = $3 AND i.id > $4)
+	ORDER BY i.spawned_at, i.id
+	LIMIT $5`
+
+// ListInstances implements Backend with Store.ListInstances's rules,
+// over the instances of every host. The count and the page are read in
+// one read-only snapshot, so that they agree while other hosts spawn.
+func (p *Postgres) ListInstances(ctx context.Context, after string, limit int) (InstancePage, error) {
+	if limit <= 0 {
+		return InstancePage{}, fmt.Errorf("list instances: limit %d is not positive", limit)
+	}
+	var page InstancePage
+	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM instances`).Scan(&page.Total); err != nil {
+			return fmt.Errorf("count instances: %w", err)
+		}
+		var at int64 = firstPageKey
+		if after != "" {
+			err := tx.QueryRow(ctx, `SELECT spawned_at FROM instances WHERE id = $1`, after).Scan(&at)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("list instances after %q: %w", after, ErrNotFound)
+			}
+			if err != nil {
+				return fmt.Errorf("list instances after %q: %w", after, err)
+			}
+		}
+		// One more than the page, to learn whether another page follows.
+		rows, err := tx.Query(ctx, pgInstancePageQuery, stateQueued, TaskWorking, at, after, limit+1)
+		if err != nil {
+			return fmt.Errorf("list instances: %w", err)
+		}
+		page.Instances, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (InstanceState, error) {
+			var st InstanceState
+			var spawned int64
+			err := r.Scan(&st.ID, &st.ManifestID, &st.ManifestDigest, &spawned, &st.Queued, &st.Working)
+			st.SpawnedAt = fromMillis(spawned)
+			return st, err
+		})
+		if err != nil {
+			return fmt.Errorf("list instances: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return InstancePage{}, err
+	}
+	return page.trim(limit), nil
+}

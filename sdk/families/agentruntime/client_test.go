@@ -54,6 +54,9 @@ func invoke(c *Client, method string, req any) (any, error) {
 	case MethodMessageSend:
 		r, _ := req.(*MessageSendRequest)
 		return c.MessageSend(ctx, r)
+	case MethodInstances:
+		r, _ := req.(*InstancesRequest)
+		return c.Instances(ctx, r)
 	}
 	panic("unknown method " + method)
 }
@@ -66,6 +69,7 @@ var methods = []struct {
 	{MethodDelegate, "host.agentRuntime.delegate", &DelegateRequest{Task: json.RawMessage(`"t"`), Agents: []string{"a"}}},
 	{MethodConsensus, "host.agentRuntime.consensus", &ConsensusRequest{Proposal: json.RawMessage(`"p"`), Participants: []string{"a"}}},
 	{MethodMessageSend, "host.agentRuntime.messageSend", &MessageSendRequest{FromAgentID: "a", ToAgentID: "b", Channel: "c", Content: json.RawMessage(`"x"`), IdempotencyKey: "k"}},
+	{MethodInstances, "host.agentRuntime.instances", &InstancesRequest{Limit: 10}},
 }
 
 func TestNilClient(t *testing.T) {
@@ -111,6 +115,8 @@ func TestRequestJSON(t *testing.T) {
 		{"messageSend", MethodMessageSend, &MessageSendRequest{FromAgentID: "agt_a", ToAgentID: "agt_b", Channel: "review",
 			Content: json.RawMessage(`{"text":"please review"}`), IdempotencyKey: "k3"},
 			`{"fromAgentId":"agt_a","toAgentId":"agt_b","channel":"review","content":{"text":"please review"},"idempotencyKey":"k3"}`},
+		{"instances first page", MethodInstances, &InstancesRequest{}, `{}`},
+		{"instances next page", MethodInstances, &InstancesRequest{Limit: 2, After: "agt_b"}, `{"limit":2,"after":"agt_b"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
