@@ -21,10 +21,12 @@ import (
 	"github.com/wophost/wophost/core/api"
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/console"
+	"github.com/wophost/wophost/core/console/figures"
 	"github.com/wophost/wophost/core/dispatch"
 	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/core/idempotency"
 	"github.com/wophost/wophost/core/registry"
+	"github.com/wophost/wophost/core/telemetry"
 	"github.com/wophost/wophost/sdk/wop"
 )
 
@@ -349,5 +351,49 @@ func TestUnknownPagesAndMethods(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "GET, HEAD" {
 		t.Errorf("POST /ui/runs: %d, Allow %q", res.StatusCode, res.Header.Get("Allow"))
+	}
+}
+
+// The figures page draws what the host's own metrics counted: a family's
+// calls, with charts, and the codes calls failed with.
+func TestFiguresPage(t *testing.T) {
+	m := telemetry.NewMetrics(func() []registry.Record { return nil })
+	now := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	sampler := figures.NewSampler(m.Gatherer(), figures.Options{Now: func() time.Time { return now }})
+	if err := sampler.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		var err error
+		if i%10 == 0 {
+			err = &wop.Error{Code: "permission_denied"}
+		}
+		m.CallStarted("acme.kv", "get")(err)
+	}
+	now = now.Add(10 * time.Second)
+	if err := sampler.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	f := demoHost()
+	current := api.NewCurrent(f)
+	a := api.New(current, api.Options{})
+	c, err := console.New(console.Options{Acquire: func() (console.Backend, func()) {
+		b, release := current.Acquire()
+		return b.(console.Backend), release
+	}, Access: a, Figures: sampler})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Mount(console.Prefix, c)
+	srv := httptest.NewServer(a)
+	defer srv.Close()
+	status, _, body := get(t, srv, "/ui/view/figures", "")
+	for _, want := range []string{`<h3 data-family="acme.kv">acme.kv</h3>`, "30 calls, 3.0 per second", `data-capability="acme.kv.get"`, "<code>permission_denied</code>", "<svg"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the figures page lacks %q", want)
+		}
+	}
+	if status != http.StatusOK || inlineCode(body) != "" {
+		t.Errorf("status %d, inline code %q:\n%s", status, inlineCode(body), body)
 	}
 }

@@ -25,7 +25,7 @@ type figuresData struct {
 // seriesView is one series with its charts.
 type seriesView struct {
 	figures.Series
-	Rate, P50, P99 template.HTML
+	RateChart, P50Chart, P99Chart template.HTML
 }
 
 // countView is a count of restarts or refusals with its chart.
@@ -44,8 +44,8 @@ func (c *Console) figures(w http.ResponseWriter, _ *http.Request) {
 			return figures.Chart(figures.ChartSpec{Label: label, Unit: unit, Points: points, From: f.First, To: f.Last})
 		}
 		series := func(name string, s figures.Series) seriesView {
-			return seriesView{Series: s, Rate: chart(name+" calls per second", figures.PerSecond, s.Rate),
-				P50: chart(name+" p50 latency", figures.Seconds, s.P50s), P99: chart(name+" p99 latency", figures.Seconds, s.P99s)}
+			return seriesView{Series: s, RateChart: chart(name+" calls per second", figures.PerSecond, s.Rate),
+				P50Chart: chart(name+" p50 latency", figures.Seconds, s.P50s), P99Chart: chart(name+" p99 latency", figures.Seconds, s.P99s)}
 		}
 		d.Runs = series("node runs", f.Runs)
 		for _, s := range f.Families {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"net/url"
 	"strings"
 	"time"
 
@@ -25,7 +26,10 @@ func funcs() template.FuncMap {
 			return prettyJSON(b)
 		},
 		"bytes": formatBytes,
-		"f1":    func(f float64) string { return fmt.Sprintf("%.1f", f) },
+		// seg escapes a value for one segment of a path: a prompt's name
+		// holds slashes.
+		"seg": url.PathEscape,
+		"f1":  func(f float64) string { return fmt.Sprintf("%.1f", f) },
 		// ms writes a latency in seconds as a duration.
 		"ms": func(seconds float64) string { return formatDuration(time.Duration(seconds * float64(time.Second))) },
 	}
