@@ -123,7 +123,11 @@ func (g *globals) serve() error {
 		return err
 	}
 	d.current.Swap(h)
-	logger.Info("serving", "address", ln.Addr().String(), "auth", len(d.http.Tokens) > 0)
+	if d.http.Console {
+		logger.Info("serving", "address", ln.Addr().String(), "auth", len(d.http.Tokens) > 0, "console", "http://"+ln.Addr().String()+console.Prefix)
+	} else {
+		logger.Info("serving", "address", ln.Addr().String(), "auth", len(d.http.Tokens) > 0)
+	}
 
 	for {
 		select {
