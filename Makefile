@@ -92,13 +92,14 @@ run-postgres: build ## Run the demo against host.postgres.hcl.example on the dat
 	$(call demo,host.postgres.hcl.example)
 
 # The integration tests run once, with the race detector, and so does the
-# host binary they drive (test/testbin builds it with -race then).
+# host binary they drive (test/testbin builds it with -race then). So do
+# the core, the plugins and the SDK module: a race run runs every test a
+# plain run would (no test of theirs depends on the race build).
 RACE_PKGS := ./core/... ./plugins/... ./internal/... ./test/integration/
 
 test: ## Run every test of both modules; the race detector covers the core, plugins, the integration tests and the host they drive.
 	$(GO) vet ./... && cd sdk && $(GO) vet ./...
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e '/wophost/test/integration$$' -e '/wophost/core/' -e '/wophost/plugins/' -e '/wophost/internal/')
-	cd sdk && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 	cd sdk && $(GO) test -count=1 -race ./...
 
