@@ -487,6 +487,10 @@ func (d *decoder) attr(a *hcl.Attribute, target any) bool {
 	// The value is final; gohcl only has to convert it, with its usual
 	// "Unsuitable value type" diagnostics.
 	diags := gohcl.DecodeExpression(hcl.StaticExpr(v, a.Expr.Range()), nil, target)
+	for _, diag := range diags {
+		// gohcl's detail says what type was wanted, not of what.
+		diag.Detail = a.Name + ": " + diag.Detail
+	}
 	d.diags = append(d.diags, diags...)
 	return !diags.HasErrors()
 }

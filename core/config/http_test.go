@@ -183,3 +183,36 @@ func TestTracingBlockDiagnostics(t *testing.T) {
 		})
 	}
 }
+
+// The console is on by default on a loopback listener only; the console
+// attribute decides either way, and a value that is no bool is an error
+// at its position.
+func TestHTTPConsole(t *testing.T) {
+	t.Setenv("WOPHOST_TEST_TOKEN", "s3cret-canary")
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{``, true},
+		{`listen = "127.0.0.1:7427"`, true},
+		{`listen = "localhost:7427"`, true},
+		{`listen = "127.0.0.1:7427"` + "\n    console = false", false},
+		{`listen = "0.0.0.0:7427"` + "\n    tokens = [env(\"WOPHOST_TEST_TOKEN\")]", false},
+		{`listen = "10.0.0.1:7427"` + "\n    tokens = [env(\"WOPHOST_TEST_TOKEN\")]", false},
+		{`listen = "0.0.0.0:7427"` + "\n    tokens = [env(\"WOPHOST_TEST_TOKEN\")]\n    console = true", true},
+	} {
+		cfg, _ := mustLoad(t, newFixture(t, "host {\n  http {\n    "+tc.body+"\n  }\n}\n"))
+		if got := cfg.Host.HTTP.Console; got != tc.want {
+			t.Errorf("%q: console %v, want %v", tc.body, got, tc.want)
+		}
+	}
+	if !DefaultHTTP().Console {
+		t.Error("no http block: the console is off on the default loopback listener")
+	}
+	f := newFixture(t, "host {\n  http {\n    console = \"yes\"\n  }\n}\n")
+	_, diags := NewLoader().Load(f.path)
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "console") {
+		t.Fatalf("console = \"yes\": %v", diags)
+	}
+	assertPos(t, "console", *diags[0].Subject, f.path, 3, 15)
+}
