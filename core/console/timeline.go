@@ -43,9 +43,9 @@ type timelineRow struct {
 
 // Timeline drawing sizes, in viewBox units.
 const (
-	timelineWidth      = 960
-	timelineLabelWidth = 260
-	timelineRowHeight  = 24
+	timelineWidth      = 640
+	timelineLabelWidth = 200
+	timelineRowHeight  = 22
 	timelineMinBar     = 2
 )
 

@@ -108,7 +108,7 @@ var coreFamilies = []string{wop.FamilyAIEnvelope, wop.FamilyPromptLibrary, wop.F
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	c.withHost(w, r, func(_ context.Context, b Backend) {
 		now := c.opts.Now()
-		d := overviewData{Version: c.opts.Version, Started: c.opts.Started, Uptime: now.Sub(c.opts.Started).Truncate(time.Second),
+		d := overviewData{Version: c.opts.Version, Started: c.opts.Started, Uptime: now.Sub(c.opts.Started),
 			Storage: b.Storage(), Records: b.Registry().Records(), Packs: b.Packs()}
 		if err := b.Ready(); err != nil {
 			d.NotReady = err.Error()
