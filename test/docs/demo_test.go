@@ -3,7 +3,6 @@ package docs_test
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,23 +94,9 @@ func (d *demo) mustRun(t *testing.T, line string) string {
 // a free port, and returns its name and the address.
 func (d *demo) configWithListen(t *testing.T) (string, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	src, err := os.ReadFile(filepath.Join(d.root, "host.hcl.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := regexp.MustCompile(`listen\s*=\s*"127\.0\.0\.1:7427"`)
-	if !listen.Match(src) {
-		t.Fatal("host.hcl.example has no listen = \"127.0.0.1:7427\" to replace")
-	}
-	out := listen.ReplaceAll(src, []byte(fmt.Sprintf("listen = %q", addr)))
 	name := "host.test.hcl"
-	if err := os.WriteFile(filepath.Join(d.root, name), out, 0o644); err != nil {
+	addr, err := testbin.DemoConfig(d.root, name)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return name, addr

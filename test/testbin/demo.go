@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // BuildDemo builds the deployment `make build` leaves in a checkout into
@@ -126,4 +132,91 @@ func CopyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// demoListen is the listen line of host.hcl.example that DemoConfig
+// replaces.
+var demoListen = regexp.MustCompile(`listen\s*=\s*"127\.0\.0\.1:7427"`)
+
+// DemoConfig writes name into root (a copy of the demo deployment): its
+// host.hcl.example with the API listening on a free port of 127.0.0.1
+// and, when tokens are given, asking for one of them. It returns the
+// address.
+func DemoConfig(root, name string, tokens ...string) (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		return "", err
+	}
+	src, err := os.ReadFile(filepath.Join(root, "host.hcl.example"))
+	if err != nil {
+		return "", err
+	}
+	if !demoListen.Match(src) {
+		return "", fmt.Errorf("host.hcl.example has no listen = \"127.0.0.1:7427\" to replace")
+	}
+	listen := fmt.Sprintf("listen = %q", addr)
+	if len(tokens) > 0 {
+		quoted := make([]string, len(tokens))
+		for i, tok := range tokens {
+			quoted[i] = strconv.Quote(tok)
+		}
+		listen += "\n    tokens = [" + strings.Join(quoted, ", ") + "]"
+	}
+	out := demoListen.ReplaceAllLiteral(src, []byte(listen))
+	return addr, os.WriteFile(filepath.Join(root, name), out, 0o644)
+}
+
+// ServeDemo starts `bin/host --config cfg serve` in root and waits, a
+// minute at most, until addr's /readyz answers 200. stop interrupts the
+// daemon and waits for it to exit.
+func ServeDemo(root, cfg, addr string) (stop func(), err error) {
+	cmd := exec.Command(filepath.Join(root, "bin", "host"), "--config", cfg, "serve")
+	cmd.Dir = root
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	for deadline := time.Now().Add(time.Minute); ; {
+		r, err := client.Get("http://" + addr + "/readyz")
+		if err == nil {
+			r.Body.Close()
+			if r.StatusCode == http.StatusOK {
+				return stop, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("host serve not ready within a minute:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a process may write while another
+// goroutine reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
