@@ -165,14 +165,20 @@ func (tb *tab) open(t *testing.T, path, ready string) {
 // time.
 func (tb *tab) waitFor(t *testing.T, cond, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
+	tb.waitWithin(t, waitTimeout, cond, format, args...)
+}
+
+// waitWithin is waitFor with a timeout of its own.
+func (tb *tab) waitWithin(t *testing.T, timeout time.Duration, cond, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	for {
 		if run(t, tb, cond, chromedp.Evaluate[bool](cond)) {
 			return
 		}
 		if time.Now().After(deadline) {
 			shown := evaluate[string](t, tb, `document.body.innerText`)
-			t.Fatalf("waited %v for "+format+"; the page shows:\n%s", append([]any{waitTimeout}, append(args, shown)...)...)
+			t.Fatalf("waited %v for "+format+"; the page shows:\n%s", append([]any{timeout}, append(args, shown)...)...)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -28,6 +29,11 @@ import (
 
 // capabilities are the capabilities host.hcl.example declares.
 var capabilities = []string{"kv", "ai", "prompts", "mcp", "agents"}
+
+// figuresTimeout bounds the wait for the figures page's charts: the
+// console's second sample of the metrics, ten seconds after the start,
+// and the page's next refresh, ten seconds after it opened.
+const figuresTimeout = 45 * time.Second
 
 // packs are the packs host.hcl.example declares.
 var packs = []string{"community.wophost.kvdemo", "community.wophost.council", "community.wophost.wasmdemo", "community.wophost.wathello"}
@@ -331,12 +337,6 @@ func testDemo(t *testing.T, exe, built, shots string) {
 		tb.checkMessages(t, nil)
 	})
 
-	t.Run("figures", func(t *testing.T) {
-		tb.open(t, "/ui/figures", "#view #figures")
-		tb.shoot(t, "figures")
-		tb.checkMessages(t, nil)
-	})
-
 	t.Run("phone", func(t *testing.T) {
 		tb.do(t, "a phone's window", chromedp.EmulateViewport(phoneWidth, phoneHeight))
 		defer func() {
@@ -369,6 +369,22 @@ func testDemo(t *testing.T, exe, built, shots string) {
 			}
 			tb.checkMessages(t, nil)
 		}
+	})
+
+	// Last: the figures appear once the console has sampled the host's
+	// metrics twice, ten seconds after the start, and the page refreshes
+	// itself every ten seconds.
+	t.Run("figures", func(t *testing.T) {
+		tb.open(t, "/ui/figures", "#view #figures")
+		tb.waitWithin(t, figuresTimeout, `document.querySelector('#view #figures-span') !== null`, "the figures")
+		if n := evaluate[int](t, tb, `document.querySelectorAll('#view #figures figure.chart svg').length`); n == 0 {
+			t.Error("the figures page draws no chart")
+		}
+		if n := evaluate[int](t, tb, `document.querySelectorAll('#view #figures h3[data-family]').length`); n == 0 {
+			t.Error("the figures page shows no family's calls after the runs' calls")
+		}
+		tb.shoot(t, "figures")
+		tb.checkMessages(t, nil)
 	})
 }
 
