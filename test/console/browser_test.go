@@ -65,6 +65,8 @@ type tab struct {
 	base string
 	// shots is where screenshots are written.
 	shots string
+	// allowed says which failing messages the test expects (nil: none).
+	allowed func(chromedp.ConsoleMessage) bool
 
 	mu       sync.Mutex
 	messages []chromedp.ConsoleMessage
@@ -75,8 +77,9 @@ type tab struct {
 // newTab starts a headless Chromium with a profile of its own and opens
 // a tab on the console at base (such as "http://127.0.0.1:7427"). Every
 // console message, uncaught exception and browser log entry of the tab
-// is kept for checkMessages; the browser ends with the test.
-func newTab(t *testing.T, exe, base, shots string) *tab {
+// is kept for checkMessages, which the end of the test runs once more;
+// the browser ends with the test.
+func newTab(t *testing.T, exe, base, shots string, allowed func(chromedp.ConsoleMessage) bool) *tab {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
@@ -98,7 +101,7 @@ func newTab(t *testing.T, exe, base, shots string) *tab {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start %s: %v", exe, err)
 	}
-	tb := &tab{ctx: ctx, base: base, shots: shots}
+	tb := &tab{ctx: ctx, base: base, shots: shots, allowed: allowed}
 	messages := chromedp.Console(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -116,6 +119,7 @@ func newTab(t *testing.T, exe, base, shots string) *tab {
 		cancel()
 		<-done
 	})
+	t.Cleanup(func() { tb.checkMessages(t) })
 	return tb
 }
 
@@ -127,9 +131,9 @@ func failure(m chromedp.ConsoleMessage) bool {
 }
 
 // checkMessages fails t for each failing console message since the last
-// check, except those allowed says are expected; it returns how many
+// check, except those tb.allowed says are expected; it returns how many
 // were allowed.
-func (tb *tab) checkMessages(t *testing.T, allowed func(chromedp.ConsoleMessage) bool) int {
+func (tb *tab) checkMessages(t *testing.T) int {
 	t.Helper()
 	// The events of the last actions may still be on their way.
 	tb.do(t, "a round trip", chromedp.Evaluate[chromedp.Void](`0`))
@@ -142,7 +146,7 @@ func (tb *tab) checkMessages(t *testing.T, allowed func(chromedp.ConsoleMessage)
 	for _, m := range fresh {
 		switch {
 		case !failure(m):
-		case allowed != nil && allowed(m):
+		case tb.allowed != nil && tb.allowed(m):
 			n++
 		default:
 			t.Errorf("the page wrote %s (at %s:%d, source %q)", m, m.URL, m.Line, m.Source)

@@ -171,7 +171,7 @@ func testDemo(t *testing.T, exe, built, shots string) {
 	}
 	remember := remembered.Runs[0].RunID
 
-	tb := newTab(t, exe, base, shots)
+	tb := newTab(t, exe, base, shots, nil)
 
 	t.Run("overview", func(t *testing.T) {
 		tb.open(t, "/ui/", "#view #overview tr[data-capability]")
@@ -193,7 +193,7 @@ func testDemo(t *testing.T, exe, built, shots string) {
 			t.Error("the overview lists no advertised family")
 		}
 		tb.shoot(t, "overview")
-		tb.checkMessages(t, nil)
+		tb.checkMessages(t)
 	})
 
 	var replay string
@@ -212,7 +212,7 @@ func testDemo(t *testing.T, exe, built, shots string) {
 			t.Errorf("the run page's calls %v, the record's %v", got, want)
 		}
 		tb.shoot(t, "run")
-		tb.checkMessages(t, nil)
+		tb.checkMessages(t)
 
 		tb.do(t, "click the replay button", chromedp.Click(chromedp.CSS("#view button[data-replay]")))
 		tb.waitFor(t, `location.search.startsWith('?beside=') && document.querySelectorAll('#view .beside .column table.calls').length === 2`,
@@ -251,7 +251,7 @@ func testDemo(t *testing.T, exe, built, shots string) {
 			t.Errorf("the source's column says %d calls were answered from the log; it is no replay", n)
 		}
 		tb.shoot(t, "replay")
-		tb.checkMessages(t, nil)
+		tb.checkMessages(t)
 	})
 
 	t.Run("runs", func(t *testing.T) {
@@ -269,14 +269,14 @@ func testDemo(t *testing.T, exe, built, shots string) {
 		if v := evaluate[string](t, tb, `document.getElementById('f-type').value`); v != "kvdemo.describe" {
 			t.Errorf("the filter's node type id field holds %q", v)
 		}
-		tb.checkMessages(t, nil)
+		tb.checkMessages(t)
 		tb.open(t, "/ui/runs", "#view #run-list")
 		all := evaluate[[]string](t, tb, `Array.from(document.querySelectorAll('#view tr[data-run]'), r => r.dataset.run)`)
 		if !slices.Contains(all, remember) || !slices.Contains(all, describe) {
 			t.Errorf("the runs %v lack %s or %s", all, remember, describe)
 		}
 		tb.shoot(t, "runs")
-		tb.checkMessages(t, nil)
+		tb.checkMessages(t)
 	})
 
 	t.Run("prompts", func(t *testing.T) {
@@ -287,7 +287,7 @@ func testDemo(t *testing.T, exe, built, shots string) {
 			t.Fatalf("%d links to prompt %s on the prompts page, want 1", n, name)
 		}
 		tb.shoot(t, "prompts")
-		tb.checkMessages(t, nil)
+		tb.checkMessages(t)
 		tb.do(t, "click "+link, chromedp.Click(chromedp.CSS(link)))
 		tb.waitFor(t, `document.querySelector('#view #prompt pre.prompt-body') !== null`, "the prompt's body")
 		file, err := os.ReadFile(testbin.SourceDir("examples/prompts/kvdemo-describe.prompt"))
@@ -303,7 +303,7 @@ func testDemo(t *testing.T, exe, built, shots string) {
 			t.Errorf("the prompt page shows\n%s\nwithout the prompt's body\n%s", shown, body)
 		}
 		tb.shoot(t, "prompt")
-		tb.checkMessages(t, nil)
+		tb.checkMessages(t)
 	})
 
 	t.Run("agents", func(t *testing.T) {
@@ -313,7 +313,7 @@ func testDemo(t *testing.T, exe, built, shots string) {
 			t.Error("the agents page lists no agent; the council pack installs two")
 		}
 		tb.shoot(t, "agents")
-		tb.checkMessages(t, nil)
+		tb.checkMessages(t)
 	})
 
 	t.Run("packs", func(t *testing.T) {
@@ -325,7 +325,7 @@ func testDemo(t *testing.T, exe, built, shots string) {
 			}
 		}
 		tb.shoot(t, "packs")
-		tb.checkMessages(t, nil)
+		tb.checkMessages(t)
 		tb.open(t, "/ui/packs/community.wophost.kvdemo", "#view #pack")
 		nodes := evaluate[[]string](t, tb, `Array.from(document.querySelectorAll('#view article.node'), a => a.dataset.node)`)
 		for _, n := range []string{"kvdemo.remember", "kvdemo.describe"} {
@@ -334,7 +334,7 @@ func testDemo(t *testing.T, exe, built, shots string) {
 			}
 		}
 		tb.shoot(t, "pack")
-		tb.checkMessages(t, nil)
+		tb.checkMessages(t)
 	})
 
 	t.Run("phone", func(t *testing.T) {
@@ -367,7 +367,7 @@ func testDemo(t *testing.T, exe, built, shots string) {
 			if focused := evaluate[string](t, tb, `document.activeElement.className + ' ' + document.activeElement.textContent`); focused != "skip Skip to content" {
 				t.Errorf("%s: the first Tab focuses %q, want the skip link", page.path, focused)
 			}
-			tb.checkMessages(t, nil)
+			tb.checkMessages(t)
 		}
 	})
 
@@ -384,7 +384,7 @@ func testDemo(t *testing.T, exe, built, shots string) {
 			t.Error("the figures page shows no family's calls after the runs' calls")
 		}
 		tb.shoot(t, "figures")
-		tb.checkMessages(t, nil)
+		tb.checkMessages(t)
 	})
 }
 
@@ -394,13 +394,12 @@ func testTokens(t *testing.T, exe, built, shots string) {
 	// The near miss: all but the last character right.
 	wrong := token[:len(token)-1] + "0"
 	base := serveCopy(t, built, token)
-	tb := newTab(t, exe, base, shots)
-
 	// Each refusal of a view is a 401, which the browser logs as a failed
 	// load; those, and nothing else, are expected.
 	refused := func(m chromedp.ConsoleMessage) bool {
 		return m.Source == "network" && strings.HasPrefix(m.URL, base+"/ui/view/") && strings.Contains(m.Text, "401")
 	}
+	tb := newTab(t, exe, base, shots, refused)
 	signInShown := `!document.getElementById('sign-in').hidden && document.getElementById('view').hidden`
 	rows := `document.querySelectorAll('#view tr[data-capability]').length`
 
@@ -415,7 +414,7 @@ func testTokens(t *testing.T, exe, built, shots string) {
 		t.Errorf("the sign-in names a problem before any token was given: %q", p)
 	}
 	tb.shoot(t, "sign-in")
-	if n := tb.checkMessages(t, refused); n != 1 {
+	if n := tb.checkMessages(t); n != 1 {
 		t.Errorf("%d refused loads before any token, want 1", n)
 	}
 
@@ -439,7 +438,7 @@ func testTokens(t *testing.T, exe, built, shots string) {
 	if p := evaluate[string](t, tb, `document.getElementById('sign-in-problem').textContent`); !strings.Contains(p, "did not accept") {
 		t.Errorf("the sign-in says %q after a wrong token", p)
 	}
-	if n := tb.checkMessages(t, refused); n != 1 {
+	if n := tb.checkMessages(t); n != 1 {
 		t.Errorf("%d refused loads after the wrong token, want 1", n)
 	}
 
@@ -451,7 +450,7 @@ func testTokens(t *testing.T, exe, built, shots string) {
 	if c := evaluate[string](t, tb, `document.cookie`); strings.Contains(c, token) {
 		t.Errorf("the token is in a cookie: %q", c)
 	}
-	if n := tb.checkMessages(t, refused); n != 0 {
+	if n := tb.checkMessages(t); n != 0 {
 		t.Errorf("%d refused loads with the right token", n)
 	}
 
@@ -460,7 +459,7 @@ func testTokens(t *testing.T, exe, built, shots string) {
 	if evaluate[bool](t, tb, `!document.getElementById('sign-in').hidden`) {
 		t.Error("a reload asked for the token again")
 	}
-	if n := tb.checkMessages(t, refused); n != 0 {
+	if n := tb.checkMessages(t); n != 0 {
 		t.Errorf("%d refused loads after the reload", n)
 	}
 }
