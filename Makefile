@@ -28,7 +28,7 @@ PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard plugins/*/main.go))
 # So is every directory under examples/plugins with a main.go.
 EXAMPLE_PLUGIN_DIRS := $(patsubst %/main.go,%,$(wildcard examples/plugins/*/main.go))
 
-.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance conformance-plugins fuzz mutate node-plugin sdk-proxy release release-archives release-packages release-sums wasm-fixtures
+.PHONY: all build run run-postgres test test-race bench bench-update proto proto-check lint clean conformance conformance-plugins fuzz mutate node-plugin sdk-proxy release release-archives release-packages release-sums wasm-fixtures console-screenshots
 
 all: build
 
@@ -102,6 +102,12 @@ test: ## Run every test of both modules; the race detector covers the core, plug
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e '/wophost/test/integration$$' -e '/wophost/core/' -e '/wophost/plugins/' -e '/wophost/internal/')
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 	cd sdk && $(GO) test -count=1 -race ./...
+
+# The console's screenshots in docs/console (docs/console.md shows them):
+# the browser test of test/console writes them there as it drives the
+# demo's console in headless Chromium, which it then needs.
+console-screenshots: ## Refresh docs/console/*.png: run the console's browser test, which takes them.
+	WOPHOST_TEST_BROWSER=1 WOPHOST_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run '^TestConsole$$' ./test/console/
 
 # The mutants of test/mutate/mutants.json: each is applied, the tests it
 # names run, and the file is restored; a mutant the tests let through

@@ -34,7 +34,7 @@ func TestConformanceDocBlocks(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(d.root, filepath.Dir(kvFile)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := copyFile(testbin.SourceDir(kvFile), filepath.Join(d.root, kvFile)); err != nil {
+	if err := testbin.CopyFile(testbin.SourceDir(kvFile), filepath.Join(d.root, kvFile)); err != nil {
 		t.Fatal(err)
 	}
 	if err := testbin.Build(map[string]string{filepath.Join(d.root, "bin", "badplugin"): "github.com/wophost/wophost/sdk/plugintest/internal/badplugin"}); err != nil {

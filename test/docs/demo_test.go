@@ -3,8 +3,6 @@ package docs_test
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,11 +43,12 @@ func newDemo(t *testing.T) *demo {
 		t.Fatal(demoOnce.err)
 	}
 	d := &demo{root: t.TempDir()}
-	if err := copyTree(demoOnce.dir, d.root); err != nil {
+	if err := testbin.CopyTree(demoOnce.dir, d.root); err != nil {
 		t.Fatal(err)
 	}
-	d.mustRun(t, "bin/host --config host.hcl.example prompts publish examples/prompts/kvdemo-describe.prompt examples/prompts/council-reviewer.prompt examples/prompts/council-maintainer.prompt")
-	d.mustRun(t, "bin/host --config host.hcl.example run kvdemo.remember --input examples/inputs/remember.json")
+	if err := testbin.SetUpDemo(d.root); err != nil {
+		t.Fatal(err)
+	}
 	return d
 }
 
@@ -60,46 +59,7 @@ func buildDemo() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	builds := map[string]string{
-		filepath.Join(dir, "bin", "host"):              "./cmd/host",
-		filepath.Join(dir, "bin", "wophost-kv"):        "./examples/plugins/kv",
-		filepath.Join(dir, "bin", "mcpserver-toolbox"): "./examples/mcpservers/toolbox",
-		filepath.Join(dir, "build", "kvdemo"):          "./examples/packs/kvdemo",
-		filepath.Join(dir, "build", "council"):         "./examples/packs/council",
-	}
-	plugins, err := filepath.Glob(testbin.SourceDir("plugins/*/main.go"))
-	if err != nil {
-		return "", err
-	}
-	for _, p := range plugins {
-		name := filepath.Base(filepath.Dir(p))
-		builds[filepath.Join(dir, "bin", "wophost-"+name)] = "./plugins/" + name
-	}
-	if err := testbin.Build(builds); err != nil {
-		return "", err
-	}
-	if err := testbin.BuildWasm(filepath.Join(dir, "build", "wasmdemo"), "./examples/packs/wasmdemo"); err != nil {
-		return "", err
-	}
-	for _, pack := range []string{"kvdemo", "council", "wasmdemo"} {
-		if err := testbin.LayOutPack("examples/packs/"+pack, filepath.Join(dir, "build", pack), filepath.Join(dir, "examples", "packs", pack)); err != nil {
-			return "", err
-		}
-	}
-	// The pack in WebAssembly text is committed built.
-	if err := testbin.LayOutPack("examples/packs/wathello", testbin.SourceDir("examples/packs/wathello/hello.wasm"), filepath.Join(dir, "examples", "packs", "wathello")); err != nil {
-		return "", err
-	}
-	// The greeter pack's sources: docs/writing-packs.md builds it there.
-	for _, sub := range []string{"examples/inputs", "examples/prompts", "examples/aienvelope", "examples/packs/greeter"} {
-		if err := copyTree(testbin.SourceDir(sub), filepath.Join(dir, sub)); err != nil {
-			return "", err
-		}
-	}
-	if err := copyFile(testbin.SourceDir("host.hcl.example"), filepath.Join(dir, "host.hcl.example")); err != nil {
-		return "", err
-	}
-	return dir, os.RemoveAll(filepath.Join(dir, "build"))
+	return dir, testbin.BuildDemo(dir)
 }
 
 // run runs one command line of a transcript in the deployment: words
@@ -134,23 +94,9 @@ func (d *demo) mustRun(t *testing.T, line string) string {
 // a free port, and returns its name and the address.
 func (d *demo) configWithListen(t *testing.T) (string, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	src, err := os.ReadFile(filepath.Join(d.root, "host.hcl.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := regexp.MustCompile(`listen\s*=\s*"127\.0\.0\.1:7427"`)
-	if !listen.Match(src) {
-		t.Fatal("host.hcl.example has no listen = \"127.0.0.1:7427\" to replace")
-	}
-	out := listen.ReplaceAll(src, []byte(fmt.Sprintf("listen = %q", addr)))
 	name := "host.test.hcl"
-	if err := os.WriteFile(filepath.Join(d.root, name), out, 0o644); err != nil {
+	addr, err := testbin.DemoConfig(d.root, name)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return name, addr
@@ -297,44 +243,4 @@ func (m idMap) clone() idMap {
 		c[k] = v
 	}
 	return c
-}
-
-func copyTree(src, dst string) error {
-	return filepath.Walk(src, func(path string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if fi.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if err := copyFile(path, target); err != nil {
-			return err
-		}
-		return os.Chmod(target, fi.Mode().Perm())
-	})
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

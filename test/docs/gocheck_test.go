@@ -202,7 +202,7 @@ func copySiblings(t *testing.T, src, dst string) {
 		if err != nil {
 			return err
 		}
-		return copyFile(path, filepath.Join(dst, rel))
+		return testbin.CopyFile(path, filepath.Join(dst, rel))
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -26,6 +24,7 @@ import (
 	"github.com/wophost/wophost/plugins/aienvelope/provider/local"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/wop"
+	"github.com/wophost/wophost/test/testbin"
 )
 
 // dedicatedPages are the pages whose blocks a test of their own checks,
@@ -344,32 +343,11 @@ func shellQuote(s string) string {
 func (d *demo) serve(t *testing.T) (string, func()) {
 	t.Helper()
 	cfg, addr := d.configWithListen(t)
-	cmd := exec.Command(filepath.Join(d.root, "bin", "host"), "--config", cfg, "serve")
-	cmd.Dir = d.root
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
+	stop, err := testbin.ServeDemo(d.root, cfg, addr)
+	if err != nil {
 		t.Fatal(err)
 	}
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		r, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			r.Body.Close()
-			if r.StatusCode == http.StatusOK {
-				return addr, stop
-			}
-		}
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("host serve not ready within a minute:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return addr, stop
 }
 
 // envCall matches env("NAME"), the variables a config block reads.

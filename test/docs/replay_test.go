@@ -2,17 +2,14 @@ package docs_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/wophost/wophost/core/config"
 	"github.com/wophost/wophost/core/dispatch"
@@ -117,33 +114,9 @@ func (d *demo) checkReplayHTTP(t *testing.T, ids idMap, text string) {
 		t.Fatalf("the response body is not JSON: %v", err)
 	}
 
-	cfg, addr := d.configWithListen(t)
-	serve := exec.Command(filepath.Join(d.root, "bin", "host"), "--config", cfg, "serve")
-	serve.Dir = d.root
-	var logs bytes.Buffer
-	serve.Stderr = &logs
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = serve.Process.Signal(os.Interrupt)
-		_ = serve.Wait()
-	}()
+	addr, stop := d.serve(t)
+	defer stop()
 	base := "http://" + addr
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		r, err := http.Get(base + "/readyz")
-		if err == nil {
-			r.Body.Close()
-			if r.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("host serve not ready within a minute:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	r, err := http.Post(base+ids.substitute(reqLine[1]), "application/json", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -129,16 +129,13 @@ func copyDir(src, dst string) error {
 	})
 }
 
-// copyFile copies src to dst, creating dst's directory.
+// copyFile copies src to dst as CopyFile does, with the permission bits
+// mode.
 func copyFile(src, dst string, mode os.FileMode) error {
-	data, err := os.ReadFile(src)
-	if err != nil {
+	if err := CopyFile(src, dst); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(dst, data, mode)
+	return os.Chmod(dst, mode)
 }
 
 // HostPackage is the host's main package.
