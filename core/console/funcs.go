@@ -26,6 +26,13 @@ func funcs() template.FuncMap {
 			return prettyJSON(b)
 		},
 		"bytes": formatBytes,
+		// count writes n and the noun, singular or plural.
+		"count": func(n uint64, one, many string) string {
+			if n == 1 {
+				return "1 " + one
+			}
+			return fmt.Sprintf("%d %s", n, many)
+		},
 		// seg escapes a value for one segment of a path: a prompt's name
 		// holds slashes.
 		"seg": url.PathEscape,
