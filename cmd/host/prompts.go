@@ -81,7 +81,7 @@ func (g *globals) withPromptLibrary(fn func(ctx context.Context, lib *promptlibr
 			return fmt.Errorf("capability %q (%s) is not ready: %s", c.Name, c.PluginPath, r.LastError)
 		}
 	}
-	return fn(ctx, promptlibrary.NewClient(operatorCaller{h}, nil))
+	return fn(ctx, promptlibrary.NewClient(host.AsOperator(h), nil))
 }
 
 // promptLibraryCapability returns the one capability block of cfg that
@@ -101,29 +101,6 @@ func promptLibraryCapability(cfg *config.Config, configPath string) (*config.Cap
 	default:
 		return nil, fmt.Errorf("%s declares %d prompt library capabilities; keep one", configPath, len(found))
 	}
-}
-
-// operatorCaller makes the operator's host-service calls: through the
-// host's routing and checks, as `host call` does.
-type operatorCaller struct{ h *host.Host }
-
-// Call implements wop.Caller.
-func (c operatorCaller) Call(ctx context.Context, family, method string, req, res any) error {
-	payload, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("encode %s.%s request: %w", family, method, err)
-	}
-	out, err := c.h.Call(ctx, family, method, payload, host.RunOptions{})
-	if err != nil {
-		return err
-	}
-	if res == nil {
-		return nil
-	}
-	if err := json.Unmarshal(out, res); err != nil {
-		return fmt.Errorf("the %s.%s answer: %w", family, method, err)
-	}
-	return nil
 }
 
 // publishOutcome is one line of `prompts publish --json`.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 
+	"github.com/wophost/wophost/core/host"
 	"github.com/wophost/wophost/sdk/families/agentruntime"
 	"github.com/wophost/wophost/sdk/wop"
 )
@@ -39,7 +40,7 @@ func listInstances(ctx context.Context, b Backend, after string) *agentInstances
 	}
 	out := &agentInstances{}
 	res := &agentruntime.InstancesResult{}
-	err := operator{b}.Call(ctx, wop.FamilyAgentRuntime, agentruntime.MethodInstances,
+	err := host.AsOperator(b).Call(ctx, wop.FamilyAgentRuntime, agentruntime.MethodInstances,
 		agentruntime.InstancesRequest{Limit: instancesPage, After: after}, res)
 	if err != nil {
 		out.Problem = wop.AsError(err).Message

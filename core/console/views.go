@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/wophost/wophost/core/agents"
@@ -314,7 +311,7 @@ type promptsData struct {
 
 // library returns the prompt library client of b, the operator's.
 func library(b Backend) *promptlibrary.Client {
-	return promptlibrary.NewClient(operator{b}, nil)
+	return promptlibrary.NewClient(host.AsOperator(b), nil)
 }
 
 func (c *Console) prompts(w http.ResponseWriter, r *http.Request) {
@@ -380,28 +377,6 @@ func (c *Console) prompt(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// operator makes the console's host-service calls as the operator.
-type operator struct{ b Backend }
-
-// Call implements wop.Caller.
-func (o operator) Call(ctx context.Context, family, method string, req, res any) error {
-	payload, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("encode %s.%s request: %w", family, method, err)
-	}
-	out, err := o.b.Call(ctx, family, method, payload, host.RunOptions{})
-	if err != nil {
-		return err
-	}
-	if res == nil {
-		return nil
-	}
-	if err := json.Unmarshal(out, res); err != nil {
-		return fmt.Errorf("the %s.%s answer: %w", family, method, err)
-	}
-	return nil
-}
-
 // agentsData is the agents page: the registry of agent manifests and the
 // runtime's instances.
 type agentsData struct {
@@ -437,18 +412,4 @@ func (c *Console) pack(w http.ResponseWriter, r *http.Request) {
 		}
 		c.render(w, http.StatusOK, "pack.html", d)
 	})
-}
-
-// pageNumber reads a positive page number, 1 when absent or wrong.
-func pageNumber(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
-}
-
-// familyMethod names a call.
-func familyMethod(family, method string) string {
-	return strings.TrimSpace(family + "." + method)
 }
