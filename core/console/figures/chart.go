@@ -69,7 +69,7 @@ type ChartSpec struct {
 const (
 	chartW      = 300
 	chartH      = 80
-	plotLeft    = 46
+	plotLeft    = 54
 	plotRight   = chartW - 4
 	plotTop     = 6
 	plotBottom  = chartH - 16

@@ -35,7 +35,7 @@ func TestChartSaysWhatItShows(t *testing.T) {
 		t.Errorf("%d lines for touching points, want 1", n)
 	}
 	// The peak is at the top of the plot, 0 at its bottom.
-	if !strings.Contains(svg, `d="M129.3 59.2 L212.7 6.0 L296.0 49.5"`) {
+	if !strings.Contains(svg, `d="M134.7 59.2 L215.3 6.0 L296.0 49.5"`) {
 		t.Errorf("line not where the values put it:\n%s", svg)
 	}
 }
