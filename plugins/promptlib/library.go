@@ -17,7 +17,8 @@ import (
 
 // config is the plugin's config block.
 type config struct {
-	Dir *string `json:"dir"`
+	Dir        *string  `json:"dir"`
+	CacheBytes *float64 `json:"cache_bytes"`
 }
 
 // parsedCacheSize bounds the parsed-header cache. Parsing (YAML and a
@@ -28,14 +29,21 @@ const parsedCacheSize = 1024
 type library struct {
 	mu    sync.RWMutex
 	store store.Backend
+	// versions caches what store returned for pinned versions; it is
+	// replaced with the store, so it only ever holds that store's versions.
+	versions *versionCache
 	// parsed caches promptfile.Parse by digest. Parsing is a pure function
-	// of the bytes, and the bytes are re-read and re-hashed on every get,
-	// so the cache never lets a corrupted blob through.
+	// of the bytes, and only bytes that hashed to their digest when read
+	// from the store are parsed, so the cache never lets a corrupted blob
+	// through.
 	parsed map[string]*promptfile.File
 }
 
-// newLibrary returns a library with no store until Configure.
-func newLibrary() *library { return &library{parsed: map[string]*promptfile.File{}} }
+// newLibrary returns a library with no store until Configure, and a
+// version cache of the default size.
+func newLibrary() *library {
+	return &library{versions: newVersionCache(defaultCacheBytes), parsed: map[string]*promptfile.File{}}
+}
 
 func newPlugin() *plugin.Plugin {
 	l := newLibrary()
@@ -46,6 +54,7 @@ func newPlugin() *plugin.Plugin {
 		Version: "0.1.0",
 		ConfigSchema: schema.Block{Attributes: []schema.Attribute{
 			{Name: "dir", Type: schema.String, Description: `prompt store directory of the embedded storage backend: relative to the plugin's state directory (state_dir/plugins/<label>), or absolute (default "store"); with the postgres backend the prompts are kept in the database`},
+			{Name: "cache_bytes", Type: schema.Number, Whole: true, Min: schema.Bound(0), Max: schema.Bound(maxCacheBytes), Description: "bytes of pinned versions kept in memory once read and verified, so that a get of one needs no store read; least recently used evicted first; 0 turns the cache off (default 16 MiB)"},
 		}},
 		Configure: l.configure,
 		Families:  []*plugin.Family{family},
@@ -64,13 +73,21 @@ func (l *library) configure(ctx context.Context, req *plugin.ConfigureRequest) e
 		}
 		dir = *c.Dir
 	}
+	cacheBytes := int64(defaultCacheBytes)
+	if c.CacheBytes != nil {
+		n := *c.CacheBytes
+		if n < 0 || n > maxCacheBytes || n != float64(int64(n)) {
+			return &plugin.ConfigError{Path: []string{"cache_bytes"}, Summary: "Invalid cache size", Detail: fmt.Sprintf("cache_bytes must be a whole number from 0 to %d, got %v", int64(maxCacheBytes), n)}
+		}
+		cacheBytes = int64(n)
+	}
 	b, err := openBackend(ctx, req, dir)
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
 	old := l.store
-	l.store = b
+	l.store, l.versions = b, newVersionCache(cacheBytes)
 	l.mu.Unlock()
 	if old != nil {
 		old.Close()
@@ -111,9 +128,13 @@ func (l *library) Get(ctx context.Context, _ *plugin.Request, in *promptlibrary.
 		return nil, wop.Errorf(promptlibrary.CodePromptUnpinned, "%v", err).
 			WithDetails(map[string]string{"promptId": in.PromptID})
 	}
-	v, raw, err := l.current().Get(ctx, pin)
-	if err != nil {
-		return nil, storeError(in.PromptID, err)
+	st, cache := l.backend()
+	v, raw, hit := cache.get(pin)
+	if !hit {
+		v, raw, err = st.Get(ctx, pin)
+		if err != nil {
+			return nil, storeError(in.PromptID, err)
+		}
 	}
 	f, err := l.parse(v.Digest, raw)
 	if err != nil {
@@ -121,6 +142,9 @@ func (l *library) Get(ctx context.Context, _ *plugin.Request, in *promptlibrary.
 		// changed underneath a published version, an integrity problem.
 		return nil, wop.Errorf(promptlibrary.CodePromptDigestMismatch, "%s: stored bytes no longer parse: %v", pin, err).
 			WithDetails(map[string]string{"promptId": in.PromptID})
+	}
+	if !hit {
+		cache.put(v, raw)
 	}
 	return f.Answer(in.PromptID, v.Name, v.Version, v.Digest, raw), nil
 }
@@ -130,6 +154,14 @@ func (l *library) current() store.Backend {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.store
+}
+
+// backend returns the store opened at Configure and its version cache,
+// together, so that what one store returned is never cached for another.
+func (l *library) backend() (store.Backend, *versionCache) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.store, l.versions
 }
 
 // parse returns the parsed form of raw, whose digest the store has just

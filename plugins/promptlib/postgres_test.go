@@ -94,3 +94,57 @@ func TestConfigureDatabaseDown(t *testing.T) {
 		t.Error("a store is set although none opened")
 	}
 }
+
+// On PostgreSQL a get of a version already read needs no query, and the
+// cache holds the bytes that were verified: a body altered in the
+// database afterwards is still served good by the host that cached it,
+// refused by a host that reads it now, and reported by verify.
+func TestPostgresCache(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	storage := plugin.Storage{Backend: plugin.StoragePostgres, DSN: dsn, MaxConnections: 4, Schema: "wophost_prompts"}
+	hosts := []*library{newLibrary(), newLibrary()}
+	counts := []*countingStore{}
+	for _, l := range hosts {
+		req := &plugin.ConfigureRequest{Config: json.RawMessage(`{}`), StateDir: t.TempDir(), Storage: storage}
+		if err := l.configure(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.current().Close() })
+		cs := &countingStore{Backend: l.store}
+		l.store = cs
+		counts = append(counts, cs)
+	}
+	raw := "---\nname: shared/sys\n---\nBe exact.\n"
+	res, err := hosts[0].Publish(ctx, nil, &promptlibrary.PublishRequest{Raw: []byte(raw)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := res.Version.Pin().String()
+	for range 3 {
+		get(t, hosts[0], pin, raw)
+	}
+	if n := counts[0].gets.Load(); n != 1 {
+		t.Errorf("three gets read the database %d times, want 1", n)
+	}
+
+	conn, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Exec(ctx, `UPDATE wophost_prompts.blobs SET body = $1`, []byte("---\nname: shared/sys\n---\nBe vague.\n")); err != nil {
+		t.Fatal(err)
+	}
+	get(t, hosts[0], pin, raw)
+	if _, err := hosts[1].Get(ctx, nil, &promptlibrary.GetRequest{PromptID: pin}); wop.CodeOf(err) != promptlibrary.CodePromptDigestMismatch {
+		t.Errorf("the other host's get of the altered body: %v, want %s", err, promptlibrary.CodePromptDigestMismatch)
+	}
+	if _, err := hosts[1].Get(ctx, nil, &promptlibrary.GetRequest{PromptID: pin}); wop.CodeOf(err) != promptlibrary.CodePromptDigestMismatch {
+		t.Errorf("the other host's second get of the altered body: %v, want %s (a refusal is not cached)", err, promptlibrary.CodePromptDigestMismatch)
+	}
+	ver, err := hosts[0].Verify(ctx, nil, &promptlibrary.VerifyRequest{})
+	if err != nil || ver.Report.OK() {
+		t.Errorf("verify after the body was altered: %+v %v, want a problem", ver, err)
+	}
+}
