@@ -24,8 +24,23 @@ var migrationFiles embed.FS
 func Migrations() fs.FS { return pgstore.MigrationsDir(migrationFiles) }
 
 // claimAttempts bounds Claim's loop: each turn loses only to another
-// process inserting or deleting the same key in between two statements.
+// process inserting or deleting the same key in between two statements,
+// or committing it while the claim's statement was running.
 const claimAttempts = 5
+
+// claimSQL inserts a pending row, or else returns the row already under
+// the key, in one statement: a single round trip and its own transaction.
+// The first column says which. The SELECT of the existing row reads the
+// statement's snapshot, so a row another transaction committed while the
+// INSERT waited for it conflicts and yet is not seen: then no row comes
+// back, and Claim runs the statement again on a newer snapshot.
+const claimSQL = `WITH ins AS (
+		INSERT INTO envelopes (key, digest, id, type, state, async, request, created_at, owner, lease_until)
+		VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, now() + $9::bigint * interval '1 microsecond')
+		ON CONFLICT (key) DO NOTHING RETURNING ` + pgCols + `)
+	SELECT true, ` + pgCols + ` FROM ins
+	UNION ALL
+	SELECT false, ` + pgCols + ` FROM envelopes WHERE key = $1 AND NOT EXISTS (SELECT 1 FROM ins)`
 
 // PostgresOptions are the settings of a PostgreSQL store.
 type PostgresOptions struct {
@@ -78,41 +93,26 @@ func (p *Postgres) lease() int64 { return p.opts.Lease.Microseconds() }
 
 // Claim implements Backend, with the embedded store's rules (Store.Claim),
 // across processes: of two claims of one key at once, one inserts and the
-// other reads the row the first committed.
+// other reads the row the first committed. A new key costs one statement.
 func (p *Postgres) Claim(ctx context.Context, e *Envelope) (*Envelope, bool, error) {
 	owner, lease := &p.owner, p.lease()
 	if e.Async && p.opts.Handoff {
 		owner, lease = nil, 0
 	}
 	for range claimAttempts {
-		var cur *Envelope
-		claimed := false
-		err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-			err := tx.QueryRow(ctx, `INSERT INTO envelopes
-				(key, digest, id, type, state, async, request, created_at, owner, lease_until)
-				VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, now() + $9::bigint * interval '1 microsecond')
-				ON CONFLICT (key) DO NOTHING RETURNING id`,
-				e.Key, e.Digest, e.ID, e.Type, e.Async, e.Request, e.CreatedAt, owner, lease).Scan(new(string))
-			if err == nil {
-				claimed = true
-				return nil
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("insert envelope: %w", err)
-			}
-			// The conflicting row: read committed sees it, as the insert
-			// waited for its transaction to end.
-			cur, err = scanOne(ctx, tx, `WHERE key = $1`, e.Key)
-			return err
-		})
+		var claimed bool
+		cur, err := scanPG(p.pool.QueryRow(ctx, claimSQL,
+			e.Key, e.Digest, e.ID, e.Type, e.Async, e.Request, e.CreatedAt, owner, lease), &claimed)
 		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			// The conflicting row was committed after the statement's
+			// snapshot, or deleted since: the next turn sees which.
+			continue
+		case err != nil:
+			return nil, false, fmt.Errorf("claim envelope %s: %w", e.ID, err)
 		case claimed:
 			e.State = StatePending
 			return nil, true, nil
-		case errors.Is(err, ErrNotFound):
-			continue // released or pruned since the insert: try again
-		case err != nil:
-			return nil, false, err
 		case cur.State != StateFailed || cur.Digest != e.Digest:
 			return cur, false, nil
 		}
@@ -281,10 +281,11 @@ func (p *Postgres) scanAll(ctx context.Context, what, sql string, args ...any) (
 	return out, nil
 }
 
-func scanPG(r pgx.Row) (*Envelope, error) {
+// scanPG scans a row of pgCols, after the columns lead scans into.
+func scanPG(r pgx.Row, lead ...any) (*Envelope, error) {
 	var e Envelope
 	var finished *time.Time
-	if err := r.Scan(&e.Key, &e.Digest, &e.ID, &e.Type, &e.State, &e.Async, &e.Request, &e.Result, &e.Error, &e.CreatedAt, &finished); err != nil {
+	if err := r.Scan(append(lead, &e.Key, &e.Digest, &e.ID, &e.Type, &e.State, &e.Async, &e.Request, &e.Result, &e.Error, &e.CreatedAt, &finished)...); err != nil {
 		return nil, err
 	}
 	if finished != nil {
