@@ -20,12 +20,15 @@ import (
 //   - operator-ns/call: the routed call without a pack (h.Call);
 //   - nocall-ns/run: a run of probe.loop with n = 0, the run's set-up,
 //     Execute, the pack's dispatch and the run's end without a call;
+//   - loop1-ns/run: probe.loop with n = 1, the same node as nocall with
+//     one routed call;
 //   - call-ns/run: probe.call, BenchmarkNodeRun's run (routed call);
 //   - loop-ns/call: one routed ctx call inside a run, the run's own cost
 //     spread over b.N calls (probe.loop with n = b.N);
 //   - record-ns/run: probe.call with a run record written (Record);
-//   - direct-call-ns/run and direct-loop-ns/call: the same two on a second
-//     host whose call goes on the node's direct channel.
+//   - direct-nocall-ns/run, direct-call-ns/run and direct-loop-ns/call:
+//     nocall, call and loop on a second host whose call goes on the
+//     node's direct channel (its runs are offered the channel).
 //
 // It also reports each process's CPU per run for the nocall and call
 // paths (nocall- and call-<process>-cpu-µs/call).
@@ -63,9 +66,25 @@ func BenchmarkNodeRunParts(b *testing.B) {
 			}
 			return nil
 		})},
+		{"loop1-ns/run", func(n int) error {
+			for range n {
+				if err := runLoop(ctx, h, 1); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 		{"call-ns/run", callMeter.wrap(b, nodeRuns(ctx, h, "probe.call", probeCallInput(), nil))},
 		{"loop-ns/call", func(n int) error { return runLoop(ctx, h, n) }},
 		{"record-ns/run", record},
+		{"direct-nocall-ns/run", func(n int) error {
+			for range n {
+				if err := runLoop(ctx, hd, 0); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 		{"direct-call-ns/run", nodeRuns(ctx, hd, "probe.call", probeCallInput(), nil)},
 		{"direct-loop-ns/call", func(n int) error { return runLoop(ctx, hd, n) }},
 	}
