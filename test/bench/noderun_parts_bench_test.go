@@ -31,7 +31,9 @@ import (
 //     node's direct channel (its runs are offered the channel).
 //
 // It also reports each process's CPU per run for the nocall and call
-// paths (nocall- and call-<process>-cpu-µs/call).
+// paths and the direct host's nocall path (nocall-, call- and
+// direct-nocall-<process>-cpu-µs/call); the host's figure is this
+// process's, so it counts both hosts and whatever ran in the background.
 func BenchmarkNodeRunParts(b *testing.B) {
 	ctx := context.Background()
 	c := startDirect(b)
@@ -41,6 +43,7 @@ func BenchmarkNodeRunParts(b *testing.B) {
 	hd := startHost(b, echoConfigDirect(b))
 	_, noCallMeter := echoMeters(b, c, h)
 	_, callMeter := echoMeters(b, c, h)
+	_, directNoCallMeter := echoMeters(b, c, hd)
 	// writeConfig keeps the host's state beside its config.
 	recordDir := filepath.Join(filepath.Dir(cfg), "state", host.RunsDir)
 	record := func(n int) error {
@@ -77,14 +80,14 @@ func BenchmarkNodeRunParts(b *testing.B) {
 		{"call-ns/run", callMeter.wrap(b, nodeRuns(ctx, h, "probe.call", probeCallInput(), nil))},
 		{"loop-ns/call", func(n int) error { return runLoop(ctx, h, n) }},
 		{"record-ns/run", record},
-		{"direct-nocall-ns/run", func(n int) error {
+		{"direct-nocall-ns/run", directNoCallMeter.wrap(b, func(n int) error {
 			for range n {
 				if err := runLoop(ctx, hd, 0); err != nil {
 					return err
 				}
 			}
 			return nil
-		}},
+		})},
 		{"direct-call-ns/run", nodeRuns(ctx, hd, "probe.call", probeCallInput(), nil)},
 		{"direct-loop-ns/call", func(n int) error { return runLoop(ctx, hd, n) }},
 	}
@@ -98,6 +101,7 @@ func BenchmarkNodeRunParts(b *testing.B) {
 	}
 	noCallMeter.report(b, "nocall-", b.N)
 	callMeter.report(b, "call-", b.N)
+	directNoCallMeter.report(b, "direct-nocall-", b.N)
 	// The records must exist, or record-ns/run measured something else.
 	if n := countRecords(b, recordDir); n != b.N+warmCalls {
 		b.Fatalf("%d run records in %s, want %d", n, recordDir, b.N+warmCalls)
