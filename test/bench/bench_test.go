@@ -652,7 +652,7 @@ func BenchmarkStartToReady(b *testing.B) {
 		c, err := startTestcap(ctx, b.TempDir())
 		plugin += time.Since(t0)
 		if c != nil {
-			pluginCPU += cpuOf(b, c.PID())
+			pluginCPU += treeCPUOf(b, c.PID())
 			c.Kill()
 		}
 		if err != nil {
