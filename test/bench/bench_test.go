@@ -724,6 +724,18 @@ func TestBenchSetup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, s := range soloStarts(t) {
+		wall, cpu, err := s.run(ctx, t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every process runs some code before it is ready; a zero would
+		// mean the wrong process or none was read.
+		if wall <= 0 || cpu <= 0 {
+			t.Fatalf("solo start of %s: wall %v, cpu %v", s.name, wall, cpu)
+		}
+		t.Logf("solo start of %s: wall %v, cpu %v", s.name, wall, cpu)
+	}
 	sock := startSocketPeer(t)
 	if err := sock.roundTrips(3); err != nil {
 		t.Fatal(err)
