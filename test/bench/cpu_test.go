@@ -2,8 +2,11 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
@@ -101,6 +104,83 @@ func cpuOf(tb testing.TB, pid int) time.Duration {
 	return d
 }
 
+// treeCPU returns the CPU time the process pid and every process below it
+// have used so far: a plugin may start processes of its own, such as the
+// MCP servers of the mcp plugin. Each process's time is the sum of its
+// threads' run times in /proc/<pid>/task/<tid>/schedstat, to the
+// nanosecond: procCPU's clock ticks would round each of a few processes
+// that use a few milliseconds down by up to a tick. A thread that ended
+// no longer counts, so the figure may read low by its time; a process
+// that ends while the tree is read is skipped.
+func treeCPU(pid int) (time.Duration, error) {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return 0, fmt.Errorf("threads of process %d: %w", pid, err)
+	}
+	var total time.Duration
+	for _, task := range tasks {
+		dir := "/proc/" + strconv.Itoa(pid) + "/task/" + task.Name()
+		ran, err := threadRunTime(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread ended
+		}
+		if err != nil {
+			return 0, fmt.Errorf("cpu time of process %d: %w", pid, err)
+		}
+		total += ran
+		b, err := os.ReadFile(dir + "/children")
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("children of process %d: %w", pid, err)
+		}
+		for _, f := range bytes.Fields(b) {
+			child, err := strconv.Atoi(string(f))
+			if err != nil {
+				return 0, fmt.Errorf("children of process %d: %w", pid, err)
+			}
+			d, err := treeCPU(child)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // the child ended
+			}
+			if err != nil {
+				return 0, err
+			}
+			total += d
+		}
+	}
+	return total, nil
+}
+
+// threadRunTime reads the time the thread whose /proc directory is dir
+// has run on a CPU: the first field of its schedstat, in nanoseconds.
+func threadRunTime(dir string) (time.Duration, error) {
+	b, err := os.ReadFile(dir + "/schedstat")
+	if err != nil {
+		return 0, err
+	}
+	fields := bytes.Fields(b)
+	if len(fields) == 0 {
+		return 0, fmt.Errorf("empty %s/schedstat", dir)
+	}
+	ns, err := strconv.ParseInt(string(fields[0]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s/schedstat: %w", dir, err)
+	}
+	return time.Duration(ns), nil
+}
+
+// treeCPUOf is treeCPU(pid), failing tb when it cannot be read.
+func treeCPUOf(tb testing.TB, pid int) time.Duration {
+	tb.Helper()
+	d, err := treeCPU(pid)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
 // report adds "<prefix><name>-cpu-µs/call" for every process, over n calls.
 func (m *cpuMeter) report(b *testing.B, prefix string, n int) {
 	for i, name := range m.names {
@@ -132,5 +212,44 @@ func TestProcCPU(t *testing.T) {
 	// and was read after getrusage.
 	if viaProc < self-2*clockTick || viaProc > self+time.Second {
 		t.Fatalf("/proc/self/stat says %v, getrusage %v", viaProc, self)
+	}
+}
+
+func TestTreeCPU(t *testing.T) {
+	// A child that burns CPU until killed: the tree counts its time, the
+	// process alone does not.
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		child, err := procCPU(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if child >= 5*clockTick {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child used only %v in 10s", child)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tree, err := treeCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// procCPU rounds down to a tick and was read after treeCPU.
+	if tree < self-clockTick+5*clockTick {
+		t.Fatalf("tree %v does not count the child: the process alone used %v", tree, self)
 	}
 }

@@ -193,8 +193,10 @@ func figures() []figure {
 		{
 			name: "host start to ready, four families and the demo pack", bench: "BenchmarkStartToReady",
 			value: "ms/ready", show: millis(),
-			baseline: "plugin-ms/start", baselineLabel: "one plugin start",
-			goal: &goal{atMost: true, limit: 3},
+			// The floor: the slowest of the six processes started alone, or
+			// their summed CPU over GOMAXPROCS, whichever is larger.
+			baseline: "floor-ms/start", baselineLabel: "start floor",
+			goal: &goal{atMost: true, limit: 1.25},
 		},
 		{
 			name: "idle memory, host", bench: "BenchmarkIdleMemory",
