@@ -30,10 +30,13 @@ import (
 //     nocall, call and loop on a second host whose call goes on the
 //     node's direct channel (its runs are offered the channel).
 //
-// It also reports each process's CPU per run for the nocall and call
-// paths and the direct host's nocall path (nocall-, call- and
-// direct-nocall-<process>-cpu-µs/call); the host's figure is this
-// process's, so it counts both hosts and whatever ran in the background.
+// It also reports each process's CPU per run for the nocall, call and
+// loop1 paths and the direct host's nocall path (nocall-, call-, loop1-
+// and direct-nocall-<process>-cpu-µs/call), and per call for the loop
+// path (loop-<process>-cpu-µs/call), which sets a run's first call
+// against a call in a running node, process by process. The host's
+// figure is this process's, so it counts both hosts and whatever ran in
+// the background.
 func BenchmarkNodeRunParts(b *testing.B) {
 	ctx := context.Background()
 	c := startDirect(b)
@@ -44,6 +47,8 @@ func BenchmarkNodeRunParts(b *testing.B) {
 	_, noCallMeter := echoMeters(b, c, h)
 	_, callMeter := echoMeters(b, c, h)
 	_, directNoCallMeter := echoMeters(b, c, hd)
+	_, loop1Meter := echoMeters(b, c, h)
+	_, loopMeter := echoMeters(b, c, h)
 	// writeConfig keeps the host's state beside its config.
 	recordDir := filepath.Join(filepath.Dir(cfg), "state", host.RunsDir)
 	record := func(n int) error {
@@ -69,16 +74,16 @@ func BenchmarkNodeRunParts(b *testing.B) {
 			}
 			return nil
 		})},
-		{"loop1-ns/run", func(n int) error {
+		{"loop1-ns/run", loop1Meter.wrap(b, func(n int) error {
 			for range n {
 				if err := runLoop(ctx, h, 1); err != nil {
 					return err
 				}
 			}
 			return nil
-		}},
+		})},
 		{"call-ns/run", callMeter.wrap(b, nodeRuns(ctx, h, "probe.call", probeCallInput(), nil))},
-		{"loop-ns/call", func(n int) error { return runLoop(ctx, h, n) }},
+		{"loop-ns/call", loopMeter.wrap(b, func(n int) error { return runLoop(ctx, h, n) })},
 		{"record-ns/run", record},
 		{"direct-nocall-ns/run", directNoCallMeter.wrap(b, func(n int) error {
 			for range n {
@@ -101,6 +106,8 @@ func BenchmarkNodeRunParts(b *testing.B) {
 	}
 	noCallMeter.report(b, "nocall-", b.N)
 	callMeter.report(b, "call-", b.N)
+	loop1Meter.report(b, "loop1-", b.N)
+	loopMeter.report(b, "loop-", b.N)
 	directNoCallMeter.report(b, "direct-nocall-", b.N)
 	// The records must exist, or record-ns/run measured something else.
 	if n := countRecords(b, recordDir); n != b.N+warmCalls {
