@@ -162,6 +162,9 @@ func getPrompt(t *testing.T, d *daemon, id string) runOutcome {
 
 const dbPrompt = "---\nname: db/greeting\n---\nGreet the user.\n"
 
+// dbUnreadPrompt is a prompt no call reads while the database is up.
+const dbUnreadPrompt = "---\nname: db/unread\n---\nSay goodbye.\n"
+
 // checkGot fails unless out is dbPrompt as published.
 func checkGot(t *testing.T, what string, out runOutcome) {
 	t.Helper()
@@ -219,7 +222,17 @@ func TestDatabaseDownAtStart(t *testing.T) {
 	if pub := runHost(t, "", "--config", s.cfg, "prompts", "publish", writePrompt(t, dbPrompt)); pub.code != 0 {
 		t.Fatalf("publish: exit %d\n%s%s", pub.code, pub.stdout, pub.stderr)
 	}
-	checkGot(t, "get once the database is up", getPrompt(t, d, "db/greeting@1"))
+	// The host's own check of the database runs on its own clock: until
+	// it sees the database back, runs are refused, retryable.
+	deadline := time.Now().Add(30 * time.Second)
+	out := dbAnswer(t, d, "promptLibrary", "get", map[string]string{"promptId": "db/greeting@1"})
+	for ; out.Status != "succeeded"; out = dbAnswer(t, d, "promptLibrary", "get", map[string]string{"promptId": "db/greeting@1"}) {
+		if !out.Error.Retryable || time.Now().After(deadline) {
+			t.Fatalf("get once the database is up: %+v", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	checkGot(t, "get once the database is up", out)
 	if out := call(t, d, "test.echo", "echo", map[string]int{"n": 1}); out.Status != "succeeded" {
 		t.Fatalf("echo once the database is up: %+v", out)
 	}
@@ -228,13 +241,17 @@ func TestDatabaseDownAtStart(t *testing.T) {
 	}
 }
 
-// The database lost while the host serves: calls fail with the retryable
-// unavailable, the capability stays ready in the same process, and calls
-// succeed again once the database is back, nothing published lost.
+// The database lost while the host serves: calls that need it fail with
+// the retryable unavailable, the capability stays ready in the same
+// process, and calls succeed again once the database is back, nothing
+// published lost. A pinned version the plugin had already read is still
+// served, from its cache of verified versions.
 func TestDatabaseLostMidFlight(t *testing.T) {
 	s := newDBSetup(t)
-	if pub := runHost(t, "", "--config", s.cfg, "prompts", "publish", writePrompt(t, dbPrompt)); pub.code != 0 {
-		t.Fatalf("publish: exit %d\n%s%s", pub.code, pub.stdout, pub.stderr)
+	for _, raw := range []string{dbPrompt, dbUnreadPrompt} {
+		if pub := runHost(t, "", "--config", s.cfg, "prompts", "publish", writePrompt(t, raw)); pub.code != 0 {
+			t.Fatalf("publish: exit %d\n%s%s", pub.code, pub.stdout, pub.stderr)
+		}
 	}
 	d := startServe(t, s.cfg)
 	waitForServedState(t, d, "prompts", "ready", 10*time.Second)
@@ -242,13 +259,24 @@ func TestDatabaseLostMidFlight(t *testing.T) {
 
 	s.server.Stop()
 	// Refused by the host, or failed in the plugin if the run started
-	// before the host saw the database go: retryable either way.
+	// before the host saw the database go: retryable either way. The
+	// version never read must come from the database.
 	get := func() runOutcome {
-		return dbAnswer(t, d, "promptLibrary", "get", map[string]string{"promptId": "db/greeting@1"})
+		return dbAnswer(t, d, "promptLibrary", "get", map[string]string{"promptId": "db/unread@1"})
 	}
 	out := get()
 	if out.Status != "failed" || !out.Error.Retryable || (out.Error.Code != "unavailable" && out.Error.Code != storageUnavailable) {
 		t.Fatalf("get with the database down: %+v, want a retryable unavailable", out)
+	}
+	// The version read before: the plugin answers it from its cache, or
+	// the host refuses the run, as it refuses every run while its own
+	// records cannot be written.
+	if cached := dbAnswer(t, d, "promptLibrary", "get", map[string]string{"promptId": "db/greeting@1"}); cached.Status != "succeeded" {
+		if !cached.Error.Retryable || cached.Error.Code != storageUnavailable {
+			t.Fatalf("get of a version read before, database down: %+v", cached)
+		}
+	} else {
+		checkGot(t, "get of a version read before, database down", cached)
 	}
 	if rec := servedRecords(t, d)["prompts"]; rec.State != "ready" {
 		t.Fatalf("prompts while the database is down: %+v, want ready (a call fails, the plugin does not)", rec)
@@ -262,7 +290,10 @@ func TestDatabaseLostMidFlight(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	checkGot(t, "get once the database is back", out)
+	if got := out; got.Status != "succeeded" || !strings.Contains(string(got.Output), "db/unread") {
+		t.Fatalf("get once the database is back: %+v %s", out, out.Output)
+	}
+	checkGot(t, "get once the database is back", getPrompt(t, d, "db/greeting@1"))
 	// servedRecords checks that no capability was restarted.
 	if rec := servedRecords(t, d)["prompts"]; rec.State != "ready" {
 		t.Fatalf("prompts once the database is back: %+v", rec)
