@@ -14,6 +14,8 @@ import (
 // so the refusal is recorded here for Invoke to report after the call.
 type memoryCap struct {
 	limit uint64
+	// memories is the module's pool of freed memories, nil for none.
+	memories *memoryPool
 
 	mu      sync.Mutex
 	buf     []byte
@@ -27,6 +29,10 @@ var _ experimental.MemoryAllocator = (*memoryCap)(nil)
 func (a *memoryCap) Allocate(capBytes, _ uint64) experimental.LinearMemory {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if buf := a.memories.take(); buf != nil {
+		a.buf = buf
+		return a
+	}
 	a.buf = make([]byte, 0, min(capBytes, a.limit))
 	return a
 }
@@ -54,11 +60,54 @@ func (a *memoryCap) Reallocate(size uint64) []byte {
 	return a.buf
 }
 
-// Free implements experimental.LinearMemory.
+// Free implements experimental.LinearMemory. wazero calls it when the
+// instance is closed, after its last call has returned, and the host keeps
+// no view of the memory past the call that read it: the buffer can serve
+// the module's next instance.
 func (a *memoryCap) Free() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.memories.give(a.buf)
 	a.buf = nil
+}
+
+// maxPooledMemory is the largest memory a module's pool keeps for reuse;
+// a larger one goes back to the garbage collector.
+const maxPooledMemory = 16 << 20
+
+// memoryPool holds one module's freed linear memories. A fresh memory
+// costs an allocation the size of the module's minimum (64 KiB for one
+// page) that the collector then pays for, run after run; a reused one costs
+// clearing the bytes its last instance exposed. The pool empties itself at
+// garbage collections (sync.Pool), so an idle module holds none.
+type memoryPool struct {
+	free sync.Pool // of *[]byte, len = the bytes the last instance exposed
+}
+
+// give keeps buf for a later take. Every byte past len(buf) is zero: the
+// memory never shrank, so none past its length was exposed since it was
+// last cleared or made.
+func (p *memoryPool) give(buf []byte) {
+	if p == nil || buf == nil || cap(buf) > maxPooledMemory {
+		return
+	}
+	p.free.Put(&buf)
+}
+
+// take answers a freed memory, cleared and of length 0, or nil when the
+// pool has none. Clearing here, not in give, keeps it off the path of the
+// run that freed it; a warm instance takes its memory in the background.
+func (p *memoryPool) take() []byte {
+	if p == nil {
+		return nil
+	}
+	v, _ := p.free.Get().(*[]byte)
+	if v == nil {
+		return nil
+	}
+	buf := *v
+	clear(buf)
+	return buf[:0]
 }
 
 // refusal answers the size of the first refused grow, if any.

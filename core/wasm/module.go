@@ -49,6 +49,8 @@ type Module struct {
 	// lastMemory is the linear memory size, in bytes, of the instance of
 	// the last run ended.
 	lastMemory atomic.Int64
+	// memories are the linear memories of closed instances, for the next.
+	memories memoryPool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -309,7 +311,7 @@ type instance struct {
 // carries the call state its host functions see.
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	inst := &instance{
-		memory: &memoryCap{limit: uint64(m.limits.MaxMemoryBytes)},
+		memory: &memoryCap{limit: uint64(m.limits.MaxMemoryBytes), memories: &m.memories},
 		rand:   newSeededRand(),
 		stdout: newLineLogger(m.logger, hclog.Info, "stdout"),
 		stderr: newLineLogger(m.logger, hclog.Warn, "stderr"),

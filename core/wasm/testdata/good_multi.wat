@@ -1,7 +1,8 @@
 ;; A well-formed pack whose (ptr, len) pairs are multi-value results.
 ;; Node "echo" answers the request envelope it was given as its output;
-;; node "counter" bumps a global and answers its value, so a reused
-;; instance would answer 2.
+;; node "counter" bumps a global and a byte of memory (at 512) and answers
+;; their sum less one, so a reused instance, or a reused memory not cleared,
+;; would answer more than 1.
 (module
   (memory (export "memory") 1)
   (global $heap (mut i32) (i32.const 1024))
@@ -121,6 +122,12 @@
     i32.const 1
     i32.add
     global.set $count
+    i32.const 512
+    i32.const 512
+    i32.load8_u
+    i32.const 1
+    i32.add
+    i32.store8
     i32.const 128
     i32.const 44
     call $copy
@@ -130,7 +137,10 @@
     i32.const 41
     i32.add
     global.get $count
-    i32.const 48
+    i32.const 512
+    i32.load8_u
+    i32.add
+    i32.const 47
     i32.add
     i32.store8
     local.get $p
