@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -430,6 +431,51 @@ func timeCalls(b *testing.B, paths ...func(n int) error) []time.Duration {
 	}
 	b.StopTimer()
 	return took
+}
+
+// timeRounds times b.N calls of each path split into rounds, the paths
+// taking turns within each round, and returns each path's total and each
+// round's ratio of the second path's time to the first's. Load that comes
+// and goes on a shared machine then moves a round, not the median of
+// them. The paths are warmed up by the caller.
+func timeRounds(b *testing.B, rounds int, first, second func(n int) error) (took [2]time.Duration, ratios []float64) {
+	b.ResetTimer()
+	for r := range rounds {
+		n := b.N / rounds
+		if r == rounds-1 {
+			n = b.N - n*(rounds-1)
+		}
+		if n == 0 {
+			continue
+		}
+		var round [2]time.Duration
+		for i, calls := range []func(int) error{first, second} {
+			t0 := time.Now()
+			err := calls(n)
+			round[i] = time.Since(t0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			took[i] += round[i]
+		}
+		ratios = append(ratios, float64(round[1])/float64(round[0]))
+	}
+	b.StopTimer()
+	return took, ratios
+}
+
+// median is the middle of xs (the mean of the two middle ones for an
+// even count); xs is sorted in place.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	if len(xs) == 0 {
+		return 0
+	}
+	mid := len(xs) / 2
+	if len(xs)%2 == 0 {
+		return (xs[mid-1] + xs[mid]) / 2
+	}
+	return xs[mid]
 }
 
 // timePair times direct against viaHost (see timeCalls) and reports both.

@@ -75,12 +75,25 @@ func newCPUMeter(names []string, pids ...int) *cpuMeter {
 // spent, replacing the previous run's figures, so that after timeCalls
 // (warm-up first, then the timed run) the meter holds the timed run's.
 func (m *cpuMeter) wrap(tb testing.TB, calls func(n int) error) func(n int) error {
+	return m.measure(tb, calls, false)
+}
+
+// wrapAdding is wrap adding each run's figures to those before, for a
+// path timed in rounds (timeRounds) with its warm-up outside the meter.
+func (m *cpuMeter) wrapAdding(tb testing.TB, calls func(n int) error) func(n int) error {
+	return m.measure(tb, calls, true)
+}
+
+func (m *cpuMeter) measure(tb testing.TB, calls func(n int) error, adding bool) func(n int) error {
 	return func(n int) error {
 		before := m.sample(tb)
 		err := calls(n)
 		after := m.sample(tb)
 		for i := range m.used {
-			m.used[i] = after[i] - before[i]
+			if !adding {
+				m.used[i] = 0
+			}
+			m.used[i] += after[i] - before[i]
 		}
 		return err
 	}

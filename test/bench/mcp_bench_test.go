@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,23 +93,44 @@ func packCallTool(ctx context.Context, h *host.Host, n int) error {
 	return nil
 }
 
-// BenchmarkMCPCallTool compares b.N tools/call made by the Go SDK client
-// straight to the demo toolbox server with b.N callTool calls through the
-// host and the mcp plugin to another process of the same server, back to
-// back in one function.
+// mcpRounds is how many rounds BenchmarkMCPCallTool splits its calls
+// into; its ratio is the median of the rounds' ratios.
+const mcpRounds = 5
+
+// BenchmarkMCPCallTool compares tools/call made by the Go SDK client
+// straight to the demo toolbox server with callTool calls through the host
+// and the mcp plugin to another process of the same server: b.N of each,
+// in mcpRounds rounds where the two take turns. The ratio is the median of
+// the rounds' ratios (ratio-min and ratio-max bound them); the times per
+// call are over all rounds.
 func BenchmarkMCPCallTool(b *testing.B) {
-	compareMCP(b, hostCallTool)
+	ctx := context.Background()
+	s := sdkSession(b)
+	h := startHost(b, mcpBenchConfig(b))
+	direct := newCPUMeter([]string{"caller"}, 0)
+	host := newCPUMeter([]string{"host", "plugin"}, 0, processID(b, h, "mcp"))
+	if err := sdkCalls(ctx, s, warmCalls); err != nil {
+		b.Fatal(err)
+	}
+	if err := hostCallTool(ctx, h, warmCalls); err != nil {
+		b.Fatal(err)
+	}
+	took, ratios := timeRounds(b, mcpRounds,
+		direct.wrapAdding(b, func(n int) error { return sdkCalls(ctx, s, n) }),
+		host.wrapAdding(b, func(n int) error { return hostCallTool(ctx, h, n) }))
+	b.ReportMetric(float64(took[0].Nanoseconds())/float64(b.N), "sdk-ns/call")
+	b.ReportMetric(float64(took[1].Nanoseconds())/float64(b.N), "host-ns/call")
+	b.ReportMetric(slices.Min(ratios), "ratio-min")
+	b.ReportMetric(slices.Max(ratios), "ratio-max")
+	b.ReportMetric(median(ratios), "ratio")
+	direct.report(b, "sdk-", b.N)
+	host.report(b, "", b.N)
 }
 
-// BenchmarkMCPCallToolFromPack is BenchmarkMCPCallTool with a pack in the
-// way: each call is one node run that calls ctx.MCP.CallTool.
+// BenchmarkMCPCallToolFromPack compares b.N tools/call of the Go SDK
+// client with b.N node runs, back to back, each run calling
+// ctx.MCP.CallTool once through the host.
 func BenchmarkMCPCallToolFromPack(b *testing.B) {
-	compareMCP(b, packCallTool)
-}
-
-// compareMCP times b.N calls of the Go SDK client straight to the server
-// against b.N calls made by viaHost.
-func compareMCP(b *testing.B, viaHost func(ctx context.Context, h *host.Host, n int) error) {
 	ctx := context.Background()
 	s := sdkSession(b)
 	h := startHost(b, mcpBenchConfig(b))
@@ -118,7 +140,7 @@ func compareMCP(b *testing.B, viaHost func(ctx context.Context, h *host.Host, n 
 	host := newCPUMeter([]string{"host", "plugin"}, 0, processID(b, h, "mcp"))
 	timePair(b, "sdk-ns/call",
 		direct.wrap(b, func(n int) error { return sdkCalls(ctx, s, n) }),
-		host.wrap(b, func(n int) error { return viaHost(ctx, h, n) }))
+		host.wrap(b, func(n int) error { return packCallTool(ctx, h, n) }))
 	direct.report(b, "sdk-", b.N)
 	host.report(b, "", b.N)
 }

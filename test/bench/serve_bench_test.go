@@ -2,9 +2,11 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wophost/wophost/core/host"
 )
 
 // serveLoad is the load BenchmarkServeExecute applies.
@@ -138,6 +142,53 @@ func BenchmarkServeExecute(b *testing.B) {
 	b.ReportMetric(res.RPS, "req/s")
 	b.ReportMetric(res.P50us, "p50-µs")
 	b.ReportMetric(res.P99us, "p99-µs")
+}
+
+// BenchmarkServeExecuteVsRun compares b.N POST
+// /v1/nodes/probe.echo:execute requests to `host serve`, one after another
+// on one kept-alive connection, with b.N runs of the same node through the
+// host's in-process path (Host.Run with a run record, as `host run` and
+// the API both write), one path after the other. Each host has the same
+// deployment on an embedded store of its own, so both pay the record's
+// write and sync; what the ratio shows is what the HTTP API adds to a run.
+func BenchmarkServeExecuteVsRun(b *testing.B) {
+	ctx := context.Background()
+	base, _ := startServe(b, echoDeployment())
+	h := startHost(b, writeConfig(b, echoDeployment()))
+	url := base + "/v1/nodes/probe.echo:execute"
+	body := `{"input":` + payload + `}`
+	client := &http.Client{Timeout: time.Minute}
+	posts := func(n int) error {
+		for range n {
+			resp, err := client.Post(url, "application/json", strings.NewReader(body))
+			if err != nil {
+				return err
+			}
+			answer, err := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("POST :execute answered %s: %s", resp.Status, answer)
+			}
+		}
+		return nil
+	}
+	runs := func(n int) error {
+		for range n {
+			if _, err := h.Run(ctx, "probe.echo", json.RawMessage(payload), host.RunOptions{Record: true}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	took := timeCalls(b, runs, posts)
+	run := float64(took[0].Nanoseconds()) / float64(b.N)
+	serve := float64(took[1].Nanoseconds()) / float64(b.N)
+	b.ReportMetric(run, "run-ns/run")
+	b.ReportMetric(serve, "serve-ns/run")
+	b.ReportMetric(serve/run, "serve/run")
 }
 
 // TestServeBenchSetup checks the serve benchmark's setup with a short load.
