@@ -436,56 +436,56 @@ func TestCompare(t *testing.T) {
 		checked     int
 	}{
 		{
-			name: "identical", old: oneRun, new: oneRun, tol: 0.2, checked: 40,
+			name: "identical", old: oneRun, new: oneRun, tol: 0.2, checked: 41,
 		},
 		{
-			name: "identical, zero tolerance", old: oneRun, new: oneRun, tol: 0, checked: 40,
+			name: "identical, zero tolerance", old: oneRun, new: oneRun, tol: 0, checked: 41,
 		},
 		{
 			name: "lower is better, ratio 28% worse",
-			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.2, checked: 40,
+			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.2, checked: 41,
 			regressions: []string{"ctx call, pack → host → plugin: ratio 3.40, committed 2.66 (+27.8%, lower is better, tolerance 20%)"},
 		},
 		{
 			name: "lower is better, value only: a slower machine is not a regression of a ratio",
-			old:  oneRun, new: edit(t, oneRun, "522506 host-ns/call", "922506 host-ns/call"), tol: 0.2, checked: 40,
+			old:  oneRun, new: edit(t, oneRun, "522506 host-ns/call", "922506 host-ns/call"), tol: 0.2, checked: 41,
 		},
 		{
 			name: "lower is better, value guarded",
-			old:  oneRun, new: edit(t, oneRun, "287.4 p50-µs", "400 p50-µs"), tol: 0.2, checked: 40,
+			old:  oneRun, new: edit(t, oneRun, "287.4 p50-µs", "400 p50-µs"), tol: 0.2, checked: 41,
 			regressions: []string{"promptLibrary get: value 400.0 µs, committed 287.4 µs (+39.2%, lower is better, tolerance 20%)"},
 		},
 		{
 			name: "higher is better, 30% fewer requests",
-			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "3163 req/s"), tol: 0.2, checked: 40,
+			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "3163 req/s"), tol: 0.2, checked: 41,
 			regressions: []string{"POST :execute (8 workers, load driver): value 3163 req/s, committed 4518 req/s (-30.0%, higher is better, tolerance 20%)"},
 		},
 		{
 			name: "higher is better, more is fine",
-			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "9000 req/s"), tol: 0.2, checked: 40,
+			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "9000 req/s"), tol: 0.2, checked: 41,
 		},
 		{
 			name: "computed ratio guarded",
-			old:  oneRun, new: edit(t, oneRun, "84.10 floor-ms/start", "42.05 floor-ms/start"), tol: 0.2, checked: 40,
+			old:  oneRun, new: edit(t, oneRun, "84.10 floor-ms/start", "42.05 floor-ms/start"), tol: 0.2, checked: 41,
 			regressions: []string{"host start to ready, four families and the demo pack: ratio 4.00, committed 2.00"},
 		},
 		{
 			name: "exactly at the tolerance",
-			old:  edit(t, oneRun, "2.657 ratio", "2.5 ratio"), new: edit(t, oneRun, "2.657 ratio", "3.0 ratio"), tol: 0.2, checked: 40,
+			old:  edit(t, oneRun, "2.657 ratio", "2.5 ratio"), new: edit(t, oneRun, "2.657 ratio", "3.0 ratio"), tol: 0.2, checked: 41,
 		},
 		{
 			name: "within the tolerance, several figures",
 			old:  oneRun,
 			new:  edit(t, oneRun, "2.657 ratio", "3.15 ratio", "4518 req/s", "3700 req/s", "31.42 host-MB", "37.5 host-MB"),
-			tol:  0.2, checked: 40,
+			tol:  0.2, checked: 41,
 		},
 		{
 			name: "a larger tolerance lets a regression through",
-			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.5, checked: 40,
+			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.5, checked: 41,
 		},
 		{
 			name: "benchmark filtered out now",
-			old:  oneRun, new: dropLine(oneRun, "BenchmarkIdleMemory"), tol: 0.2, checked: 38,
+			old:  oneRun, new: dropLine(oneRun, "BenchmarkIdleMemory"), tol: 0.2, checked: 39,
 			notes: []string{
 				"idle memory, host: in the committed table, not measured now",
 				"idle memory, largest plugin: in the committed table, not measured now",
@@ -493,14 +493,14 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name: "benchmark new since the committed table",
-			old:  dropLine(oneRun, "BenchmarkPromptGet"), new: oneRun, tol: 0.2, checked: 39,
+			old:  dropLine(oneRun, "BenchmarkPromptGet"), new: oneRun, tol: 0.2, checked: 40,
 			notes: []string{"promptLibrary get: measured now, not measured in the committed table"},
 		},
 		{
 			name: "notes and a regression together",
 			old:  dropLine(oneRun, "BenchmarkPromptGet"),
 			new:  dropLine(edit(t, oneRun, "0.6154 ratio", "0.31 ratio"), "BenchmarkServeExecute"),
-			tol:  0.2, checked: 38,
+			tol:  0.2, checked: 39,
 			regressions: []string{"throughput, 16 concurrent callers: ratio 0.31, committed 0.62 (-50.0%, higher is better"},
 			notes: []string{
 				"POST :execute (8 workers, load driver): in the committed table, not measured now",
