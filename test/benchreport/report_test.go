@@ -499,7 +499,7 @@ func TestCompare(t *testing.T) {
 		{
 			name: "notes and a regression together",
 			old:  dropLine(oneRun, "BenchmarkPromptGet"),
-			new:  dropLine(edit(t, oneRun, "0.6154 ratio", "0.31 ratio"), "BenchmarkServeExecute"),
+			new:  dropLine(edit(t, oneRun, "0.6154 ratio", "0.31 ratio"), "BenchmarkServeExecute-"),
 			tol:  0.2, checked: 39,
 			regressions: []string{"throughput, 16 concurrent callers: ratio 0.31, committed 0.62 (-50.0%, higher is better"},
 			notes: []string{
@@ -714,7 +714,7 @@ func TestRunUpdateThenCompare(t *testing.T) {
 
 	for _, tol := range []string{"0.2", "0"} {
 		code, _, errOut = runCmd("", "-compare", doc, "-tolerance", tol, input)
-		if code != exitOK || !strings.Contains(errOut, "40 figures within tolerance") {
+		if code != exitOK || !strings.Contains(errOut, "41 figures within tolerance") {
 			t.Errorf("compare at tolerance %s: status %d, stderr %s", tol, code, errOut)
 		}
 	}
