@@ -54,7 +54,7 @@ type Endpoint struct {
 	// runs holds the calls of each run with a grant in use; ended the
 	// runs the host ended, until their grants' deadlines pass.
 	runs  map[string]*runCalls
-	ended map[string]time.Time
+	ended *endedRuns
 
 	listener net.Listener
 	// conns are the connections being served, closed with the endpoint.
@@ -119,7 +119,7 @@ func RulesToProto(rules map[string]admission.Rules) []*wophostv1.FamilyRules {
 // NewEndpoint returns an endpoint whose calls run on handle, with results
 // bounded by maxBytes as every other message of the process.
 func NewEndpoint(handle Handler, maxBytes int) *Endpoint {
-	e := &Endpoint{handle: handle, maxBytes: maxBytes, writeTimeout: writeTimeout, runs: map[string]*runCalls{}, ended: map[string]time.Time{},
+	e := &Endpoint{handle: handle, maxBytes: maxBytes, writeTimeout: writeTimeout, runs: map[string]*runCalls{}, ended: newEndedRuns(),
 		unreadByPack: map[string]int64{}}
 	e.admitted.Store(&sync.Map{})
 	e.settings.Store(&channelSettings{slots: admission.NewSlots(0, ""), maxUnread: defaultMaxUnread(maxBytes)})
@@ -215,7 +215,7 @@ func (e *Endpoint) admit(signed []byte, now time.Time) (*admitted, error) {
 	if err != nil {
 		return nil, errRefused(err.Error())
 	}
-	if _, ok := e.ended[g.GetRunId()]; ok {
+	if e.ended.has(g.GetRunId()) {
 		return nil, errRefused("run " + g.GetRunId() + " has ended")
 	}
 	if g.GetDeadlineUnixNano() == 0 {
@@ -254,13 +254,9 @@ func (e *Endpoint) EndRun(runID string, deadline time.Time) *wophostv1.EndRunRes
 	})
 	// A run ended is remembered until its grants expire by themselves;
 	// the ones expired are forgotten now.
-	for id, exp := range e.ended {
-		if now.After(exp) {
-			delete(e.ended, id)
-		}
-	}
+	e.ended.forget(now)
 	if expiry.After(now) {
-		e.ended[runID] = expiry
+		e.ended.add(runID, expiry)
 	}
 	if rc == nil {
 		return &wophostv1.EndRunResponse{}
