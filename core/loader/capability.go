@@ -239,8 +239,19 @@ func (c *Capability) callError(we *wop.Error, family, method string) *wop.Error 
 
 // EndRun ends a run on the plugin's direct channel: its grants are
 // refused from now on, and the answer holds the calls the run made there.
+// It goes on the channel itself when the plugin speaks the framing's
+// version 2, else (or when the channel cannot take it) on gRPC.
 func (c *Capability) EndRun(ctx context.Context, runID string, deadline time.Time) (*wophostv1.EndRunResponse, error) {
-	resp, err := c.conn.Client.EndRun(ctx, &wophostv1.EndRunRequest{RunId: runID, DeadlineUnixNano: deadline.UnixNano()})
+	req := &wophostv1.EndRunRequest{RunId: runID, DeadlineUnixNano: deadline.UnixNano()}
+	if r := c.relay.Load(); r != nil {
+		if resp, sent, err := r.EndRun(ctx, req); sent {
+			if err != nil {
+				return nil, wop.AsError(err)
+			}
+			return resp, nil
+		}
+	}
+	resp, err := c.conn.Client.EndRun(ctx, req)
 	if err != nil {
 		return nil, hostwire.FromStatus(err)
 	}

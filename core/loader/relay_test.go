@@ -24,9 +24,15 @@ func (noInvoke) Invoke(context.Context, *wophostv1.InvokeRequest, ...grpc.CallOp
 	return nil, errors.New("the call took the gRPC connection")
 }
 
-// The host's calls to a plugin that serves a direct channel travel on the
-// channel once the plugin is configured with direct channels on, and on
-// the plugin's gRPC connection with them off.
+// EndRun fails as Invoke does: an end of run that succeeds did not take
+// the gRPC connection.
+func (noInvoke) EndRun(context.Context, *wophostv1.EndRunRequest, ...grpc.CallOption) (*wophostv1.EndRunResponse, error) {
+	return nil, errors.New("the end of the run took the gRPC connection")
+}
+
+// The host's calls to a plugin that serves a direct channel, and the ends
+// of runs, travel on the channel once the plugin is configured with direct
+// channels on, and on the plugin's gRPC connection with them off.
 func TestInvokeTakesTheChannelWhenThePluginServesOne(t *testing.T) {
 	testcap := testbin.NewCache(t.TempDir()).MustBinary(t, "./test/plugins/testcap")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -56,6 +62,13 @@ func TestInvokeTakesTheChannelWhenThePluginServesOne(t *testing.T) {
 			t.Errorf("with direct channels: %s, %v; want the answer on the channel", out, err)
 		case !on && (err == nil || !strings.Contains(err.Error(), "took the gRPC connection")):
 			t.Errorf("without direct channels: %s, %v; want the gRPC connection's failure", out, err)
+		}
+		resp, err := c.EndRun(ctx, "run_1", time.Now().Add(time.Minute))
+		switch {
+		case on && (err != nil || resp == nil):
+			t.Errorf("with direct channels, the end of a run: %v, %v; want it answered on the channel", resp, err)
+		case !on && (err == nil || !strings.Contains(err.Error(), "took the gRPC connection")):
+			t.Errorf("without direct channels, the end of a run: %v, %v; want the gRPC connection's failure", resp, err)
 		}
 	}
 }

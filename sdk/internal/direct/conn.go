@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +32,9 @@ var errGone = errors.New("direct channel: the connection closed during the call"
 // multiplexed: each caller writes its own call and waits for the answer,
 // which one reading goroutine hands over.
 type conn struct {
-	nc       net.Conn
+	nc net.Conn
+	// protocol is the version of the framing the handshake agreed on.
+	protocol string
 	maxBytes int
 	ids      atomic.Uint64
 	// writeTimeout bounds each write: a peer that stops reading fails the
@@ -62,16 +65,17 @@ func dial(ctx context.Context, ep *wophostv1.DirectChannelEndpoint, maxBytes int
 	if err != nil {
 		return nil, fmt.Errorf("direct channel %s: %w", ep.GetAddress(), err)
 	}
-	tc := tls.Client(raw, &tls.Config{RootCAs: roots, ServerName: "localhost", MinVersion: tls.VersionTLS13, NextProtos: []string{ALPN}})
+	tc := tls.Client(raw, &tls.Config{RootCAs: roots, ServerName: "localhost", MinVersion: tls.VersionTLS13, NextProtos: protocols()})
 	if err := tc.HandshakeContext(ctx); err != nil {
 		_ = raw.Close()
 		return nil, fmt.Errorf("direct channel %s: %w", ep.GetAddress(), err)
 	}
-	if p := tc.ConnectionState().NegotiatedProtocol; p != ALPN {
+	p := tc.ConnectionState().NegotiatedProtocol
+	if !slices.Contains(protocols(), p) {
 		_ = raw.Close()
-		return nil, fmt.Errorf("direct channel %s: the plugin speaks %q, not %q", ep.GetAddress(), p, ALPN)
+		return nil, fmt.Errorf("direct channel %s: the plugin speaks %q, not one of %q", ep.GetAddress(), p, protocols())
 	}
-	c := &conn{nc: tc, maxBytes: maxBytes, writeTimeout: writeTimeout, pending: map[uint64]chan frame{}, done: make(chan struct{})}
+	c := &conn{nc: tc, protocol: p, maxBytes: maxBytes, writeTimeout: writeTimeout, pending: map[uint64]chan frame{}, done: make(chan struct{})}
 	go c.read()
 	return c, nil
 }

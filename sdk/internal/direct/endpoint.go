@@ -165,7 +165,7 @@ func (e *Endpoint) Open(s *wophostv1.DirectChannelSettings) (*wophostv1.DirectCh
 	if err != nil {
 		return nil, fmt.Errorf("direct channel: %w", err)
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13, NextProtos: []string{ALPN}}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13, NextProtos: protocols()}
 	e.listener, e.conns = l, map[*tls.Conn]struct{}{}
 	e.endpoint = &wophostv1.DirectChannelEndpoint{Address: path, Certificate: cert.Certificate[0]}
 	go e.accept(l, cfg)

@@ -19,9 +19,18 @@ import (
 // where length counts the body alone. Calls are multiplexed: the caller
 // numbers them, and the answers come back in whatever order they end.
 
-// ALPN is the protocol the TLS handshake agrees on; a peer that speaks
-// another version of the framing fails the handshake instead of a call.
-const ALPN = "wophost-direct/1"
+// ALPN is the newest version of the framing, the one the TLS handshake
+// agrees on when both sides speak it; a peer that speaks no version of
+// ours fails the handshake instead of a call. Version 2 adds kindEndRun.
+const ALPN = "wophost-direct/2"
+
+// alpnV1 is the first version: calls, cancels and relayed calls. A side
+// built before version 2 offers it alone, and both sides still speak it.
+const alpnV1 = "wophost-direct/1"
+
+// protocols are the versions this side speaks, newest first: the TLS
+// server picks the first of its own list that the client offers.
+func protocols() []string { return []string{ALPN, alpnV1} }
 
 // frameKind says what a frame's body holds.
 type frameKind uint8
@@ -44,6 +53,11 @@ const (
 	// answer is a kindResult, kindError or kindRefused frame; kindCancel
 	// ends it.
 	kindRelay frameKind = 6
+	// kindEndRun (host → plugin, version 2): the host ends a run, a MAC of
+	// the channel's key (32 bytes) then the EndRunRequest it signs. Its
+	// answer is a kindResult whose result is the EndRunResponse, or a
+	// kindRefused or kindError frame.
+	kindEndRun frameKind = 7
 )
 
 // writeTimeout bounds one frame's write on either side. A peer whose

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -18,11 +19,20 @@ import (
 // made with the same key: neither can stand for the other.
 const relayContext = "wophost-direct relay\x00"
 
+// endRunContext separates the MAC of a run's end from a relayed call's
+// and a grant's: none can stand for another.
+const endRunContext = "wophost-direct end run\x00"
+
 // relayMAC is the MAC of a relayed call's InvokeRequest bytes.
-func relayMAC(key, invoke []byte) []byte {
+func relayMAC(key, invoke []byte) []byte { return macOf(key, relayContext, invoke) }
+
+// endRunMAC is the MAC of an EndRunRequest's bytes.
+func endRunMAC(key, end []byte) []byte { return macOf(key, endRunContext, end) }
+
+func macOf(key []byte, context string, body []byte) []byte {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte(relayContext))
-	m.Write(invoke)
+	m.Write([]byte(context))
+	m.Write(body)
 	return m.Sum(nil)
 }
 
@@ -64,6 +74,39 @@ func (r *Relay) Close() { r.pool.Close() }
 // gRPC connection. A channel that closes during the call fails it as
 // unavailable, retryable, as the gRPC connection would.
 func (r *Relay) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (out []byte, sent bool, err error) {
+	body, err := proto.Marshal(req)
+	if err != nil {
+		return nil, true, wop.Errorf(wop.CodeInternal, "relay: encode call: %v", err)
+	}
+	return r.roundTrip(ctx, kindRelay, body, "the call")
+}
+
+// EndRun ends a run on the channel: the plugin refuses the run's grants
+// from then on and answers the calls the run made there, as the gRPC
+// EndRun does, without its round trip through gRPC's goroutines. sent is
+// false when the request did not reach the plugin (the channel
+// unreachable, the key refused, or a plugin built before version 2 of the
+// framing): it may then go on gRPC.
+func (r *Relay) EndRun(ctx context.Context, req *wophostv1.EndRunRequest) (resp *wophostv1.EndRunResponse, sent bool, err error) {
+	body, err := proto.Marshal(req)
+	if err != nil {
+		return nil, true, wop.Errorf(wop.CodeInternal, "relay: encode the end of run %s: %v", req.GetRunId(), err)
+	}
+	out, sent, err := r.roundTrip(ctx, kindEndRun, body, "the end of run "+req.GetRunId())
+	if err != nil || !sent {
+		return nil, sent, err
+	}
+	resp = &wophostv1.EndRunResponse{}
+	if err := proto.Unmarshal(out, resp); err != nil {
+		return nil, true, wop.Errorf(wop.CodeInternal, "relay: the end of run %s answered unreadably: %v", req.GetRunId(), err)
+	}
+	return resp, true, nil
+}
+
+// roundTrip sends body, under its MAC for kind, on the channel and sorts
+// the outcome: sent is false when it did not reach the plugin, and what
+// names it in the failure of a channel that closed meanwhile.
+func (r *Relay) roundTrip(ctx context.Context, kind frameKind, body []byte, what string) (out []byte, sent bool, err error) {
 	pc, err := r.pool.acquire(ctx, r.ep)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -72,14 +115,20 @@ func (r *Relay) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (out [
 		return nil, false, nil
 	}
 	defer r.pool.release(pc)
-	body, err := proto.Marshal(req)
-	if err != nil {
-		return nil, true, wop.Errorf(wop.CodeInternal, "relay: encode call: %v", err)
-	}
 	r.mu.Lock()
 	key := r.key
 	r.mu.Unlock()
-	out, err = pc.conn.roundTrip(ctx, kindRelay, append(relayMAC(key, body), body...))
+	var sum []byte
+	switch {
+	case kind == kindRelay:
+		sum = relayMAC(key, body)
+	case pc.conn.protocol != ALPN:
+		// A plugin built before version 2 has no kindEndRun.
+		return nil, false, nil
+	default:
+		sum = endRunMAC(key, body)
+	}
+	out, err = pc.conn.roundTrip(ctx, kind, append(sum, body...))
 	var we *wop.Error
 	switch {
 	case notRun(err):
@@ -89,7 +138,7 @@ func (r *Relay) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (out [
 	case err != nil && ctx.Err() != nil:
 		return nil, true, wire.FromContextError(ctx.Err())
 	case err != nil:
-		return nil, true, wop.Errorf(wop.CodeUnavailable, "the plugin's channel closed during the call").WithRetryable(true)
+		return nil, true, wop.Errorf(wop.CodeUnavailable, "the plugin's channel closed during %s", what).WithRetryable(true)
 	}
 	return out, true, nil
 }
@@ -112,4 +161,24 @@ func (e *Endpoint) relayed(ctx context.Context, body []byte) ([]byte, error) {
 		return nil, wop.Errorf(wop.CodeValidation, "relayed call cannot be read: %v", err)
 	}
 	return e.handle(ctx, req.GetFamily(), req.GetMethod(), req.GetPayload(), wire.CallContextFromProto(req.GetCall()))
+}
+
+// endRun ends the run a kindEndRun frame's body asks for, when its MAC
+// holds under the current key, and answers the EndRunResponse's bytes.
+func (e *Endpoint) endRun(body []byte) ([]byte, error) {
+	if len(body) < sha256.Size {
+		return nil, errRefused("the end of a run without its MAC")
+	}
+	sum, end := body[:sha256.Size], body[sha256.Size:]
+	e.mu.Lock()
+	key := e.key
+	e.mu.Unlock()
+	if key == nil || !hmac.Equal(sum, endRunMAC(key, end)) {
+		return nil, errRefused("the end of a run not signed with the channel's key")
+	}
+	req := &wophostv1.EndRunRequest{}
+	if err := proto.Unmarshal(end, req); err != nil {
+		return nil, wop.Errorf(wop.CodeValidation, "the end of a run cannot be read: %v", err)
+	}
+	return proto.Marshal(e.EndRun(req.GetRunId(), time.Unix(0, req.GetDeadlineUnixNano())))
 }

@@ -2,6 +2,7 @@ package direct
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -141,5 +142,108 @@ func TestRelayedCallEndsWithTheCallerAndWithThePlugin(t *testing.T) {
 	// The channel is gone: the next call cannot be sent there.
 	if _, sent, err := r.Invoke(context.Background(), relayRequest("get")); sent || err != nil {
 		t.Fatalf("after the plugin went: %v, sent %v", err, sent)
+	}
+}
+
+// endRequest ends run_1, the run of grant().
+func endRequest() *wophostv1.EndRunRequest {
+	return &wophostv1.EndRunRequest{RunId: "run_1", DeadlineUnixNano: time.Now().Add(time.Minute).UnixNano()}
+}
+
+// The host ends a run on the channel as it would on gRPC: the run's grant
+// is refused from then on, and the answer holds the call the run made.
+func TestEndRunOnTheChannel(t *testing.T) {
+	f := newFixture(t)
+	signed := f.sign(grant())
+	if _, err := f.invoke(signed, "acme.kv", "get", `{"key":"a"}`); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRelay(f.at, f.key, 1<<20)
+	defer r.Close()
+	resp, sent, err := r.EndRun(context.Background(), endRequest())
+	if err != nil || !sent {
+		t.Fatalf("%v, sent %v", err, sent)
+	}
+	if calls := resp.GetCalls(); len(calls) != 1 || calls[0].GetFamily() != "acme.kv" || calls[0].GetMethod() != "get" {
+		t.Errorf("the run's calls: %v; want its one acme.kv.get", calls)
+	}
+	if _, err := f.invoke(signed, "acme.kv", "get", `{}`); !isRefused(err) {
+		t.Errorf("the grant of the run ended on the channel: want refused, got %v", err)
+	}
+}
+
+// Ending a run on the channel needs the channel's key, and neither a
+// relayed call's MAC nor a grant's passes for an end's (nor an end's for a
+// relayed call's): the run goes on.
+func TestEndRunOnTheChannelNeedsTheKey(t *testing.T) {
+	f := newFixture(t)
+	signed := f.sign(grant())
+	near := append([]byte(nil), f.key...)
+	near[len(near)-1] ^= 1
+	for name, key := range map[string][]byte{"the key with its last bit changed": near, "own key": NewKey(), "no key": nil} {
+		r := NewRelay(f.at, key, 1<<20)
+		if resp, sent, err := r.EndRun(context.Background(), endRequest()); sent || err != nil || resp != nil {
+			t.Errorf("%s: %v, %v, sent %v; want not sent", name, resp, err, sent)
+		}
+		r.Close()
+	}
+	end := mustMarshal(t, endRequest())
+	invoke := mustMarshal(t, relayRequest("get"))
+	pc, err := f.pool.acquire(context.Background(), f.at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.pool.release(pc)
+	for name, body := range map[string][]byte{
+		"an end under a relayed call's MAC": append(relayMAC(f.key, end), end...),
+		"an end under a grant's MAC":        append(mac(f.key, end), end...),
+		"an end without a MAC":              end[:min(len(end), 16)],
+	} {
+		if _, err := pc.conn.roundTrip(context.Background(), kindEndRun, body); !isRefused(err) {
+			t.Errorf("%s: want refused, got %v", name, err)
+		}
+	}
+	if _, err := pc.conn.roundTrip(context.Background(), kindRelay, append(endRunMAC(f.key, invoke), invoke...)); !isRefused(err) {
+		t.Errorf("a relayed call under an end's MAC: want refused, got %v", err)
+	}
+	if _, err := f.invoke(signed, "acme.kv", "get", `{}`); err != nil {
+		t.Errorf("the run's grant after the refused ends: %v; want it still served", err)
+	}
+}
+
+// A plugin built before version 2 of the framing speaks wophost-direct/1
+// alone: the host's calls still go on its channel, but not the end of a
+// run, which it does not know (the host sends that on gRPC).
+func TestEndRunIsNotSentToAVersion1Plugin(t *testing.T) {
+	f := newFixture(t)
+	cert, err := wire.SelfSignedCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/v1.sock"
+	l, err := tls.Listen("unix", path, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13, NextProtos: []string{alpnV1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go f.ep.serve(c.(*tls.Conn))
+		}
+	}()
+	r := NewRelay(&wophostv1.DirectChannelEndpoint{Address: path, Certificate: cert.Certificate[0]}, f.key, 1<<20)
+	defer r.Close()
+	if _, sent, err := r.Invoke(context.Background(), relayRequest("get")); err != nil || !sent {
+		t.Fatalf("a relayed call to a version 1 plugin: %v, sent %v", err, sent)
+	}
+	if resp, sent, err := r.EndRun(context.Background(), endRequest()); sent || err != nil || resp != nil {
+		t.Fatalf("the end of a run to a version 1 plugin: %v, %v, sent %v; want not sent", resp, err, sent)
+	}
+	if _, err := f.invoke(f.sign(grant()), "acme.kv", "get", `{}`); err != nil {
+		t.Errorf("the run's grant after the end not sent: %v; want it still served", err)
 	}
 }

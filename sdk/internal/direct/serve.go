@@ -101,7 +101,7 @@ func (e *Endpoint) serve(tc *tls.Conn) {
 			return
 		}
 		switch f.kind {
-		case kindCall, kindRelay:
+		case kindCall, kindRelay, kindEndRun:
 			cctx, ccancel := context.WithCancel(ctx)
 			mu.Lock()
 			running[f.id] = ccancel
@@ -150,9 +150,12 @@ func (e *Endpoint) answer(ctx context.Context, f frame) answered {
 	var out []byte
 	var err error
 	var a answered
-	if f.kind == kindRelay {
+	switch f.kind {
+	case kindRelay:
 		out, err = e.relayed(ctx, f.body)
-	} else {
+	case kindEndRun:
+		out, err = e.endRun(f.body)
+	default:
 		req := &wophostv1.DirectChannelInvokeRequest{}
 		if uerr := proto.Unmarshal(f.body, req); uerr != nil {
 			a.frame = errorFrame(f.id, wop.Errorf(wop.CodeValidation, "direct channel: the call cannot be read: %v", uerr), e.maxBytes)

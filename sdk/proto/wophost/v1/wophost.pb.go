@@ -1629,13 +1629,16 @@ func (x *CallResponse) GetResult() []byte {
 
 // DirectChannelSettings is what a plugin needs to serve a direct channel.
 // The channel is not a gRPC service: on a unix socket under TLS 1.3 (ALPN
-// "wophost-direct/1"), each side writes frames of a 4-byte big-endian body
-// length, a kind byte, an 8-byte call id and the body. Kinds: 1 a pack's
-// call (DirectChannelInvokeRequest), 2 cancel (no body), 3 result
-// (DirectChannelInvokeResponse), 4 error (ErrorDetail), 5 refused (the
-// reason as text), 6 a call the host relays (a 32-byte HMAC-SHA256 under
-// grant_key of "wophost-direct relay", a zero byte and the InvokeRequest,
-// then the InvokeRequest). docs/protocol.md §6 has the rules.
+// "wophost-direct/2", or "wophost-direct/1" without kind 7), each side
+// writes frames of a 4-byte big-endian body length, a kind byte, an 8-byte
+// call id and the body. Kinds: 1 a pack's call (DirectChannelInvokeRequest),
+// 2 cancel (no body), 3 result (DirectChannelInvokeResponse), 4 error
+// (ErrorDetail), 5 refused (the reason as text), 6 a call the host relays
+// (a 32-byte HMAC-SHA256 under grant_key of "wophost-direct relay", a zero
+// byte and the InvokeRequest, then the InvokeRequest), 7 the host ends a
+// run (the same with "wophost-direct end run" and the EndRunRequest; the
+// result's bytes are the EndRunResponse). docs/protocol.md §6 has the
+// rules.
 type DirectChannelSettings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// grant_key is the HMAC-SHA256 key of the grants the plugin accepts,
