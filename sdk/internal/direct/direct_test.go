@@ -592,7 +592,7 @@ func TestAnotherVersionOfTheFramingIsNotUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := t.TempDir() + "/other.sock"
-	l, err := tls.Listen("unix", path, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"wophost-direct/2"}})
+	l, err := tls.Listen("unix", path, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"wophost-direct/3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
