@@ -99,7 +99,7 @@ RACE_PKGS := ./core/... ./plugins/... ./internal/... ./test/integration/
 
 test: ## Run every test of both modules; the race detector covers the core, plugins, the integration tests and the host they drive.
 	$(GO) vet ./... && cd sdk && $(GO) vet ./...
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e '/wophost/test/integration$$' -e '/wophost/core/' -e '/wophost/plugins/' -e '/wophost/internal/')
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/wophost/test/integration$$' -e '/wophost/core/' -e '/wophost/plugins/' -e '/wophost/internal/')
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 	cd sdk && $(GO) test -count=1 -race ./...
 
