@@ -123,9 +123,12 @@ func ServerOptions(maxBytes int) []grpc.ServerOption {
 // hundred microseconds that is a measurable share of its CPU. A worker
 // keeps its grown stack from one call to the next. A call that finds every
 // worker busy still gets a goroutine of its own, so the pool bounds
-// nothing; one worker per processor covers the calls that can run at once.
+// nothing. A call waits more than it computes (on the plugin's provider,
+// on the host's next hop), so more calls are in flight than processors
+// run: at least 16 workers, and four per processor past that. An idle
+// worker costs a parked goroutine's small stack.
 func streamWorkers() uint32 {
-	return uint32(max(runtime.GOMAXPROCS(0), 1))
+	return uint32(max(16, 4*runtime.GOMAXPROCS(0)))
 }
 
 // dialOptions are the gRPC dial options both sides use for the same limit
