@@ -146,15 +146,9 @@ func (r *Relay) roundTrip(ctx context.Context, kind frameKind, body []byte, what
 // relayed runs a call the host relayed, when its MAC holds under the
 // current key.
 func (e *Endpoint) relayed(ctx context.Context, body []byte) ([]byte, error) {
-	if len(body) < sha256.Size {
-		return nil, errRefused("a relayed call without its MAC")
-	}
-	sum, invoke := body[:sha256.Size], body[sha256.Size:]
-	e.mu.Lock()
-	key := e.key
-	e.mu.Unlock()
-	if key == nil || !hmac.Equal(sum, relayMAC(key, invoke)) {
-		return nil, errRefused("a relayed call not signed with the channel's key")
+	invoke, err := e.unsign(body, relayMAC, "a relayed call")
+	if err != nil {
+		return nil, err
 	}
 	req := &wophostv1.InvokeRequest{}
 	if err := proto.Unmarshal(invoke, req); err != nil {
@@ -166,19 +160,30 @@ func (e *Endpoint) relayed(ctx context.Context, body []byte) ([]byte, error) {
 // endRun ends the run a kindEndRun frame's body asks for, when its MAC
 // holds under the current key, and answers the EndRunResponse's bytes.
 func (e *Endpoint) endRun(body []byte) ([]byte, error) {
-	if len(body) < sha256.Size {
-		return nil, errRefused("the end of a run without its MAC")
-	}
-	sum, end := body[:sha256.Size], body[sha256.Size:]
-	e.mu.Lock()
-	key := e.key
-	e.mu.Unlock()
-	if key == nil || !hmac.Equal(sum, endRunMAC(key, end)) {
-		return nil, errRefused("the end of a run not signed with the channel's key")
+	end, err := e.unsign(body, endRunMAC, "the end of a run")
+	if err != nil {
+		return nil, err
 	}
 	req := &wophostv1.EndRunRequest{}
 	if err := proto.Unmarshal(end, req); err != nil {
 		return nil, wop.Errorf(wop.CodeValidation, "the end of a run cannot be read: %v", err)
 	}
 	return proto.Marshal(e.EndRun(req.GetRunId(), time.Unix(0, req.GetDeadlineUnixNano())))
+}
+
+// unsign answers the message of a frame's body signed by the host: the
+// MAC's 32 bytes, made by mac under the current key, then the message.
+// what names the frame in a refusal.
+func (e *Endpoint) unsign(body []byte, mac func(key, msg []byte) []byte, what string) ([]byte, error) {
+	if len(body) < sha256.Size {
+		return nil, errRefused(what + " without its MAC")
+	}
+	sum, msg := body[:sha256.Size], body[sha256.Size:]
+	e.mu.Lock()
+	key := e.key
+	e.mu.Unlock()
+	if key == nil || !hmac.Equal(sum, mac(key, msg)) {
+		return nil, errRefused(what + " not signed with the channel's key")
+	}
+	return msg, nil
 }
