@@ -14,9 +14,13 @@ import (
 
 // Pack is a started pack process.
 type Pack struct {
-	proc   *process
-	conn   *hostwire.PackConn
-	broker uint32
+	proc     *process
+	conn     *hostwire.PackConn
+	broker   uint32
+	maxBytes int
+	// runs is the pack's execute channel (OpenExecuteChannel), nil when
+	// its runs go on gRPC.
+	runs *hostwire.Relay
 }
 
 // StartPack execs the opened pack binary exe (see OpenPackEntry) and
@@ -36,8 +40,39 @@ func StartPack(name string, exe *Executable, opts Options) (*Pack, error) {
 		proc.kill()
 		return nil, &PhaseError{Phase: "negotiated", Err: fmt.Errorf("unexpected pack client %T", raw)}
 	}
-	return &Pack{proc: proc, conn: conn}, nil
+	return &Pack{proc: proc, conn: conn, maxBytes: opts.MaxMessageBytes}, nil
 }
+
+// OpenExecuteChannel asks the pack process to serve its node runs on the
+// direct channel's framing, in a private directory of the process's and
+// under a key of its own, and sends every later Execute there. A pack
+// that does not implement it (an older SDK, another language's) keeps
+// gRPC, and so does one that fails to open it, which the error says.
+// Call it once, before the process's first run.
+func (p *Pack) OpenExecuteChannel(ctx context.Context) error {
+	dir, err := p.proc.directDir()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	key := hostwire.NewGrantKey()
+	resp, err := p.conn.Client.OpenExecuteChannel(ctx, &wophostv1.OpenExecuteChannelRequest{Key: key, SocketDir: dir})
+	switch {
+	case status.Code(err) == codes.Unimplemented:
+		return nil
+	case err != nil:
+		return p.proc.callError("OpenExecuteChannel", p.Exited(), err)
+	case resp.GetEndpoint().GetAddress() == "":
+		return errors.New("OpenExecuteChannel: the pack answered no endpoint")
+	}
+	p.runs = hostwire.NewRelay(resp.GetEndpoint(), key, p.maxBytes)
+	return nil
+}
+
+// ExecuteChannel reports whether the pack's runs go on its execute
+// channel rather than gRPC.
+func (p *Pack) ExecuteChannel() bool { return p.runs != nil }
 
 // MemoryBreach reports whether the kernel killed the contained process
 // for its memory cap, and the cap in bytes.
@@ -72,6 +107,22 @@ var ErrUnreachable = errors.New("pack process unreachable")
 // transport's words.
 func (p *Pack) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) ([]byte, *wophostv1.DirectCallLog, error) {
 	req.HostServicesBrokerId = p.broker
+	if p.runs != nil {
+		resp, sent, err := p.runs.Execute(ctx, req)
+		switch {
+		case !sent:
+			// The channel was unreachable, or the pack refused the key:
+			// gRPC, as to a pack without the channel.
+		case errors.Is(err, hostwire.ErrChannelGone):
+			return nil, nil, fmt.Errorf("%w: the execute channel closed during the run", ErrUnreachable)
+		case err != nil:
+			return nil, nil, err
+		case resp.GetFailure() != nil:
+			return nil, resp.GetDirectCalls(), hostwire.FromDetail(resp.GetFailure())
+		default:
+			return resp.GetOutput(), resp.GetDirectCalls(), nil
+		}
+	}
 	resp, err := p.conn.Client.Execute(ctx, req)
 	if err != nil {
 		if ctx.Err() == nil && transportFailure(err) {
@@ -116,7 +167,17 @@ func (p *Pack) Exited() <-chan struct{} { return p.conn.Exited.Done() }
 func (p *Pack) PID() int { return p.proc.pid() }
 
 // Kill stops the pack process and its process group.
-func (p *Pack) Kill() { p.proc.kill() }
+func (p *Pack) Kill() {
+	p.closeRuns()
+	p.proc.kill()
+}
+
+// closeRuns closes the execute channel's connection, if any.
+func (p *Pack) closeRuns() {
+	if p.runs != nil {
+		p.runs.Close()
+	}
+}
 
 // LastWords is the end of what the pack process wrote to stderr (the
 // start of a panic, or its last lines), on one line; "" when it wrote
@@ -125,7 +186,10 @@ func (p *Pack) LastWords() string { return p.proc.lastWords() }
 
 // Abort kills the pack process and its process group at once, without
 // asking it to exit first: for a process that no longer answers.
-func (p *Pack) Abort() { p.proc.stop(false) }
+func (p *Pack) Abort() {
+	p.closeRuns()
+	p.proc.stop(false)
+}
 
 // CheckHealth asks the pack process the protocol's health check within
 // ctx (go-plugin serves grpc.health.v1 in every process it serves): nil

@@ -179,6 +179,13 @@ func SignGrant(key []byte, g *wophostv1.Grant) ([]byte, error) { return direct.S
 // the channel's key, instead of on its gRPC connection.
 type Relay = direct.Relay
 
+// ErrChannelGone is a relayed node run whose pack channel closed during
+// the run: the pack process went away, rather than the node failing.
+var ErrChannelGone = direct.ErrGone
+
+// FromDetail is the *wop.Error an ErrorDetail that arrived stands for.
+func FromDetail(d *wophostv1.ErrorDetail) *wop.Error { return wire.FromDetail(d) }
+
 // NewRelay returns the relay to the channel at ep with key, the key of
 // the plugin's last Configure, bounding messages to maxBytes.
 func NewRelay(ep *wophostv1.DirectChannelEndpoint, key []byte, maxBytes int) *Relay {

@@ -24,9 +24,9 @@ import (
 // the host instead.
 var errNotSent = errors.New("direct channel: the connection is closed")
 
-// errGone is a call whose connection ended after the call was sent: the
-// plugin may have run it, so it is not sent again.
-var errGone = errors.New("direct channel: the connection closed during the call")
+// ErrGone is a call whose connection ended after the call was sent: the
+// peer may have run it, so it is not sent again.
+var ErrGone = errors.New("direct channel: the connection closed during the call")
 
 // conn is a pack's connection to one plugin's channel. Its calls are
 // multiplexed: each caller writes its own call and waits for the answer,
@@ -100,7 +100,7 @@ func (c *conn) read() {
 }
 
 // fail closes the connection for good; calls waiting on it end with
-// errGone.
+// ErrGone.
 func (c *conn) fail(err error) {
 	c.mu.Lock()
 	if c.err == nil {
@@ -154,7 +154,7 @@ func (c *conn) call(ctx context.Context, req *wophostv1.DirectChannelInvokeReque
 
 // roundTrip sends a call frame of kind and returns the call's result, or
 // its failure: a *wop.Error (the call's own, or a request over the size
-// limit), a failure for which notRun holds, errGone, or ctx's error.
+// limit), a failure for which notRun holds, ErrGone, or ctx's error.
 func (c *conn) roundTrip(ctx context.Context, kind frameKind, body []byte) ([]byte, error) {
 	f, err := c.send(ctx, kind, body)
 	if err != nil {
@@ -172,7 +172,7 @@ func notRun(err error) bool {
 }
 
 // send sends a call frame of kind and waits for its answer frame. It
-// fails with errNotSent when the connection had failed before, errGone
+// fails with errNotSent when the connection had failed before, ErrGone
 // when it fails during the call, a *wop.Error when body is over the
 // message size limit, and ctx's error when the caller gives up, in which
 // case the plugin is told to stop the call.
@@ -190,7 +190,7 @@ func (c *conn) send(ctx context.Context, kind frameKind, body []byte) (frame, er
 	c.pending[id] = answer
 	c.mu.Unlock()
 	if err := c.write(encodeFrame(kind, id, body)); err != nil {
-		return frame{}, errGone
+		return frame{}, ErrGone
 	}
 	select {
 	case f := <-answer:
@@ -200,7 +200,7 @@ func (c *conn) send(ctx context.Context, kind frameKind, body []byte) (frame, er
 		case f := <-answer:
 			return f, nil
 		default:
-			return frame{}, errGone
+			return frame{}, ErrGone
 		}
 	case <-ctx.Done():
 		c.mu.Lock()

@@ -659,7 +659,7 @@ func TestAPeerThatStopsReadingFailsTheConnection(t *testing.T) {
 	}()
 	select {
 	case err := <-sent:
-		if !errors.Is(err, errGone) || !c.failed() {
+		if !errors.Is(err, ErrGone) || !c.failed() {
 			t.Fatalf("got %v (failed %v), want the connection gone", err, c.failed())
 		}
 	case <-ctx.Done():

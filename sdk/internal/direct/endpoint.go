@@ -32,7 +32,9 @@ type Handler func(ctx context.Context, family, method string, payload []byte, ca
 // current configuration, the calls of the runs in flight and the runs the
 // host ended. It is safe for concurrent use.
 type Endpoint struct {
-	handle   Handler
+	handle Handler
+	// execute runs the node runs of a pack's channel; nil on a plugin's.
+	execute  ExecuteHandler
 	maxBytes int
 	// writeTimeout bounds each answer's write (see conn.writeTimeout).
 	writeTimeout time.Duration

@@ -58,6 +58,14 @@ const (
 	// answer is a kindResult whose result is the EndRunResponse, or a
 	// kindRefused or kindError frame.
 	kindEndRun frameKind = 7
+	// kindExecute (host → pack): a node run, a MAC of the pack channel's
+	// key (32 bytes) then the ExecuteRequest it signs. Only a pack's
+	// channel (NewExecuteEndpoint) serves it, and it serves nothing
+	// else; the pack opens it when the host asks (OpenExecuteChannel), so
+	// it needs no version of the framing of its own. Its answer is a
+	// kindResult whose result is the ExecuteResponse, the node's failure
+	// included, or a kindRefused or kindError frame; kindCancel ends it.
+	kindExecute frameKind = 8
 )
 
 // writeTimeout bounds one frame's write on either side. A peer whose

@@ -119,13 +119,16 @@ func (r *Relay) roundTrip(ctx context.Context, kind frameKind, body []byte, what
 	key := r.key
 	r.mu.Unlock()
 	var sum []byte
-	switch {
-	case kind == kindRelay:
+	switch kind {
+	case kindRelay:
 		sum = relayMAC(key, body)
-	case pc.conn.protocol != ALPN:
-		// A plugin built before version 2 has no kindEndRun.
-		return nil, false, nil
+	case kindExecute:
+		sum = executeMAC(key, body)
 	default:
+		if pc.conn.protocol != ALPN {
+			// A plugin built before version 2 has no kindEndRun.
+			return nil, false, nil
+		}
 		sum = endRunMAC(key, body)
 	}
 	out, err = pc.conn.roundTrip(ctx, kind, append(sum, body...))
@@ -137,6 +140,9 @@ func (r *Relay) roundTrip(ctx context.Context, kind frameKind, body []byte, what
 		return nil, true, we
 	case err != nil && ctx.Err() != nil:
 		return nil, true, wire.FromContextError(ctx.Err())
+	case err != nil && kind == kindExecute:
+		// The host tells a pack that went away from a node that failed.
+		return nil, true, ErrGone
 	case err != nil:
 		return nil, true, wop.Errorf(wop.CodeUnavailable, "the plugin's channel closed during %s", what).WithRetryable(true)
 	}

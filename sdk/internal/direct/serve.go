@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -101,7 +102,7 @@ func (e *Endpoint) serve(tc *tls.Conn) {
 			return
 		}
 		switch f.kind {
-		case kindCall, kindRelay, kindEndRun:
+		case kindCall, kindRelay, kindEndRun, kindExecute:
 			cctx, ccancel := context.WithCancel(ctx)
 			mu.Lock()
 			running[f.id] = ccancel
@@ -150,10 +151,16 @@ func (e *Endpoint) answer(ctx context.Context, f frame) answered {
 	var out []byte
 	var err error
 	var a answered
-	switch f.kind {
-	case kindRelay:
+	switch {
+	case (f.kind == kindExecute) != (e.execute != nil):
+		// A pack's channel runs nodes and nothing else; a plugin's
+		// runs no node.
+		err = errRefused(fmt.Sprintf("this channel does not serve frames of kind %d", f.kind))
+	case f.kind == kindExecute:
+		out, err = e.runNode(ctx, f.body)
+	case f.kind == kindRelay:
 		out, err = e.relayed(ctx, f.body)
-	case kindEndRun:
+	case f.kind == kindEndRun:
 		out, err = e.endRun(f.body)
 	default:
 		req := &wophostv1.DirectChannelInvokeRequest{}

@@ -1140,6 +1140,106 @@ func (x *InvokeResponse) GetResult() []byte {
 	return nil
 }
 
+type OpenExecuteChannelRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key is the HMAC-SHA256 key of the host's Execute frames, 32 bytes,
+	// known to the host and this pack process only.
+	Key []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// socket_dir is a private directory in which the pack makes its unix
+	// socket (inside its sandbox's writable paths when it is contained).
+	SocketDir     string `protobuf:"bytes,2,opt,name=socket_dir,json=socketDir,proto3" json:"socket_dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenExecuteChannelRequest) Reset() {
+	*x = OpenExecuteChannelRequest{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenExecuteChannelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenExecuteChannelRequest) ProtoMessage() {}
+
+func (x *OpenExecuteChannelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenExecuteChannelRequest.ProtoReflect.Descriptor instead.
+func (*OpenExecuteChannelRequest) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *OpenExecuteChannelRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *OpenExecuteChannelRequest) GetSocketDir() string {
+	if x != nil {
+		return x.SocketDir
+	}
+	return ""
+}
+
+type OpenExecuteChannelResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Endpoint      *DirectChannelEndpoint `protobuf:"bytes,1,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenExecuteChannelResponse) Reset() {
+	*x = OpenExecuteChannelResponse{}
+	mi := &file_wophost_v1_wophost_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenExecuteChannelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenExecuteChannelResponse) ProtoMessage() {}
+
+func (x *OpenExecuteChannelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wophost_v1_wophost_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenExecuteChannelResponse.ProtoReflect.Descriptor instead.
+func (*OpenExecuteChannelResponse) Descriptor() ([]byte, []int) {
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *OpenExecuteChannelResponse) GetEndpoint() *DirectChannelEndpoint {
+	if x != nil {
+		return x.Endpoint
+	}
+	return nil
+}
+
 type ManifestRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1148,7 +1248,7 @@ type ManifestRequest struct {
 
 func (x *ManifestRequest) Reset() {
 	*x = ManifestRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[15]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1260,7 @@ func (x *ManifestRequest) String() string {
 func (*ManifestRequest) ProtoMessage() {}
 
 func (x *ManifestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[15]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1273,7 @@ func (x *ManifestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestRequest.ProtoReflect.Descriptor instead.
 func (*ManifestRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{15}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{17}
 }
 
 type ManifestResponse struct {
@@ -1186,7 +1286,7 @@ type ManifestResponse struct {
 
 func (x *ManifestResponse) Reset() {
 	*x = ManifestResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[16]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1298,7 @@ func (x *ManifestResponse) String() string {
 func (*ManifestResponse) ProtoMessage() {}
 
 func (x *ManifestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[16]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1311,7 @@ func (x *ManifestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestResponse.ProtoReflect.Descriptor instead.
 func (*ManifestResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{16}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ManifestResponse) GetPackJson() []byte {
@@ -1249,7 +1349,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[17]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1361,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[17]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1374,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{17}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExecuteRequest) GetTypeId() string {
@@ -1346,7 +1446,7 @@ type DirectLogRequest struct {
 
 func (x *DirectLogRequest) Reset() {
 	*x = DirectLogRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1458,7 @@ func (x *DirectLogRequest) String() string {
 func (*DirectLogRequest) ProtoMessage() {}
 
 func (x *DirectLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[18]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1471,7 @@ func (x *DirectLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectLogRequest.ProtoReflect.Descriptor instead.
 func (*DirectLogRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{18}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DirectLogRequest) GetMaxCalls() int64 {
@@ -1393,14 +1493,18 @@ type ExecuteResponse struct {
 	Output []byte                 `protobuf:"bytes,1,opt,name=output,proto3" json:"output,omitempty"`
 	// direct_calls is the pack's account of the run's direct calls, when
 	// the request set direct_log.
-	DirectCalls   *DirectCallLog `protobuf:"bytes,2,opt,name=direct_calls,json=directCalls,proto3" json:"direct_calls,omitempty"`
+	DirectCalls *DirectCallLog `protobuf:"bytes,2,opt,name=direct_calls,json=directCalls,proto3" json:"direct_calls,omitempty"`
+	// failure is the node's failure, set only in an answer on the
+	// execute channel (OpenExecuteChannel), where no gRPC status carries
+	// it; output is then empty, and direct_calls still holds the account.
+	Failure       *ErrorDetail `protobuf:"bytes,3,opt,name=failure,proto3" json:"failure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1412,7 +1516,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[19]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1425,7 +1529,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{19}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExecuteResponse) GetOutput() []byte {
@@ -1438,6 +1542,13 @@ func (x *ExecuteResponse) GetOutput() []byte {
 func (x *ExecuteResponse) GetDirectCalls() *DirectCallLog {
 	if x != nil {
 		return x.DirectCalls
+	}
+	return nil
+}
+
+func (x *ExecuteResponse) GetFailure() *ErrorDetail {
+	if x != nil {
+		return x.Failure
 	}
 	return nil
 }
@@ -1459,7 +1570,7 @@ type DirectCallLog struct {
 
 func (x *DirectCallLog) Reset() {
 	*x = DirectCallLog{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1582,7 @@ func (x *DirectCallLog) String() string {
 func (*DirectCallLog) ProtoMessage() {}
 
 func (x *DirectCallLog) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[20]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1595,7 @@ func (x *DirectCallLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectCallLog.ProtoReflect.Descriptor instead.
 func (*DirectCallLog) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{20}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DirectCallLog) GetCalls() []*DirectCall {
@@ -1527,7 +1638,7 @@ type CallRequest struct {
 
 func (x *CallRequest) Reset() {
 	*x = CallRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1539,7 +1650,7 @@ func (x *CallRequest) String() string {
 func (*CallRequest) ProtoMessage() {}
 
 func (x *CallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[21]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1552,7 +1663,7 @@ func (x *CallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallRequest.ProtoReflect.Descriptor instead.
 func (*CallRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{21}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CallRequest) GetFamily() string {
@@ -1592,7 +1703,7 @@ type CallResponse struct {
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1715,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[22]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1728,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{22}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CallResponse) GetResult() []byte {
@@ -1669,7 +1780,7 @@ type DirectChannelSettings struct {
 
 func (x *DirectChannelSettings) Reset() {
 	*x = DirectChannelSettings{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +1792,7 @@ func (x *DirectChannelSettings) String() string {
 func (*DirectChannelSettings) ProtoMessage() {}
 
 func (x *DirectChannelSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[23]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +1805,7 @@ func (x *DirectChannelSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelSettings.ProtoReflect.Descriptor instead.
 func (*DirectChannelSettings) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{23}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DirectChannelSettings) GetGrantKey() []byte {
@@ -1753,7 +1864,7 @@ type DirectChannelEndpoint struct {
 
 func (x *DirectChannelEndpoint) Reset() {
 	*x = DirectChannelEndpoint{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +1876,7 @@ func (x *DirectChannelEndpoint) String() string {
 func (*DirectChannelEndpoint) ProtoMessage() {}
 
 func (x *DirectChannelEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[24]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +1889,7 @@ func (x *DirectChannelEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelEndpoint.ProtoReflect.Descriptor instead.
 func (*DirectChannelEndpoint) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{24}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DirectChannelEndpoint) GetAddress() string {
@@ -1810,7 +1921,7 @@ type DirectChannelOffer struct {
 
 func (x *DirectChannelOffer) Reset() {
 	*x = DirectChannelOffer{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1822,7 +1933,7 @@ func (x *DirectChannelOffer) String() string {
 func (*DirectChannelOffer) ProtoMessage() {}
 
 func (x *DirectChannelOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[25]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1835,7 +1946,7 @@ func (x *DirectChannelOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelOffer.ProtoReflect.Descriptor instead.
 func (*DirectChannelOffer) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{25}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DirectChannelOffer) GetFamilies() []string {
@@ -1870,7 +1981,7 @@ type SignedGrant struct {
 
 func (x *SignedGrant) Reset() {
 	*x = SignedGrant{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +1993,7 @@ func (x *SignedGrant) String() string {
 func (*SignedGrant) ProtoMessage() {}
 
 func (x *SignedGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[26]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2006,7 @@ func (x *SignedGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignedGrant.ProtoReflect.Descriptor instead.
 func (*SignedGrant) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{26}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SignedGrant) GetGrant() []byte {
@@ -1942,7 +2053,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1954,7 +2065,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[27]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1967,7 +2078,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{27}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Grant) GetRunId() string {
@@ -2088,7 +2199,7 @@ type GrantedFamily struct {
 
 func (x *GrantedFamily) Reset() {
 	*x = GrantedFamily{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +2211,7 @@ func (x *GrantedFamily) String() string {
 func (*GrantedFamily) ProtoMessage() {}
 
 func (x *GrantedFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[28]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2224,7 @@ func (x *GrantedFamily) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantedFamily.ProtoReflect.Descriptor instead.
 func (*GrantedFamily) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{28}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GrantedFamily) GetName() string {
@@ -2158,7 +2269,7 @@ type DirectChannelInvokeRequest struct {
 
 func (x *DirectChannelInvokeRequest) Reset() {
 	*x = DirectChannelInvokeRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2281,7 @@ func (x *DirectChannelInvokeRequest) String() string {
 func (*DirectChannelInvokeRequest) ProtoMessage() {}
 
 func (x *DirectChannelInvokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[29]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2294,7 @@ func (x *DirectChannelInvokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelInvokeRequest.ProtoReflect.Descriptor instead.
 func (*DirectChannelInvokeRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{29}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DirectChannelInvokeRequest) GetFamily() string {
@@ -2239,7 +2350,7 @@ type DirectChannelInvokeResponse struct {
 
 func (x *DirectChannelInvokeResponse) Reset() {
 	*x = DirectChannelInvokeResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[30]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2251,7 +2362,7 @@ func (x *DirectChannelInvokeResponse) String() string {
 func (*DirectChannelInvokeResponse) ProtoMessage() {}
 
 func (x *DirectChannelInvokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[30]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2264,7 +2375,7 @@ func (x *DirectChannelInvokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectChannelInvokeResponse.ProtoReflect.Descriptor instead.
 func (*DirectChannelInvokeResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{30}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DirectChannelInvokeResponse) GetResult() []byte {
@@ -2286,7 +2397,7 @@ type EndRunRequest struct {
 
 func (x *EndRunRequest) Reset() {
 	*x = EndRunRequest{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[31]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2409,7 @@ func (x *EndRunRequest) String() string {
 func (*EndRunRequest) ProtoMessage() {}
 
 func (x *EndRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[31]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2422,7 @@ func (x *EndRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRunRequest.ProtoReflect.Descriptor instead.
 func (*EndRunRequest) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{31}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *EndRunRequest) GetRunId() string {
@@ -2341,7 +2452,7 @@ type EndRunResponse struct {
 
 func (x *EndRunResponse) Reset() {
 	*x = EndRunResponse{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[32]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2353,7 +2464,7 @@ func (x *EndRunResponse) String() string {
 func (*EndRunResponse) ProtoMessage() {}
 
 func (x *EndRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[32]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2366,7 +2477,7 @@ func (x *EndRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndRunResponse.ProtoReflect.Descriptor instead.
 func (*EndRunResponse) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{32}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *EndRunResponse) GetCalls() []*DirectCall {
@@ -2407,7 +2518,7 @@ type DirectCall struct {
 
 func (x *DirectCall) Reset() {
 	*x = DirectCall{}
-	mi := &file_wophost_v1_wophost_proto_msgTypes[33]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2419,7 +2530,7 @@ func (x *DirectCall) String() string {
 func (*DirectCall) ProtoMessage() {}
 
 func (x *DirectCall) ProtoReflect() protoreflect.Message {
-	mi := &file_wophost_v1_wophost_proto_msgTypes[33]
+	mi := &file_wophost_v1_wophost_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +2543,7 @@ func (x *DirectCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectCall.ProtoReflect.Descriptor instead.
 func (*DirectCall) Descriptor() ([]byte, []int) {
-	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{33}
+	return file_wophost_v1_wophost_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DirectCall) GetFamily() string {
@@ -2578,7 +2689,13 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12+\n" +
 	"\x04call\x18\x04 \x01(\v2\x17.wophost.v1.CallContextR\x04call\"(\n" +
 	"\x0eInvokeResponse\x12\x16\n" +
-	"\x06result\x18\x01 \x01(\fR\x06result\"\x11\n" +
+	"\x06result\x18\x01 \x01(\fR\x06result\"L\n" +
+	"\x19OpenExecuteChannelRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1d\n" +
+	"\n" +
+	"socket_dir\x18\x02 \x01(\tR\tsocketDir\"[\n" +
+	"\x1aOpenExecuteChannelResponse\x12=\n" +
+	"\bendpoint\x18\x01 \x01(\v2!.wophost.v1.DirectChannelEndpointR\bendpoint\"\x11\n" +
 	"\x0fManifestRequest\"/\n" +
 	"\x10ManifestResponse\x12\x1b\n" +
 	"\tpack_json\x18\x01 \x01(\fR\bpackJson\"\xdc\x03\n" +
@@ -2599,10 +2716,11 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"L\n" +
 	"\x10DirectLogRequest\x12\x1b\n" +
 	"\tmax_calls\x18\x01 \x01(\x03R\bmaxCalls\x12\x1b\n" +
-	"\tmax_bytes\x18\x02 \x01(\x03R\bmaxBytes\"g\n" +
+	"\tmax_bytes\x18\x02 \x01(\x03R\bmaxBytes\"\x9a\x01\n" +
 	"\x0fExecuteResponse\x12\x16\n" +
 	"\x06output\x18\x01 \x01(\fR\x06output\x12<\n" +
-	"\fdirect_calls\x18\x02 \x01(\v2\x19.wophost.v1.DirectCallLogR\vdirectCalls\"\x9a\x01\n" +
+	"\fdirect_calls\x18\x02 \x01(\v2\x19.wophost.v1.DirectCallLogR\vdirectCalls\x121\n" +
+	"\afailure\x18\x03 \x01(\v2\x17.wophost.v1.ErrorDetailR\afailure\"\x9a\x01\n" +
 	"\rDirectCallLog\x12,\n" +
 	"\x05calls\x18\x01 \x03(\v2\x16.wophost.v1.DirectCallR\x05calls\x12\x18\n" +
 	"\adropped\x18\x02 \x01(\x03R\adropped\x12\"\n" +
@@ -2689,10 +2807,11 @@ const file_wophost_v1_wophost_proto_rawDesc = "" +
 	"\fConfigSchema\x12\x1f.wophost.v1.ConfigSchemaRequest\x1a .wophost.v1.ConfigSchemaResponse\x12H\n" +
 	"\tConfigure\x12\x1c.wophost.v1.ConfigureRequest\x1a\x1d.wophost.v1.ConfigureResponse\x12?\n" +
 	"\x06Invoke\x12\x19.wophost.v1.InvokeRequest\x1a\x1a.wophost.v1.InvokeResponse\x12?\n" +
-	"\x06EndRun\x12\x19.wophost.v1.EndRunRequest\x1a\x1a.wophost.v1.EndRunResponse2\x91\x01\n" +
+	"\x06EndRun\x12\x19.wophost.v1.EndRunRequest\x1a\x1a.wophost.v1.EndRunResponse2\xf6\x01\n" +
 	"\x04Pack\x12E\n" +
 	"\bManifest\x12\x1b.wophost.v1.ManifestRequest\x1a\x1c.wophost.v1.ManifestResponse\x12B\n" +
-	"\aExecute\x12\x1a.wophost.v1.ExecuteRequest\x1a\x1b.wophost.v1.ExecuteResponse2I\n" +
+	"\aExecute\x12\x1a.wophost.v1.ExecuteRequest\x1a\x1b.wophost.v1.ExecuteResponse\x12c\n" +
+	"\x12OpenExecuteChannel\x12%.wophost.v1.OpenExecuteChannelRequest\x1a&.wophost.v1.OpenExecuteChannelResponse2I\n" +
 	"\fHostServices\x129\n" +
 	"\x04Call\x12\x17.wophost.v1.CallRequest\x1a\x18.wophost.v1.CallResponseB;Z9github.com/wophost/wophost/sdk/proto/wophost/v1;wophostv1b\x06proto3"
 
@@ -2708,7 +2827,7 @@ func file_wophost_v1_wophost_proto_rawDescGZIP() []byte {
 	return file_wophost_v1_wophost_proto_rawDescData
 }
 
-var file_wophost_v1_wophost_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_wophost_v1_wophost_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_wophost_v1_wophost_proto_goTypes = []any{
 	(*CallContext)(nil),                 // 0: wophost.v1.CallContext
 	(*ErrorDetail)(nil),                 // 1: wophost.v1.ErrorDetail
@@ -2725,73 +2844,79 @@ var file_wophost_v1_wophost_proto_goTypes = []any{
 	(*ConfigDiagnostic)(nil),            // 12: wophost.v1.ConfigDiagnostic
 	(*InvokeRequest)(nil),               // 13: wophost.v1.InvokeRequest
 	(*InvokeResponse)(nil),              // 14: wophost.v1.InvokeResponse
-	(*ManifestRequest)(nil),             // 15: wophost.v1.ManifestRequest
-	(*ManifestResponse)(nil),            // 16: wophost.v1.ManifestResponse
-	(*ExecuteRequest)(nil),              // 17: wophost.v1.ExecuteRequest
-	(*DirectLogRequest)(nil),            // 18: wophost.v1.DirectLogRequest
-	(*ExecuteResponse)(nil),             // 19: wophost.v1.ExecuteResponse
-	(*DirectCallLog)(nil),               // 20: wophost.v1.DirectCallLog
-	(*CallRequest)(nil),                 // 21: wophost.v1.CallRequest
-	(*CallResponse)(nil),                // 22: wophost.v1.CallResponse
-	(*DirectChannelSettings)(nil),       // 23: wophost.v1.DirectChannelSettings
-	(*DirectChannelEndpoint)(nil),       // 24: wophost.v1.DirectChannelEndpoint
-	(*DirectChannelOffer)(nil),          // 25: wophost.v1.DirectChannelOffer
-	(*SignedGrant)(nil),                 // 26: wophost.v1.SignedGrant
-	(*Grant)(nil),                       // 27: wophost.v1.Grant
-	(*GrantedFamily)(nil),               // 28: wophost.v1.GrantedFamily
-	(*DirectChannelInvokeRequest)(nil),  // 29: wophost.v1.DirectChannelInvokeRequest
-	(*DirectChannelInvokeResponse)(nil), // 30: wophost.v1.DirectChannelInvokeResponse
-	(*EndRunRequest)(nil),               // 31: wophost.v1.EndRunRequest
-	(*EndRunResponse)(nil),              // 32: wophost.v1.EndRunResponse
-	(*DirectCall)(nil),                  // 33: wophost.v1.DirectCall
-	nil,                                 // 34: wophost.v1.ConfigureResponse.FacetsEntry
-	nil,                                 // 35: wophost.v1.ConfigureResponse.DetailsEntry
-	nil,                                 // 36: wophost.v1.ExecuteRequest.AdvertisedEntry
+	(*OpenExecuteChannelRequest)(nil),   // 15: wophost.v1.OpenExecuteChannelRequest
+	(*OpenExecuteChannelResponse)(nil),  // 16: wophost.v1.OpenExecuteChannelResponse
+	(*ManifestRequest)(nil),             // 17: wophost.v1.ManifestRequest
+	(*ManifestResponse)(nil),            // 18: wophost.v1.ManifestResponse
+	(*ExecuteRequest)(nil),              // 19: wophost.v1.ExecuteRequest
+	(*DirectLogRequest)(nil),            // 20: wophost.v1.DirectLogRequest
+	(*ExecuteResponse)(nil),             // 21: wophost.v1.ExecuteResponse
+	(*DirectCallLog)(nil),               // 22: wophost.v1.DirectCallLog
+	(*CallRequest)(nil),                 // 23: wophost.v1.CallRequest
+	(*CallResponse)(nil),                // 24: wophost.v1.CallResponse
+	(*DirectChannelSettings)(nil),       // 25: wophost.v1.DirectChannelSettings
+	(*DirectChannelEndpoint)(nil),       // 26: wophost.v1.DirectChannelEndpoint
+	(*DirectChannelOffer)(nil),          // 27: wophost.v1.DirectChannelOffer
+	(*SignedGrant)(nil),                 // 28: wophost.v1.SignedGrant
+	(*Grant)(nil),                       // 29: wophost.v1.Grant
+	(*GrantedFamily)(nil),               // 30: wophost.v1.GrantedFamily
+	(*DirectChannelInvokeRequest)(nil),  // 31: wophost.v1.DirectChannelInvokeRequest
+	(*DirectChannelInvokeResponse)(nil), // 32: wophost.v1.DirectChannelInvokeResponse
+	(*EndRunRequest)(nil),               // 33: wophost.v1.EndRunRequest
+	(*EndRunResponse)(nil),              // 34: wophost.v1.EndRunResponse
+	(*DirectCall)(nil),                  // 35: wophost.v1.DirectCall
+	nil,                                 // 36: wophost.v1.ConfigureResponse.FacetsEntry
+	nil,                                 // 37: wophost.v1.ConfigureResponse.DetailsEntry
+	nil,                                 // 38: wophost.v1.ExecuteRequest.AdvertisedEntry
 }
 var file_wophost_v1_wophost_proto_depIdxs = []int32{
 	4,  // 0: wophost.v1.DescribeResponse.families:type_name -> wophost.v1.FamilyDescription
 	5,  // 1: wophost.v1.FamilyDescription.facet_rules:type_name -> wophost.v1.FacetRule
 	5,  // 2: wophost.v1.FamilyRules.facet_rules:type_name -> wophost.v1.FacetRule
 	10, // 3: wophost.v1.ConfigureRequest.storage:type_name -> wophost.v1.StorageSettings
-	23, // 4: wophost.v1.ConfigureRequest.direct_channel:type_name -> wophost.v1.DirectChannelSettings
-	34, // 5: wophost.v1.ConfigureResponse.facets:type_name -> wophost.v1.ConfigureResponse.FacetsEntry
+	25, // 4: wophost.v1.ConfigureRequest.direct_channel:type_name -> wophost.v1.DirectChannelSettings
+	36, // 5: wophost.v1.ConfigureResponse.facets:type_name -> wophost.v1.ConfigureResponse.FacetsEntry
 	12, // 6: wophost.v1.ConfigureResponse.diagnostics:type_name -> wophost.v1.ConfigDiagnostic
 	12, // 7: wophost.v1.ConfigureResponse.warnings:type_name -> wophost.v1.ConfigDiagnostic
-	35, // 8: wophost.v1.ConfigureResponse.details:type_name -> wophost.v1.ConfigureResponse.DetailsEntry
-	24, // 9: wophost.v1.ConfigureResponse.direct_channel:type_name -> wophost.v1.DirectChannelEndpoint
+	37, // 8: wophost.v1.ConfigureResponse.details:type_name -> wophost.v1.ConfigureResponse.DetailsEntry
+	26, // 9: wophost.v1.ConfigureResponse.direct_channel:type_name -> wophost.v1.DirectChannelEndpoint
 	0,  // 10: wophost.v1.InvokeRequest.call:type_name -> wophost.v1.CallContext
-	0,  // 11: wophost.v1.ExecuteRequest.call:type_name -> wophost.v1.CallContext
-	36, // 12: wophost.v1.ExecuteRequest.advertised:type_name -> wophost.v1.ExecuteRequest.AdvertisedEntry
-	25, // 13: wophost.v1.ExecuteRequest.direct_channels:type_name -> wophost.v1.DirectChannelOffer
-	18, // 14: wophost.v1.ExecuteRequest.direct_log:type_name -> wophost.v1.DirectLogRequest
-	20, // 15: wophost.v1.ExecuteResponse.direct_calls:type_name -> wophost.v1.DirectCallLog
-	33, // 16: wophost.v1.DirectCallLog.calls:type_name -> wophost.v1.DirectCall
-	0,  // 17: wophost.v1.CallRequest.call:type_name -> wophost.v1.CallContext
-	6,  // 18: wophost.v1.DirectChannelSettings.rules:type_name -> wophost.v1.FamilyRules
-	24, // 19: wophost.v1.DirectChannelOffer.endpoint:type_name -> wophost.v1.DirectChannelEndpoint
-	28, // 20: wophost.v1.Grant.families:type_name -> wophost.v1.GrantedFamily
-	33, // 21: wophost.v1.EndRunResponse.calls:type_name -> wophost.v1.DirectCall
-	2,  // 22: wophost.v1.Capability.Describe:input_type -> wophost.v1.DescribeRequest
-	7,  // 23: wophost.v1.Capability.ConfigSchema:input_type -> wophost.v1.ConfigSchemaRequest
-	9,  // 24: wophost.v1.Capability.Configure:input_type -> wophost.v1.ConfigureRequest
-	13, // 25: wophost.v1.Capability.Invoke:input_type -> wophost.v1.InvokeRequest
-	31, // 26: wophost.v1.Capability.EndRun:input_type -> wophost.v1.EndRunRequest
-	15, // 27: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
-	17, // 28: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
-	21, // 29: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
-	3,  // 30: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
-	8,  // 31: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
-	11, // 32: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
-	14, // 33: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
-	32, // 34: wophost.v1.Capability.EndRun:output_type -> wophost.v1.EndRunResponse
-	16, // 35: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
-	19, // 36: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
-	22, // 37: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
-	30, // [30:38] is the sub-list for method output_type
-	22, // [22:30] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	26, // 11: wophost.v1.OpenExecuteChannelResponse.endpoint:type_name -> wophost.v1.DirectChannelEndpoint
+	0,  // 12: wophost.v1.ExecuteRequest.call:type_name -> wophost.v1.CallContext
+	38, // 13: wophost.v1.ExecuteRequest.advertised:type_name -> wophost.v1.ExecuteRequest.AdvertisedEntry
+	27, // 14: wophost.v1.ExecuteRequest.direct_channels:type_name -> wophost.v1.DirectChannelOffer
+	20, // 15: wophost.v1.ExecuteRequest.direct_log:type_name -> wophost.v1.DirectLogRequest
+	22, // 16: wophost.v1.ExecuteResponse.direct_calls:type_name -> wophost.v1.DirectCallLog
+	1,  // 17: wophost.v1.ExecuteResponse.failure:type_name -> wophost.v1.ErrorDetail
+	35, // 18: wophost.v1.DirectCallLog.calls:type_name -> wophost.v1.DirectCall
+	0,  // 19: wophost.v1.CallRequest.call:type_name -> wophost.v1.CallContext
+	6,  // 20: wophost.v1.DirectChannelSettings.rules:type_name -> wophost.v1.FamilyRules
+	26, // 21: wophost.v1.DirectChannelOffer.endpoint:type_name -> wophost.v1.DirectChannelEndpoint
+	30, // 22: wophost.v1.Grant.families:type_name -> wophost.v1.GrantedFamily
+	35, // 23: wophost.v1.EndRunResponse.calls:type_name -> wophost.v1.DirectCall
+	2,  // 24: wophost.v1.Capability.Describe:input_type -> wophost.v1.DescribeRequest
+	7,  // 25: wophost.v1.Capability.ConfigSchema:input_type -> wophost.v1.ConfigSchemaRequest
+	9,  // 26: wophost.v1.Capability.Configure:input_type -> wophost.v1.ConfigureRequest
+	13, // 27: wophost.v1.Capability.Invoke:input_type -> wophost.v1.InvokeRequest
+	33, // 28: wophost.v1.Capability.EndRun:input_type -> wophost.v1.EndRunRequest
+	17, // 29: wophost.v1.Pack.Manifest:input_type -> wophost.v1.ManifestRequest
+	19, // 30: wophost.v1.Pack.Execute:input_type -> wophost.v1.ExecuteRequest
+	15, // 31: wophost.v1.Pack.OpenExecuteChannel:input_type -> wophost.v1.OpenExecuteChannelRequest
+	23, // 32: wophost.v1.HostServices.Call:input_type -> wophost.v1.CallRequest
+	3,  // 33: wophost.v1.Capability.Describe:output_type -> wophost.v1.DescribeResponse
+	8,  // 34: wophost.v1.Capability.ConfigSchema:output_type -> wophost.v1.ConfigSchemaResponse
+	11, // 35: wophost.v1.Capability.Configure:output_type -> wophost.v1.ConfigureResponse
+	14, // 36: wophost.v1.Capability.Invoke:output_type -> wophost.v1.InvokeResponse
+	34, // 37: wophost.v1.Capability.EndRun:output_type -> wophost.v1.EndRunResponse
+	18, // 38: wophost.v1.Pack.Manifest:output_type -> wophost.v1.ManifestResponse
+	21, // 39: wophost.v1.Pack.Execute:output_type -> wophost.v1.ExecuteResponse
+	16, // 40: wophost.v1.Pack.OpenExecuteChannel:output_type -> wophost.v1.OpenExecuteChannelResponse
+	24, // 41: wophost.v1.HostServices.Call:output_type -> wophost.v1.CallResponse
+	33, // [33:42] is the sub-list for method output_type
+	24, // [24:33] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_wophost_v1_wophost_proto_init() }
@@ -2805,7 +2930,7 @@ func file_wophost_v1_wophost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wophost_v1_wophost_proto_rawDesc), len(file_wophost_v1_wophost_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   37,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -290,8 +290,9 @@ var Capability_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Pack_Manifest_FullMethodName = "/wophost.v1.Pack/Manifest"
-	Pack_Execute_FullMethodName  = "/wophost.v1.Pack/Execute"
+	Pack_Manifest_FullMethodName           = "/wophost.v1.Pack/Manifest"
+	Pack_Execute_FullMethodName            = "/wophost.v1.Pack/Execute"
+	Pack_OpenExecuteChannel_FullMethodName = "/wophost.v1.Pack/OpenExecuteChannel"
 )
 
 // PackClient is the client API for Pack service.
@@ -302,6 +303,13 @@ const (
 type PackClient interface {
 	Manifest(ctx context.Context, in *ManifestRequest, opts ...grpc.CallOption) (*ManifestResponse, error)
 	Execute(ctx context.Context, in *ExecuteRequest, opts ...grpc.CallOption) (*ExecuteResponse, error)
+	// OpenExecuteChannel asks the pack to serve Execute on the direct
+	// channel's framing as well (frame kind 8), on a unix socket in
+	// socket_dir, under key: the host then sends each run there rather
+	// than on gRPC. A pack that does not implement it answers
+	// UNIMPLEMENTED and gets every Execute on gRPC. Called again, it keeps
+	// the socket and takes the new key.
+	OpenExecuteChannel(ctx context.Context, in *OpenExecuteChannelRequest, opts ...grpc.CallOption) (*OpenExecuteChannelResponse, error)
 }
 
 type packClient struct {
@@ -332,6 +340,16 @@ func (c *packClient) Execute(ctx context.Context, in *ExecuteRequest, opts ...gr
 	return out, nil
 }
 
+func (c *packClient) OpenExecuteChannel(ctx context.Context, in *OpenExecuteChannelRequest, opts ...grpc.CallOption) (*OpenExecuteChannelResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OpenExecuteChannelResponse)
+	err := c.cc.Invoke(ctx, Pack_OpenExecuteChannel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PackServer is the server API for Pack service.
 // All implementations should embed UnimplementedPackServer
 // for forward compatibility.
@@ -340,6 +358,13 @@ func (c *packClient) Execute(ctx context.Context, in *ExecuteRequest, opts ...gr
 type PackServer interface {
 	Manifest(context.Context, *ManifestRequest) (*ManifestResponse, error)
 	Execute(context.Context, *ExecuteRequest) (*ExecuteResponse, error)
+	// OpenExecuteChannel asks the pack to serve Execute on the direct
+	// channel's framing as well (frame kind 8), on a unix socket in
+	// socket_dir, under key: the host then sends each run there rather
+	// than on gRPC. A pack that does not implement it answers
+	// UNIMPLEMENTED and gets every Execute on gRPC. Called again, it keeps
+	// the socket and takes the new key.
+	OpenExecuteChannel(context.Context, *OpenExecuteChannelRequest) (*OpenExecuteChannelResponse, error)
 }
 
 // UnimplementedPackServer should be embedded to have
@@ -354,6 +379,9 @@ func (UnimplementedPackServer) Manifest(context.Context, *ManifestRequest) (*Man
 }
 func (UnimplementedPackServer) Execute(context.Context, *ExecuteRequest) (*ExecuteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Execute not implemented")
+}
+func (UnimplementedPackServer) OpenExecuteChannel(context.Context, *OpenExecuteChannelRequest) (*OpenExecuteChannelResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method OpenExecuteChannel not implemented")
 }
 func (UnimplementedPackServer) testEmbeddedByValue() {}
 
@@ -411,6 +439,24 @@ func _Pack_Execute_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Pack_OpenExecuteChannel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OpenExecuteChannelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PackServer).OpenExecuteChannel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Pack_OpenExecuteChannel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PackServer).OpenExecuteChannel(ctx, req.(*OpenExecuteChannelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Pack_ServiceDesc is the grpc.ServiceDesc for Pack service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -425,6 +471,10 @@ var Pack_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Execute",
 			Handler:    _Pack_Execute_Handler,
+		},
+		{
+			MethodName: "OpenExecuteChannel",
+			Handler:    _Pack_OpenExecuteChannel_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
