@@ -304,9 +304,9 @@ func (g *globals) printPacks(h *host.Host) error {
 		return g.encode(packs)
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PACK\tVERSION\tSTATE\tSANDBOX\tNODES\tDEGRADED\tERROR")
+	fmt.Fprintln(tw, "PACK\tVERSION\tSTATE\tSANDBOX\tRUNS\tNODES\tDEGRADED\tERROR")
 	for _, p := range packs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Version), p.State, packSandboxColumn(p),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Version), p.State, packSandboxColumn(p), orDash(p.Runs),
 			orDash(strings.Join(p.Nodes, ",")), orDash(strings.Join(p.Degraded, ",")), orDash(oneLine(p.Error)))
 	}
 	if err := tw.Flush(); err != nil {

@@ -115,6 +115,11 @@ type PackInfo struct {
 	// pack, whose module Wasm describes.
 	Runtime string    `json:"runtime,omitempty"`
 	Wasm    *PackWasm `json:"wasm,omitempty"`
+	// Runs says how the host sends node runs to the pack's process:
+	// "channel" on the pack's execute channel, "grpc" on its gRPC
+	// connection (direct_channels off, or a pack that serves no
+	// channel); absent while no process runs.
+	Runs string `json:"runs,omitempty"`
 }
 
 // Packs lists every declared pack in declaration order.
@@ -136,6 +141,13 @@ func (h *Host) Packs() []PackInfo {
 		}
 		if info.Wasm = packWasmInfo(p); info.Wasm == nil && (p.manifest == nil || !p.manifest.IsWasm()) {
 			info.Sandbox = h.packSandboxInfo(p)
+		}
+		switch {
+		case p.proc == nil:
+		case p.proc.ExecuteChannel():
+			info.Runs = "channel"
+		default:
+			info.Runs = "grpc"
 		}
 		p.live.Unlock()
 		out = append(out, info)

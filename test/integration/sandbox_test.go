@@ -541,7 +541,9 @@ func TestUncontainedPackReachesEverything(t *testing.T) {
 }
 
 // `host packs` says in its SANDBOX column which packs are contained: by
-// default every one, and not one whose block switches it off.
+// default every one, and not one whose block switches it off. Either
+// way, the host sends its runs on the pack's execute channel (RUNS),
+// which a contained pack serves inside its sandbox.
 func TestContainedOrNotInHostPacks(t *testing.T) {
 	requireContainment(t)
 	state := filepath.Join(t.TempDir(), "state")
@@ -560,6 +562,9 @@ func TestContainedOrNotInHostPacks(t *testing.T) {
 		// A kernel may lack a rule, which the column then counts.
 		if got != want && !(want == "contained" && strings.HasPrefix(got, "contained (")) {
 			t.Errorf("host packs: %s's SANDBOX is %q, want %q\n%s", name, got, want, res.stdout)
+		}
+		if got := tableCell(t, res.stdout, name, "RUNS"); got != "channel" {
+			t.Errorf("host packs: %s's RUNS is %q, want channel\n%s", name, got, res.stdout)
 		}
 	}
 }
