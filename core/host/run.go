@@ -181,14 +181,7 @@ func (h *Host) run(ctx context.Context, typeID string, input json.RawMessage, op
 		return nil, err
 	}
 	defer untrackCalls()
-	advertised := map[string][]byte{}
-	for fam, facets := range h.reg.Advertised() {
-		b, err := json.Marshal(facets)
-		if err != nil {
-			return nil, wop.Errorf(wop.CodeInternal, "encode facets of %s: %v", fam, err)
-		}
-		advertised[fam] = b
-	}
+	advertised := h.reg.AdvertisedFacets()
 	var out []byte
 	if module != nil {
 		out, err = h.executeWasm(ctx, p, module, run, input, calls, advertised, opts.Replay)

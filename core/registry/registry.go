@@ -108,7 +108,10 @@ type Registry struct {
 	// roots are the host's records that are no family (SetRootRecord).
 	roots map[string]Family
 	doc   []byte
-	now   func() time.Time
+	// facets holds each advertised family's facets as a JSON object,
+	// encoded once per change: every node run hands them to its pack.
+	facets map[string][]byte
+	now    func() time.Time
 }
 
 type served struct {
@@ -472,6 +475,16 @@ func (r *Registry) Advertised() map[string]map[string]json.RawMessage {
 	return out
 }
 
+// AdvertisedFacets returns each advertised family's facets as a JSON
+// object, as a node run hands them to its pack. The map is shared and
+// replaced, never changed, when the advertisement changes: callers must
+// not modify it.
+func (r *Registry) AdvertisedFacets() map[string][]byte {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.facets
+}
+
 // Has reports whether family (and facet, when not empty) is advertised.
 func (r *Registry) Has(family, facet string) bool {
 	r.mu.RLock()
@@ -554,6 +567,23 @@ func (r *Registry) recompute() {
 	}
 	r.advertised = adv
 	r.doc = r.render(adv)
+	r.facets = encodeFacets(adv)
+}
+
+// encodeFacets is each family's facets as a JSON object.
+func encodeFacets(adv map[string]served) map[string][]byte {
+	out := make(map[string][]byte, len(adv))
+	for name, s := range adv {
+		// A plugin's facets were decoded from JSON and the host's are
+		// built in Go, so they always marshal; {} keeps a run's request
+		// valid should that ever change.
+		b, err := json.Marshal(s.family.Facets)
+		if err != nil || s.family.Facets == nil {
+			b = []byte("{}")
+		}
+		out[name] = b
+	}
+	return out
 }
 
 // render writes the document with a fixed key order: root metadata, the

@@ -544,3 +544,29 @@ func TestLookupAndAdvertised(t *testing.T) {
 		t.Fatalf("Advertised() lacks acme.kv: %v", adv)
 	}
 }
+
+// The facets a node run hands its pack follow the advertisement: a
+// family's own object while it is advertised, gone once it is not, and
+// the map a caller holds is never changed under it.
+func TestAdvertisedFacetsFollowTheAdvertisement(t *testing.T) {
+	r := newTestRegistry(t)
+	serve(r, "ai", Family{Name: wop.FamilyAIEnvelope, Facets: facets("await", `{"max":2}`, "streaming", `true`)})
+	serve(r, "kv", Family{Name: "acme.kv"})
+	held := r.AdvertisedFacets()
+	want := map[string]string{wop.FamilyAIEnvelope: `{"await":{"max":2},"streaming":true}`, "acme.kv": `{}`}
+	if len(held) != len(want) {
+		t.Fatalf("facets of %d families, want %d: %q", len(held), len(want), held)
+	}
+	for fam, w := range want {
+		if string(held[fam]) != w {
+			t.Errorf("%s: %s, want %s", fam, held[fam], w)
+		}
+	}
+	r.Fail("ai", StateConfigured, errors.New("bad config"))
+	if got := r.AdvertisedFacets(); len(got) != 1 || got[wop.FamilyAIEnvelope] != nil {
+		t.Errorf("after aiEnvelope's failure: %q, want acme.kv's alone", got)
+	}
+	if string(held[wop.FamilyAIEnvelope]) != want[wop.FamilyAIEnvelope] {
+		t.Errorf("the map held before the change became %q", held)
+	}
+}
