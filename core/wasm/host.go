@@ -56,6 +56,22 @@ type callState struct {
 	budget  *budget
 	logger  hclog.Logger
 	abort   error // set by a host function that stopped the call
+	// alloc is the instance's openwop_alloc once made: a run calls it
+	// for its request and again for each answer the host gives, and each
+	// handle wazero makes carries a call stack of its own (10 KB).
+	alloc api.Function
+}
+
+// export returns mod's export name, the same handle of openwop_alloc for
+// every call of the run.
+func (st *callState) export(mod api.Module, name string) api.Function {
+	if name != expAlloc {
+		return mod.ExportedFunction(name)
+	}
+	if st.alloc == nil {
+		st.alloc = mod.ExportedFunction(expAlloc)
+	}
+	return st.alloc
 }
 
 type stateKey struct{}
@@ -137,7 +153,7 @@ func (h *hostCall) give(data []byte) (ptr, n uint32) {
 	if len(data) > MaxResponseBytes {
 		h.fail(fmt.Errorf("wasm: %s: the host's answer of %d bytes is above the bound of %d", h.name, len(data), MaxResponseBytes))
 	}
-	alloc := h.mod.ExportedFunction(expAlloc)
+	alloc := h.st.export(h.mod, expAlloc)
 	// The module runs again: its time counts.
 	h.st.budget.resume()
 	res, err := alloc.Call(h.ctx, uint64(len(data)))

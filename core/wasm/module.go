@@ -218,7 +218,8 @@ func (r *run) end() {
 
 // call calls one export of the instance.
 func (r *run) call(name string, args ...uint64) ([]uint64, error) {
-	res, err := r.inst.mod.ExportedFunction(name).Call(withState(r.bctx, r.st), args...)
+	fn := r.st.export(r.inst.mod, name)
+	res, err := fn.Call(withState(r.bctx, r.st), args...)
 	if err != nil {
 		return nil, r.failure(err)
 	}
