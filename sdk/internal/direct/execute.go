@@ -57,17 +57,9 @@ func (e *Endpoint) runNode(ctx context.Context, body []byte) ([]byte, error) {
 // refused): it may then go on gRPC. A channel that closes during the run
 // fails it with ErrGone, and one whose ctx ends with ctx's error.
 func (r *Relay) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (resp *wophostv1.ExecuteResponse, sent bool, err error) {
-	body, err := proto.Marshal(req)
-	if err != nil {
-		return nil, true, wop.Errorf(wop.CodeInternal, "relay: encode the run of %s: %v", req.GetTypeId(), err)
-	}
-	out, sent, err := r.roundTrip(ctx, kindExecute, body, "the run of "+req.GetTypeId())
-	if err != nil || !sent {
-		return nil, sent, err
-	}
 	resp = &wophostv1.ExecuteResponse{}
-	if err := proto.Unmarshal(out, resp); err != nil {
-		return nil, true, wop.Errorf(wop.CodeInternal, "relay: the run of %s answered unreadably: %v", req.GetTypeId(), err)
+	if sent, err = r.exchange(ctx, kindExecute, req, resp, "the run of "+req.GetTypeId()); err != nil || !sent {
+		return nil, sent, err
 	}
 	return resp, true, nil
 }

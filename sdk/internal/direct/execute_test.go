@@ -159,22 +159,10 @@ func TestExecuteEndsWithTheHostAndWithThePack(t *testing.T) {
 	})
 	r := NewRelay(f.at, f.key, 1<<20)
 	defer r.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-started
-		cancel()
-	}()
-	if _, sent, err := r.Execute(ctx, executeRequest("acme.wait")); codeOf(err) != wop.CodeCancelled || !sent {
-		t.Fatalf("cancelled run: %v, sent %v", err, sent)
-	}
-	select {
-	case err := <-ended:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("the node's context ended with %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the pack's side of the run did not end with the host's")
-	}
+	cancelOnceStarted(t, started, ended, func(ctx context.Context) (bool, error) {
+		_, sent, err := r.Execute(ctx, executeRequest("acme.wait"))
+		return sent, err
+	})
 	go func() {
 		<-started
 		f.ep.Close()

@@ -88,19 +88,28 @@ func (r *Relay) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (out [
 // unreachable, the key refused, or a plugin built before version 2 of the
 // framing): it may then go on gRPC.
 func (r *Relay) EndRun(ctx context.Context, req *wophostv1.EndRunRequest) (resp *wophostv1.EndRunResponse, sent bool, err error) {
-	body, err := proto.Marshal(req)
-	if err != nil {
-		return nil, true, wop.Errorf(wop.CodeInternal, "relay: encode the end of run %s: %v", req.GetRunId(), err)
-	}
-	out, sent, err := r.roundTrip(ctx, kindEndRun, body, "the end of run "+req.GetRunId())
-	if err != nil || !sent {
+	resp = &wophostv1.EndRunResponse{}
+	if sent, err = r.exchange(ctx, kindEndRun, req, resp, "the end of run "+req.GetRunId()); err != nil || !sent {
 		return nil, sent, err
 	}
-	resp = &wophostv1.EndRunResponse{}
-	if err := proto.Unmarshal(out, resp); err != nil {
-		return nil, true, wop.Errorf(wop.CodeInternal, "relay: the end of run %s answered unreadably: %v", req.GetRunId(), err)
-	}
 	return resp, true, nil
+}
+
+// exchange sends req as a frame of kind and reads the answer into resp,
+// as roundTrip sorts the outcome; what names the message in failures.
+func (r *Relay) exchange(ctx context.Context, kind frameKind, req, resp proto.Message, what string) (sent bool, err error) {
+	body, err := proto.Marshal(req)
+	if err != nil {
+		return true, wop.Errorf(wop.CodeInternal, "relay: encode %s: %v", what, err)
+	}
+	out, sent, err := r.roundTrip(ctx, kind, body, what)
+	if err != nil || !sent {
+		return sent, err
+	}
+	if err := proto.Unmarshal(out, resp); err != nil {
+		return true, wop.Errorf(wop.CodeInternal, "relay: %s answered unreadably: %v", what, err)
+	}
+	return true, nil
 }
 
 // roundTrip sends body, under its MAC for kind, on the channel and sorts

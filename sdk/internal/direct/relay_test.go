@@ -113,22 +113,10 @@ func TestRelayedCallEndsWithTheCallerAndWithThePlugin(t *testing.T) {
 	f := newFixtureWith(t, handler, &wophostv1.DirectChannelSettings{})
 	r := NewRelay(f.at, f.key, 1<<20)
 	defer r.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-started
-		cancel()
-	}()
-	if _, sent, err := r.Invoke(ctx, relayRequest("get")); codeOf(err) != wop.CodeCancelled || !sent {
-		t.Fatalf("cancelled call: %v, sent %v", err, sent)
-	}
-	select {
-	case err := <-ended:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("the handler's context ended with %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the plugin's side of the call did not end with the host's")
-	}
+	cancelOnceStarted(t, started, ended, func(ctx context.Context) (bool, error) {
+		_, sent, err := r.Invoke(ctx, relayRequest("get"))
+		return sent, err
+	})
 	go func() {
 		<-started
 		f.ep.Close()
@@ -245,5 +233,30 @@ func TestEndRunIsNotSentToAVersion1Plugin(t *testing.T) {
 	}
 	if _, err := f.invoke(f.sign(grant()), "acme.kv", "get", `{}`); err != nil {
 		t.Errorf("the run's grant after the end not sent: %v; want it still served", err)
+	}
+}
+
+// cancelOnceStarted makes call under a context cancelled as soon as the
+// far side's handler says on started that it runs, and checks that call
+// was sent and failed as cancelled, and that the handler's context ended
+// with the caller's (the handler says so on ended).
+func cancelOnceStarted(t *testing.T, started <-chan struct{}, ended <-chan error, call func(ctx context.Context) (sent bool, err error)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-started
+		cancel()
+	}()
+	if sent, err := call(ctx); codeOf(err) != wop.CodeCancelled || !sent {
+		t.Fatalf("cancelled: %v, sent %v", err, sent)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the far side's context ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the far side did not stop with the caller")
 	}
 }
