@@ -314,10 +314,11 @@ wasm-fixtures: ## Compile each WebAssembly text module of the repository (.wat) 
 	@command -v wat2wasm >/dev/null || (echo 'wasm-fixtures needs wat2wasm (Debian: apt-get install wabt)' >&2; exit 1)
 	@for f in $$(find . -name '*.wat' -not -path './.git/*' -not -path '*/node_modules/*'); do echo "wat2wasm $$f"; wat2wasm "$$f" -o "$${f%.wat}.wasm" || exit 1; done
 
-lint: ## gofmt and go vet on both modules.
+lint: ## gofmt and go vet on both modules, and the mutants' texts found in the tree.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo 'gofmt needed:' >&2; gofmt -l $$(git ls-files '*.go') >&2; exit 1)
 	$(GO) vet ./...
 	cd sdk && $(GO) vet ./...
+	$(GO) run ./test/mutate -check
 
 clean:
 	rm -rf $(BIN) $(TOOLS) examples/packs/*/bin .wophost $(NODE_GREETER)/node_modules $(DIST)

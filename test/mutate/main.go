@@ -17,6 +17,7 @@
 // Usage:
 //
 //	go run ./test/mutate [-list test/mutate/mutants.json] [-only ID,...] [-timeout 3m] [-jobs N]
+//	go run ./test/mutate -check [-list test/mutate/mutants.json]
 package main
 
 import (
@@ -80,12 +81,40 @@ func main() {
 	only := flag.String("only", "", "comma-separated ids of the mutants to run; all when empty")
 	timeout := flag.Duration("timeout", 3*time.Minute, "the time allowed to one mutant's go test")
 	jobs := flag.Int("jobs", runtime.NumCPU(), "how many mutants of Go files are tested at once")
+	checkOnly := flag.Bool("check", false, "check the list against the tree (each text found exactly once) and run no mutant")
 	flag.Parse()
 	if *jobs < 1 {
 		fmt.Fprintln(os.Stderr, "mutate: -jobs must be at least 1")
 		os.Exit(2)
 	}
+	if *checkOnly {
+		os.Exit(checkList(*list, os.Stdout, os.Stderr))
+	}
 	os.Exit(run(*list, *only, *timeout, *jobs, os.Stdout, os.Stderr))
+}
+
+// checkList checks every mutant of list against the tree, as run does
+// before it mutates anything, and returns the exit code: 0 when each
+// text occurs exactly once in its file, 2 otherwise. It is quick, so a
+// refactor that moves a mutant's text fails at lint rather than after the
+// tests.
+func checkList(list string, stdout, stderr io.Writer) int {
+	mutants, err := load(list)
+	if err != nil {
+		fmt.Fprintln(stderr, "mutate:", err)
+		return 2
+	}
+	code := 0
+	for _, m := range mutants {
+		if err := check(m); err != nil {
+			fmt.Fprintln(stderr, "mutate:", err)
+			code = 2
+		}
+	}
+	if code == 0 {
+		fmt.Fprintf(stdout, "%d mutants, each text found once\n", len(mutants))
+	}
+	return code
 }
 
 // run runs the mutants and returns the exit code: 0 when all were killed,

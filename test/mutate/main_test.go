@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,5 +183,38 @@ func TestOverlayReachesTheProgramsTestsBuild(t *testing.T) {
 		if got := readFile(t, m.File); got != files["x.go"] {
 			t.Fatalf("%q: the file was changed:\n%s", c.replace, got)
 		}
+	}
+}
+
+// -check names every entry whose text is not found exactly once, and
+// passes a list whose texts all are, without running a mutant.
+func TestCheckListNamesEveryStaleEntry(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.go")
+	if err := os.WriteFile(file, []byte("package f\n\nconst a = 1\nconst b = 2\nconst b2 = 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entry := func(id, find string) string {
+		return fmt.Sprintf(`{"id":%q,"file":%q,"find":%q,"replace":"x","module":".","package":"./p","run":"."}`, id, file, find)
+	}
+	good := writeTemp(t, "["+entry("once", "const a = 1")+"]")
+	var out, errs bytes.Buffer
+	if code := checkList(good, &out, &errs); code != 0 || !strings.Contains(out.String(), "1 mutants") {
+		t.Errorf("a good list: exit %d, %q %q", code, out.String(), errs.String())
+	}
+	stale := writeTemp(t, "["+entry("once", "const a = 1")+","+entry("gone", "const c = 3")+","+entry("twice", "= 2")+"]")
+	out.Reset()
+	errs.Reset()
+	code := checkList(stale, &out, &errs)
+	if code != 2 {
+		t.Errorf("a stale list: exit %d, want 2", code)
+	}
+	for _, want := range []string{"mutant gone: its text occurs 0 times", "mutant twice: its text occurs 2 times"} {
+		if !strings.Contains(errs.String(), want) {
+			t.Errorf("stderr %q lacks %q", errs.String(), want)
+		}
+	}
+	if strings.Contains(errs.String(), "mutant once") {
+		t.Errorf("stderr names the good entry: %q", errs.String())
 	}
 }
