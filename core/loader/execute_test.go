@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/wophost/wophost/sdk/hostwire"
 	wophostv1 "github.com/wophost/wophost/sdk/proto/wophost/v1"
 	"github.com/wophost/wophost/sdk/wop"
 	"github.com/wophost/wophost/test/testbin"
@@ -131,5 +132,32 @@ func TestExecuteOnTheChannelSeesThePackDie(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run outlived its pack")
+	}
+}
+
+// failedWithAccount is a pack's gRPC client whose Execute fails the node
+// as the SDK does when it kept an account of its direct calls: the
+// account rides in the status beside the envelope.
+type failedWithAccount struct{ wophostv1.PackClient }
+
+func (failedWithAccount) Execute(context.Context, *wophostv1.ExecuteRequest, ...grpc.CallOption) (*wophostv1.ExecuteResponse, error) {
+	st, err := status.Convert(hostwire.ToStatus(wop.Errorf("acme.refused", "the node refused"))).
+		WithDetails(&wophostv1.DirectCallLog{Calls: []*wophostv1.DirectCall{{Family: "acme.kv", Method: "get"}}, Dropped: 2})
+	if err != nil {
+		return nil, err
+	}
+	return nil, st.Err()
+}
+
+// A node that failed on gRPC hands the host its account of direct calls
+// with its envelope, as one that failed on the execute channel does.
+func TestExecuteOnGRPCKeepsAFailedRunsAccount(t *testing.T) {
+	p := startProbe(t, false, func(c wophostv1.PackClient) wophostv1.PackClient { return failedWithAccount{c} })
+	_, account, err := p.Execute(context.Background(), probeRun("probe.validated", `{}`))
+	if we := wop.AsError(err); we == nil || we.Code != "acme.refused" {
+		t.Fatalf("err = %v, want the node's acme.refused", err)
+	}
+	if calls := account.GetCalls(); len(calls) != 1 || calls[0].GetMethod() != "get" || account.GetDropped() != 2 {
+		t.Errorf("account %v, want the one call and two dropped", account)
 	}
 }
