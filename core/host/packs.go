@@ -373,8 +373,8 @@ func (h *Host) startPackProcess(ctx context.Context, p *Pack) (*loader.Pack, err
 		return proc, wop.Errorf(wop.CodePackValidationFailed, "the binary %s was built with a different pack.json than %s; rebuild it", p.entry, filepath.Join(p.Path, config.PackManifest))
 	}
 	if h.opts.DirectChannels {
-		// The runs on the pack's own framing rather than a gRPC round
-		// trip; on gRPC still when the pack cannot serve them so.
+		// Runs go on the pack's own framing rather than a gRPC round
+		// trip, and stay on gRPC when the pack cannot serve them so.
 		if err := proc.OpenExecuteChannel(ctx); err != nil {
 			h.logger.Warn("pack runs its nodes on gRPC: no execute channel", "pack", p.Name, "error", err)
 		}

@@ -88,7 +88,8 @@ func (s *server) executeFramed(ctx context.Context, req *wophostv1.ExecuteReques
 	if we == nil {
 		return resp
 	}
-	return &wophostv1.ExecuteResponse{Failure: wire.ToDetail(we), DirectCalls: direct.FitAccount(calls, s.maxBytes-proto.Size(wire.ToDetail(we))-accountSlack)}
+	d := wire.ToDetail(we)
+	return &wophostv1.ExecuteResponse{Failure: d, DirectCalls: direct.FitAccount(calls, s.maxBytes-proto.Size(d)-accountSlack)}
 }
 
 func (s *server) Execute(ctx context.Context, req *wophostv1.ExecuteRequest) (*wophostv1.ExecuteResponse, error) {

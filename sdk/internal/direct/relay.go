@@ -78,7 +78,8 @@ func (r *Relay) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (out [
 	if err != nil {
 		return nil, true, wop.Errorf(wop.CodeInternal, "relay: encode call: %v", err)
 	}
-	return r.roundTrip(ctx, kindRelay, body, "the call")
+	out, sent, err = r.roundTrip(ctx, kindRelay, body)
+	return out, sent, pluginGone(err, "the call")
 }
 
 // EndRun ends a run on the channel: the plugin refuses the run's grants
@@ -88,11 +89,22 @@ func (r *Relay) Invoke(ctx context.Context, req *wophostv1.InvokeRequest) (out [
 // unreachable, the key refused, or a plugin built before version 2 of the
 // framing): it may then go on gRPC.
 func (r *Relay) EndRun(ctx context.Context, req *wophostv1.EndRunRequest) (resp *wophostv1.EndRunResponse, sent bool, err error) {
+	what := "the end of run " + req.GetRunId()
 	resp = &wophostv1.EndRunResponse{}
-	if sent, err = r.exchange(ctx, kindEndRun, req, resp, "the end of run "+req.GetRunId()); err != nil || !sent {
-		return nil, sent, err
+	if sent, err = r.exchange(ctx, kindEndRun, req, resp, what); err != nil || !sent {
+		return nil, sent, pluginGone(err, what)
 	}
 	return resp, true, nil
+}
+
+// pluginGone is err as a plugin's caller gets it: a channel that closed
+// during what fails it as unavailable, retryable, as the plugin's gRPC
+// connection would.
+func pluginGone(err error, what string) error {
+	if errors.Is(err, ErrGone) {
+		return wop.Errorf(wop.CodeUnavailable, "the plugin's channel closed during %s", what).WithRetryable(true)
+	}
+	return err
 }
 
 // exchange sends req as a frame of kind and reads the answer into resp,
@@ -102,7 +114,7 @@ func (r *Relay) exchange(ctx context.Context, kind frameKind, req, resp proto.Me
 	if err != nil {
 		return true, wop.Errorf(wop.CodeInternal, "relay: encode %s: %v", what, err)
 	}
-	out, sent, err := r.roundTrip(ctx, kind, body, what)
+	out, sent, err := r.roundTrip(ctx, kind, body)
 	if err != nil || !sent {
 		return sent, err
 	}
@@ -113,9 +125,9 @@ func (r *Relay) exchange(ctx context.Context, kind frameKind, req, resp proto.Me
 }
 
 // roundTrip sends body, under its MAC for kind, on the channel and sorts
-// the outcome: sent is false when it did not reach the plugin, and what
-// names it in the failure of a channel that closed meanwhile.
-func (r *Relay) roundTrip(ctx context.Context, kind frameKind, body []byte, what string) (out []byte, sent bool, err error) {
+// the outcome: sent is false when it did not reach the peer, and err is
+// ErrGone when the channel closed meanwhile.
+func (r *Relay) roundTrip(ctx context.Context, kind frameKind, body []byte) (out []byte, sent bool, err error) {
 	pc, err := r.pool.acquire(ctx, r.ep)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -149,11 +161,10 @@ func (r *Relay) roundTrip(ctx context.Context, kind frameKind, body []byte, what
 		return nil, true, we
 	case err != nil && ctx.Err() != nil:
 		return nil, true, wire.FromContextError(ctx.Err())
-	case err != nil && kind == kindExecute:
-		// The host tells a pack that went away from a node that failed.
-		return nil, true, ErrGone
 	case err != nil:
-		return nil, true, wop.Errorf(wop.CodeUnavailable, "the plugin's channel closed during %s", what).WithRetryable(true)
+		// The channel closed during the call: each caller says so in its
+		// own terms (pluginGone; a pack that went away, for a node run).
+		return nil, true, ErrGone
 	}
 	return out, true, nil
 }
