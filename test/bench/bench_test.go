@@ -59,6 +59,8 @@ type bins struct {
 	// binary at its runtime.entry.
 	probePack  string
 	kvdemoPack string
+	// kvdemo is the kvdemo pack's executable, outside its directory.
+	kvdemo string
 	// cache builds, on first use, what a benchmark needs beyond the above.
 	cache *testbin.Cache
 }
@@ -82,9 +84,10 @@ func buildBinaries(dir string) (*bins, error) {
 		kv:         filepath.Join(dir, "wophost-kv"),
 		probePack:  filepath.Join(dir, "packs", "probe"),
 		kvdemoPack: filepath.Join(dir, "packs", "kvdemo"),
+		kvdemo:     filepath.Join(dir, "kvdemo"),
 		cache:      testbin.NewCache(dir),
 	}
-	probe, kvdemo := filepath.Join(dir, "probe"), filepath.Join(dir, "kvdemo")
+	probe, kvdemo := filepath.Join(dir, "probe"), b.kvdemo
 	if err := testbin.Build(map[string]string{
 		b.testcap: "./test/plugins/testcap",
 		b.kv:      "./examples/plugins/kv",
@@ -190,9 +193,10 @@ func demoDeployment(tb testing.TB) string {
 
 // demoBlock is one capability or pack block of the demo deployment.
 type demoBlock struct {
-	name string // the block's label, as ProcessIDs names its process
-	pack bool
-	text string
+	name   string // the block's label, as ProcessIDs names its process
+	pack   bool
+	text   string
+	binary string // the executable the block starts
 }
 
 // demoBlocks returns the blocks of demoDeployment, the kv capability
@@ -211,7 +215,7 @@ capability "kv" {
     file = "bench.db"
   }
 }
-`, bin.kv)},
+`, bin.kv), binary: bin.kv},
 		{name: "ai", text: fmt.Sprintf(`
 capability "ai" {
   plugin = %q
@@ -223,7 +227,7 @@ capability "ai" {
     }
   }
 }
-`, binary(tb, "./plugins/aienvelope"), rules)},
+`, binary(tb, "./plugins/aienvelope"), rules), binary: binary(tb, "./plugins/aienvelope")},
 		{name: "prompts", text: fmt.Sprintf(`
 capability "prompts" {
   plugin   = %q
@@ -232,7 +236,7 @@ capability "prompts" {
     dir = "store"
   }
 }
-`, binary(tb, "./plugins/promptlib"))},
+`, binary(tb, "./plugins/promptlib")), binary: binary(tb, "./plugins/promptlib")},
 		{name: "mcp", text: fmt.Sprintf(`
 capability "mcp" {
   plugin = %q
@@ -242,7 +246,7 @@ capability "mcp" {
     }
   }
 }
-`, binary(tb, "./plugins/mcp"), binary(tb, "./examples/mcpservers/toolbox"))},
+`, binary(tb, "./plugins/mcp"), binary(tb, "./examples/mcpservers/toolbox")), binary: binary(tb, "./plugins/mcp")},
 		{name: "agents", text: fmt.Sprintf(`
 capability "agents" {
   plugin = %q
@@ -250,12 +254,12 @@ capability "agents" {
     store_file = "agents.db"
   }
 }
-`, binary(tb, "./plugins/agentrt"))},
+`, binary(tb, "./plugins/agentrt")), binary: binary(tb, "./plugins/agentrt")},
 		{name: "community.wophost.kvdemo", pack: true, text: fmt.Sprintf(`
 pack "community.wophost.kvdemo" {
   path = %q
 }
-`, bin.kvdemoPack)},
+`, bin.kvdemoPack), binary: bin.kvdemo},
 	}
 }
 
@@ -558,6 +562,33 @@ func nodeRun(b *testing.B, config func(testing.TB) string) {
 		viaHost.wrap(b, nodeRuns(ctx, h, "probe.call", probeCallInput(), nil)))
 	direct.report(b, "direct-", b.N)
 	viaHost.report(b, "", b.N)
+	idle, err := idleDirectCalls(ctx, c, b.N, idleGap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(idle.Nanoseconds())/float64(b.N), "idle-direct-ns/call")
+}
+
+// idleGap is how long idleDirectCalls leaves both processes idle before
+// each call: about what a node run of one call takes, so that the
+// plugin's threads have gone to sleep, as they have when a run's call
+// reaches it.
+const idleGap = 300 * time.Microsecond
+
+// idleDirectCalls makes n direct Invokes of testcap, each after gap with
+// nothing to do, and returns the time the calls took, not the gaps: what
+// a round trip costs when it must first wake the processes it crosses.
+func idleDirectCalls(ctx context.Context, c *loader.Capability, n int, gap time.Duration) (time.Duration, error) {
+	var took time.Duration
+	for range n {
+		time.Sleep(gap)
+		t0 := time.Now()
+		if _, err := c.Invoke(ctx, "test.echo", "echo", []byte(payload), wop.CallContext{}); err != nil {
+			return 0, err
+		}
+		took += time.Since(t0)
+	}
+	return took, nil
 }
 
 // probeCallInput is probe.call's input for one echo call of payload.
@@ -678,9 +709,14 @@ func ctxCallConcurrent(b *testing.B, config func(testing.TB) string) {
 func BenchmarkStartToReady(b *testing.B) {
 	path := demoConfig(b)
 	solos := soloStarts(b)
+	var paths []string
+	for _, blk := range demoBlocks(b) {
+		paths = append(paths, blk.binary)
+	}
+	bare := newBareTimes(paths)
 	n := min(b.N, maxStarts)
 	b.ResetTimer()
-	var plugin, ready, pluginCPU, readyCPU time.Duration
+	var plugin, ready, pluginCPU, readyCPU, hostCPU time.Duration
 	soloWall := make([]time.Duration, len(solos))
 	soloCPU := make([]time.Duration, len(solos))
 	for range n {
@@ -693,6 +729,10 @@ func BenchmarkStartToReady(b *testing.B) {
 			}
 			soloWall[i] += wall
 			soloCPU[i] += cpu
+		}
+		if err := bare.measure(); err != nil {
+			cancel()
+			b.Fatal(err)
 		}
 		t0 := time.Now()
 		c, err := startTestcap(ctx, b.TempDir())
@@ -709,7 +749,7 @@ func BenchmarkStartToReady(b *testing.B) {
 		t0 = time.Now()
 		h, err := start(ctx, path)
 		ready += time.Since(t0)
-		readyCPU += cpuOf(b, 0) - hostBefore
+		hostCPU += cpuOf(b, 0) - hostBefore
 		if h != nil {
 			for _, pid := range h.ProcessIDs() {
 				readyCPU += treeCPUOf(b, pid)
@@ -729,12 +769,16 @@ func BenchmarkStartToReady(b *testing.B) {
 	b.ReportMetric(per, "ns/op")
 	b.ReportMetric(per/1e6, "ms/ready")
 	reportStartFloor(b, soloWall, soloCPU, n)
+	bare.report(b)
 	b.ReportMetric(float64(plugin.Nanoseconds())/float64(n)/1e6, "plugin-ms/start")
 	// The CPU each start used until ready: the host and every process it
 	// started, with theirs (the MCP servers of the mcp plugin), against
 	// the one plugin's. Per process to a clock tick (procCPU), so a sum of
 	// many processes reads a few ticks low.
-	b.ReportMetric(float64(readyCPU.Nanoseconds())/float64(n)/1e6, "cpu-ms/ready")
+	b.ReportMetric(float64((readyCPU+hostCPU).Nanoseconds())/float64(n)/1e6, "cpu-ms/ready")
+	// The host's own share, which the floor leaves out: what it spends
+	// launching, handshaking with and checking the six.
+	b.ReportMetric(float64(hostCPU.Nanoseconds())/float64(n)/1e6, "host-cpu-ms/ready")
 	b.ReportMetric(float64(pluginCPU.Nanoseconds())/float64(n)/1e6, "plugin-cpu-ms/start")
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -157,4 +158,91 @@ func reportStartFloor(b *testing.B, wall, cpu []time.Duration, n int) {
 	b.ReportMetric(float64(startFloor(wall, cpu, n, runtime.GOMAXPROCS(0)).Nanoseconds())/1e6, "floor-ms/start")
 	b.ReportMetric(perStart(slowest), "solo-max-ms/start")
 	b.ReportMetric(perStart(sum), "solo-cpu-ms/start")
+}
+
+// bareStart execs the binaries at once with nothing of the protocol:
+// without the handshake's variables each one starts its runtime, runs its
+// packages' initialisation, says that it is a plugin and exits. It
+// returns the wall time until the last one exited and each one's CPU time
+// (user and system, from its rusage). The start of the same binaries one
+// at a time and all at once, with no host in either, is what running six
+// starts side by side costs on this machine by itself.
+func bareStart(paths []string) (wall time.Duration, cpu []time.Duration, err error) {
+	cmds := make([]*exec.Cmd, len(paths))
+	t0 := time.Now()
+	for i, p := range paths {
+		cmds[i] = exec.Command(p)
+		if err := cmds[i].Start(); err != nil {
+			for _, c := range cmds[:i] {
+				_ = c.Process.Kill()
+				_ = c.Wait()
+			}
+			return 0, nil, fmt.Errorf("bare start of %s: %w", p, err)
+		}
+	}
+	cpu = make([]time.Duration, len(paths))
+	for i, c := range cmds {
+		werr := c.Wait()
+		if werr != nil && !errors.As(werr, new(*exec.ExitError)) {
+			err = errors.Join(err, fmt.Errorf("bare start of %s: %w", paths[i], werr))
+		}
+		cpu[i] = c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+	}
+	return time.Since(t0), cpu, err
+}
+
+// bareTimes sums bareStart's figures for the same binaries, one at a time
+// and all at once, over the starts of a benchmark.
+type bareTimes struct {
+	paths                 []string
+	soloWall, soloCPU     []time.Duration
+	together, togetherCPU time.Duration
+	n                     int
+}
+
+func newBareTimes(paths []string) *bareTimes {
+	return &bareTimes{paths: paths, soloWall: make([]time.Duration, len(paths)), soloCPU: make([]time.Duration, len(paths))}
+}
+
+// measure starts every binary alone, then all of them at once.
+func (t *bareTimes) measure() error {
+	for i, p := range t.paths {
+		wall, cpu, err := bareStart([]string{p})
+		if err != nil {
+			return err
+		}
+		t.soloWall[i] += wall
+		t.soloCPU[i] += cpu[0]
+	}
+	wall, cpu, err := bareStart(t.paths)
+	if err != nil {
+		return err
+	}
+	t.together += wall
+	for _, c := range cpu {
+		t.togetherCPU += c
+	}
+	t.n++
+	return nil
+}
+
+// report gives, per start, the floor of the lone starts (startFloor's,
+// bare-floor-ms/start), the wall time of the starts at once
+// (bare-ms/start), and the CPU time of all six alone and at once
+// (bare-solo-cpu-ms/start, bare-cpu-ms/start): two processes running at
+// once on this machine's two cores each take more CPU time than alone,
+// which the floor, a sum of lone starts, does not see.
+func (t *bareTimes) report(b *testing.B) {
+	if t.n == 0 {
+		return
+	}
+	var solo time.Duration
+	for _, c := range t.soloCPU {
+		solo += c
+	}
+	perStart := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(t.n) / 1e6 }
+	b.ReportMetric(perStart(solo), "bare-solo-cpu-ms/start")
+	b.ReportMetric(perStart(t.togetherCPU), "bare-cpu-ms/start")
+	b.ReportMetric(float64(startFloor(t.soloWall, t.soloCPU, t.n, runtime.GOMAXPROCS(0)).Nanoseconds())/1e6, "bare-floor-ms/start")
+	b.ReportMetric(float64(t.together.Nanoseconds())/float64(t.n)/1e6, "bare-ms/start")
 }

@@ -151,6 +151,13 @@ func figures() []figure {
 		// says otherwise: this is a node run under the default settings.
 		ctxVsDirect("node run with one ctx call on a direct channel", "BenchmarkNodeRunDirect", &goal{atMost: true, limit: 2.5}),
 		{
+			// The same runs against a direct Invoke that, like the run's
+			// call, finds the plugin asleep: what bounds the row above.
+			name: "node run on a direct channel against an idle Invoke", bench: "BenchmarkNodeRunDirect",
+			value: "host-ns/call", show: nanosAsMicros(),
+			baseline: "idle-direct-ns/call", baselineLabel: "direct Invoke after 300 µs idle",
+		},
+		{
 			name: "node run with one ctx call, contained pack", bench: "BenchmarkNodeRunContained",
 			value: "contained-ns/run", show: nanosAsMicros(),
 			baseline: "uncontained-ns/run", baselineLabel: "uncontained pack", ratioMetric: "contained/uncontained",
@@ -199,6 +206,15 @@ func figures() []figure {
 			// their summed CPU over GOMAXPROCS, whichever is larger.
 			baseline: "floor-ms/start", baselineLabel: "start floor",
 			goal: &goal{atMost: true, limit: 1.25},
+		},
+		{
+			// The same six binaries exec'd with no host and nothing of the
+			// protocol, all at once against one at a time: what starting
+			// six processes side by side costs on the machine by itself,
+			// the bound under the row above.
+			name: "six bare process starts at once, no host", bench: "BenchmarkStartToReady",
+			value: "bare-ms/start", show: millis(),
+			baseline: "bare-floor-ms/start", baselineLabel: "their start floor",
 		},
 		{
 			name: "idle memory, host", bench: "BenchmarkIdleMemory",

@@ -27,13 +27,13 @@ BenchmarkWasmStart-2             	    2000	3027789474 ns/op	      3028 cold-ms/l
 BenchmarkWasmInstanceMemory-2    	    2000	  15210988 ns/op	      7231 go-heap-KiB/instance	      5120 go-linear-KiB/instance	        64.00 wat-linear-KiB/instance
 BenchmarkGRPCRoundTrip-2         	    2000	    452310 ns/op	    227480 direct-ns/call	    160314 grpc-ns/rtt	     47120 socket-ns/rtt
 BenchmarkNodeRun-2               	    2000	   1417176 ns/op	    260752 direct-ns/call	   1156421 host-ns/call	         4.435 ratio
-BenchmarkNodeRunDirect-2         	    2000	   1460374 ns/op	    289618 direct-ns/call	   1170754 host-ns/call	         4.042 ratio
+BenchmarkNodeRunDirect-2         	    2000	   1460374 ns/op	    289618 direct-ns/call	   1170754 host-ns/call	    601230 idle-direct-ns/call	         4.042 ratio
 BenchmarkNodeRunContained-2      	    2000	   1669348 ns/op	    832433 contained-ns/run	         0.9947 contained/uncontained	    836906 uncontained-ns/run
 BenchmarkPackStartContained-2    	    2000	  51801171 ns/op	        51.80 contained-ms/start	         1.505 contained/uncontained	       106.7 host-launcher-ms/start	        34.42 uncontained-ms/start
 BenchmarkCtxCallConcurrent-2     	    2000	     88213 ns/op	     18420 direct-calls/s	     11336 host-calls/s	         0.6154 ratio
 BenchmarkCtxCallConcurrentDirect-2	    2000	     61210 ns/op	     18310 direct-calls/s	     16342 host-calls/s	         0.8925 ratio
 BenchmarkCtxCallConcurrentOneProc-2	    2000	     57400 ns/op	     17392 direct-calls/s	      7142 host-calls/s	         0.4106 ratio
-BenchmarkStartToReady-2          	    2000	 168420113 ns/op	       168.4 ms/ready	        84.10 floor-ms/start	        24.61 plugin-ms/start
+BenchmarkStartToReady-2          	    2000	 168420113 ns/op	       168.4 ms/ready	        84.10 floor-ms/start	        70.20 bare-floor-ms/start	        86.30 bare-ms/start	        24.61 plugin-ms/start
 BenchmarkIdleMemory-2            	    2000	2004312877 ns/op	        31.42 host-MB	        18.77 plugin-MB
 BenchmarkMCPCallTool-2           	    2000	    412087 ns/op	    235777 host-ns/call	         1.337 ratio	    176310 sdk-ns/call
 BenchmarkMCPCallToolFromPack-2   	    2000	    598210 ns/op	    422308 host-ns/call	         2.401 ratio	    175902 sdk-ns/call
@@ -436,56 +436,56 @@ func TestCompare(t *testing.T) {
 		checked     int
 	}{
 		{
-			name: "identical", old: oneRun, new: oneRun, tol: 0.2, checked: 41,
+			name: "identical", old: oneRun, new: oneRun, tol: 0.2, checked: 43,
 		},
 		{
-			name: "identical, zero tolerance", old: oneRun, new: oneRun, tol: 0, checked: 41,
+			name: "identical, zero tolerance", old: oneRun, new: oneRun, tol: 0, checked: 43,
 		},
 		{
 			name: "lower is better, ratio 28% worse",
-			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.2, checked: 41,
+			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.2, checked: 43,
 			regressions: []string{"ctx call, pack → host → plugin: ratio 3.40, committed 2.66 (+27.8%, lower is better, tolerance 20%)"},
 		},
 		{
 			name: "lower is better, value only: a slower machine is not a regression of a ratio",
-			old:  oneRun, new: edit(t, oneRun, "522506 host-ns/call", "922506 host-ns/call"), tol: 0.2, checked: 41,
+			old:  oneRun, new: edit(t, oneRun, "522506 host-ns/call", "922506 host-ns/call"), tol: 0.2, checked: 43,
 		},
 		{
 			name: "lower is better, value guarded",
-			old:  oneRun, new: edit(t, oneRun, "287.4 p50-µs", "400 p50-µs"), tol: 0.2, checked: 41,
+			old:  oneRun, new: edit(t, oneRun, "287.4 p50-µs", "400 p50-µs"), tol: 0.2, checked: 43,
 			regressions: []string{"promptLibrary get: value 400.0 µs, committed 287.4 µs (+39.2%, lower is better, tolerance 20%)"},
 		},
 		{
 			name: "higher is better, 30% fewer requests",
-			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "3163 req/s"), tol: 0.2, checked: 41,
+			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "3163 req/s"), tol: 0.2, checked: 43,
 			regressions: []string{"POST :execute (8 workers, load driver): value 3163 req/s, committed 4518 req/s (-30.0%, higher is better, tolerance 20%)"},
 		},
 		{
 			name: "higher is better, more is fine",
-			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "9000 req/s"), tol: 0.2, checked: 41,
+			old:  oneRun, new: edit(t, oneRun, "4518 req/s", "9000 req/s"), tol: 0.2, checked: 43,
 		},
 		{
 			name: "computed ratio guarded",
-			old:  oneRun, new: edit(t, oneRun, "84.10 floor-ms/start", "42.05 floor-ms/start"), tol: 0.2, checked: 41,
+			old:  oneRun, new: edit(t, oneRun, "84.10 floor-ms/start", "42.05 floor-ms/start"), tol: 0.2, checked: 43,
 			regressions: []string{"host start to ready, four families and the demo pack: ratio 4.00, committed 2.00"},
 		},
 		{
 			name: "exactly at the tolerance",
-			old:  edit(t, oneRun, "2.657 ratio", "2.5 ratio"), new: edit(t, oneRun, "2.657 ratio", "3.0 ratio"), tol: 0.2, checked: 41,
+			old:  edit(t, oneRun, "2.657 ratio", "2.5 ratio"), new: edit(t, oneRun, "2.657 ratio", "3.0 ratio"), tol: 0.2, checked: 43,
 		},
 		{
 			name: "within the tolerance, several figures",
 			old:  oneRun,
 			new:  edit(t, oneRun, "2.657 ratio", "3.15 ratio", "4518 req/s", "3700 req/s", "31.42 host-MB", "37.5 host-MB"),
-			tol:  0.2, checked: 41,
+			tol:  0.2, checked: 43,
 		},
 		{
 			name: "a larger tolerance lets a regression through",
-			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.5, checked: 41,
+			old:  oneRun, new: edit(t, oneRun, "2.657 ratio", "3.4 ratio"), tol: 0.5, checked: 43,
 		},
 		{
 			name: "benchmark filtered out now",
-			old:  oneRun, new: dropLine(oneRun, "BenchmarkIdleMemory"), tol: 0.2, checked: 39,
+			old:  oneRun, new: dropLine(oneRun, "BenchmarkIdleMemory"), tol: 0.2, checked: 41,
 			notes: []string{
 				"idle memory, host: in the committed table, not measured now",
 				"idle memory, largest plugin: in the committed table, not measured now",
@@ -493,14 +493,14 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name: "benchmark new since the committed table",
-			old:  dropLine(oneRun, "BenchmarkPromptGet"), new: oneRun, tol: 0.2, checked: 40,
+			old:  dropLine(oneRun, "BenchmarkPromptGet"), new: oneRun, tol: 0.2, checked: 42,
 			notes: []string{"promptLibrary get: measured now, not measured in the committed table"},
 		},
 		{
 			name: "notes and a regression together",
 			old:  dropLine(oneRun, "BenchmarkPromptGet"),
 			new:  dropLine(edit(t, oneRun, "0.6154 ratio", "0.31 ratio"), "BenchmarkServeExecute-"),
-			tol:  0.2, checked: 39,
+			tol:  0.2, checked: 41,
 			regressions: []string{"throughput, 16 concurrent callers: ratio 0.31, committed 0.62 (-50.0%, higher is better"},
 			notes: []string{
 				"POST :execute (8 workers, load driver): in the committed table, not measured now",
@@ -714,7 +714,7 @@ func TestRunUpdateThenCompare(t *testing.T) {
 
 	for _, tol := range []string{"0.2", "0"} {
 		code, _, errOut = runCmd("", "-compare", doc, "-tolerance", tol, input)
-		if code != exitOK || !strings.Contains(errOut, "41 figures within tolerance") {
+		if code != exitOK || !strings.Contains(errOut, "43 figures within tolerance") {
 			t.Errorf("compare at tolerance %s: status %d, stderr %s", tol, code, errOut)
 		}
 	}
@@ -747,7 +747,7 @@ func TestRunCompareFailsThenUpdates(t *testing.T) {
 	}
 	for _, want := range []string{
 		"benchreport: regression: ctx call, pack → host → plugin: ratio 3.40, committed 2.66",
-		"1 of 41 figures regressed against " + doc,
+		"1 of 43 figures regressed against " + doc,
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr %q lacks %q", errOut, want)
@@ -878,7 +878,7 @@ func TestFigures(t *testing.T) {
 			t.Errorf("%s: onValue is implied without a ratio", f.name)
 		}
 	}
-	if len(seen) != 41 {
-		t.Errorf("%d figures, want 41", len(seen))
+	if len(seen) != 43 {
+		t.Errorf("%d figures, want 43", len(seen))
 	}
 }
