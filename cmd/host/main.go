@@ -26,9 +26,10 @@ func main() {
 	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// newHost returns a host for cfg that contains its packs with launcher.
-func newHost(cfg *config.Config, ldr *config.Loader, logger hclog.Logger) *host.Host {
-	var opts host.Options
+// newHost returns a host for cfg that contains its packs with launcher
+// and sizes its processes' GOMAXPROCS from the CPUs the host started with.
+func (g *globals) newHost(cfg *config.Config, ldr *config.Loader, logger hclog.Logger) *host.Host {
+	opts := host.Options{CPUs: g.startProcs}
 	if l, err := launcher(); err == nil {
 		opts.Launcher = l
 	} else {

@@ -178,7 +178,7 @@ func (g *globals) startHostWith(ctx context.Context, cfg *config.Config, ldr *co
 
 func (g *globals) startHostFor(ctx context.Context, cfg *config.Config, ldr *config.Loader, listing bool) (*host.Host, error) {
 	logger := g.logger(cfg)
-	h := newHost(cfg, ldr, logger)
+	h := g.newHost(cfg, ldr, logger)
 	rep := h.Start(ctx)
 	warnDiagnostics(logger, append(rep.Capabilities, rep.Packs...))
 	fatal := rep.Config

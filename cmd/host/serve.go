@@ -184,7 +184,7 @@ func httpSettings(cfg *config.Config) config.HTTP {
 // start starts a host for cfg. Capability and pack problems are logged;
 // config problems are returned.
 func (d *daemon) start(ctx context.Context, cfg *config.Config, ldr *config.Loader) (*host.Host, error) {
-	h := newHost(cfg, ldr, d.logger)
+	h := d.g.newHost(cfg, ldr, d.logger)
 	h.ObserveCalls(d.metrics)
 	h.ObserveSandbox(func(pack, code string) {
 		if rule, ok := telemetry.SandboxRuleOf(code); ok {

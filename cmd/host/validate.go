@@ -96,7 +96,7 @@ func (g *globals) check(ctx context.Context) (*validation, error) {
 	if g.logLevel == "" {
 		logger.SetLevel(hclog.Off)
 	}
-	h := newHost(run, ldr, logger)
+	h := g.newHost(run, ldr, logger)
 	rep := h.Start(ctx)
 	v.ready, v.capabilities = countReady(h), len(run.Capabilities)
 	v.loaded, v.packs = len(h.Packs())-countRefused(h), len(run.Packs)

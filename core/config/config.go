@@ -94,6 +94,11 @@ type Host struct {
 	// GoMaxProcs is the host process's GOMAXPROCS; 0 leaves Go's default
 	// (the CPUs the process may use).
 	GoMaxProcs int
+	// ProcessGoMaxProcs is the GOMAXPROCS every plugin and pack process
+	// starts with, unless its block's env sets GOMAXPROCS; 0 leaves the
+	// host to choose: half the CPUs its Go runtime found at start, at
+	// least 1.
+	ProcessGoMaxProcs int
 	// HTTP configures the listener of `host serve`; nil when the host
 	// block has no http block.
 	HTTP *HTTP
@@ -230,18 +235,19 @@ type rawFile struct {
 }
 
 type rawHost struct {
-	PluginDir       *hcl.Attribute `hcl:"plugin_dir"`
-	StateDir        *hcl.Attribute `hcl:"state_dir"`
-	LogLevel        *hcl.Attribute `hcl:"log_level"`
-	LogFormat       *hcl.Attribute `hcl:"log_format"`
-	StartTimeout    *hcl.Attribute `hcl:"start_timeout"`
-	MaxMessageBytes *hcl.Attribute `hcl:"max_message_bytes"`
-	CallDepthLimit  *hcl.Attribute `hcl:"call_depth_limit"`
-	CrashLimit      *hcl.Attribute `hcl:"crash_limit"`
-	CrashWindow     *hcl.Attribute `hcl:"crash_window"`
-	RunTimeout      *hcl.Attribute `hcl:"run_timeout"`
-	CallTimeout     *hcl.Attribute `hcl:"call_timeout"`
-	GoMaxProcs      *hcl.Attribute `hcl:"gomaxprocs"`
+	PluginDir         *hcl.Attribute `hcl:"plugin_dir"`
+	StateDir          *hcl.Attribute `hcl:"state_dir"`
+	LogLevel          *hcl.Attribute `hcl:"log_level"`
+	LogFormat         *hcl.Attribute `hcl:"log_format"`
+	StartTimeout      *hcl.Attribute `hcl:"start_timeout"`
+	MaxMessageBytes   *hcl.Attribute `hcl:"max_message_bytes"`
+	CallDepthLimit    *hcl.Attribute `hcl:"call_depth_limit"`
+	CrashLimit        *hcl.Attribute `hcl:"crash_limit"`
+	CrashWindow       *hcl.Attribute `hcl:"crash_window"`
+	RunTimeout        *hcl.Attribute `hcl:"run_timeout"`
+	CallTimeout       *hcl.Attribute `hcl:"call_timeout"`
+	GoMaxProcs        *hcl.Attribute `hcl:"gomaxprocs"`
+	ProcessGoMaxProcs *hcl.Attribute `hcl:"process_gomaxprocs"`
 	// RequireSignature is require_signature, the packs' default.
 	RequireSignature *hcl.Attribute `hcl:"require_signature"`
 	// DirectChannels is direct_channels.
@@ -641,6 +647,9 @@ func (d *decoder) host(hosts []*rawHost) (Host, bool) {
 	}
 	if n, ok := d.intAttr(r.GoMaxProcs, 0, MaxGoMaxProcs); ok {
 		h.GoMaxProcs = n
+	}
+	if n, ok := d.intAttr(r.ProcessGoMaxProcs, 0, MaxGoMaxProcs); ok {
+		h.ProcessGoMaxProcs = n
 	}
 	d.attr(r.RequireSignature, &h.RequireSignature)
 	d.attr(r.DirectChannels, &h.DirectChannels)

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -918,6 +920,36 @@ func TestBoundsSettings(t *testing.T) {
 		t.Errorf("max_concurrent_calls = 0 accepted: %v", summaries(diags))
 	} else {
 		assertPos(t, "max_concurrent_calls", *d.Subject, f.path, 3, 26)
+	}
+}
+
+func TestProcessGoMaxProcs(t *testing.T) {
+	cfg, _ := mustLoad(t, newFixture(t, "host {\n  process_gomaxprocs = 3\n}\n"))
+	if cfg.Host.ProcessGoMaxProcs != 3 {
+		t.Fatalf("process_gomaxprocs = %d, want 3", cfg.Host.ProcessGoMaxProcs)
+	}
+	cfg, _ = mustLoad(t, newFixture(t, "host {}\n"))
+	if cfg.Host.ProcessGoMaxProcs != 0 {
+		t.Fatalf("default process_gomaxprocs = %d, want 0 (the host chooses)", cfg.Host.ProcessGoMaxProcs)
+	}
+	cfg, _ = mustLoad(t, newFixture(t, fmt.Sprintf("host {\n  process_gomaxprocs = %d\n}\n", MaxGoMaxProcs)))
+	if cfg.Host.ProcessGoMaxProcs != MaxGoMaxProcs {
+		t.Fatalf("process_gomaxprocs = %d, want the bound %d", cfg.Host.ProcessGoMaxProcs, MaxGoMaxProcs)
+	}
+	for _, v := range []string{"-1", strconv.Itoa(MaxGoMaxProcs + 1), "1.5"} {
+		f := newFixture(t, "host {\n  process_gomaxprocs = "+v+"\n}\n")
+		_, diags := NewLoader().Load(f.path)
+		var d *hcl.Diagnostic
+		for _, e := range diags.Errs() {
+			if de, ok := e.(*hcl.Diagnostic); ok && strings.Contains(FormatDiagnostic(de), "process_gomaxprocs") {
+				d = de
+			}
+		}
+		if d == nil {
+			t.Errorf("process_gomaxprocs = %s accepted: %v", v, summaries(diags))
+		} else {
+			assertPos(t, "process_gomaxprocs", *d.Subject, f.path, 2, 24)
+		}
 	}
 }
 

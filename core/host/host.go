@@ -96,6 +96,20 @@ func New(cfg *config.Config, files *config.Loader, logger hclog.Logger, version 
 	return NewWithOptions(cfg, files, logger, version, Options{})
 }
 
+// processGoMaxProcs is the GOMAXPROCS the host gives its plugin and
+// pack processes: the host block's process_gomaxprocs when set, else half
+// of cpus, at least 1. A call crosses the host, a pack and a plugin, each
+// of them woken in turn; a Go runtime that may run on every CPU wakes
+// further threads to look for work at each hand-off, and with several
+// such processes on a few CPUs those threads take turns with the ones
+// doing the work (BENCHMARKS.md, "Processes' GOMAXPROCS").
+func processGoMaxProcs(setting, cpus int) int {
+	if setting > 0 {
+		return setting
+	}
+	return max(1, cpus/2)
+}
+
 // NewWithOptions is New with the settings that do not come from host.hcl,
 // such as the restart policy.
 func NewWithOptions(cfg *config.Config, files *config.Loader, logger hclog.Logger, version string, options Options) *Host {
@@ -108,6 +122,7 @@ func NewWithOptions(cfg *config.Config, files *config.Loader, logger hclog.Logge
 	// identical lines are written once, then once with their count.
 	logger = logdedup.New(logger, logdedup.Window)
 	reg := registry.New(registry.Implementation{Name: Name, Version: version})
+	options = options.withDefaults()
 	h := &Host{
 		cfg:    cfg,
 		files:  files,
@@ -120,8 +135,9 @@ func NewWithOptions(cfg *config.Config, files *config.Loader, logger hclog.Logge
 			HostVersion:          version,
 			DirectChannels:       cfg.Host.DirectChannels,
 			DirectMaxUnreadBytes: cfg.Host.DirectMaxUnreadBytes,
+			GoMaxProcs:           processGoMaxProcs(cfg.Host.ProcessGoMaxProcs, options.CPUs),
 		},
-		options:  options.withDefaults(),
+		options:  options,
 		reg:      reg,
 		router:   dispatch.NewRouter(reg, cfg.Host.CallDepthLimit, cfg.Host.MaxMessageBytes),
 		runs:     dispatch.NewRuns(),

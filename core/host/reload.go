@@ -355,10 +355,12 @@ func (h *Host) fingerprint(cc *config.Capability, identity string, configJSON []
 		DirectMaxUnreadBytes int
 		// Containment is applied at start.
 		Sandbox *config.Sandbox
+		// The Go runtime reads it at start.
+		GoMaxProcs int
 	}{
 		cc.PluginPath, cc.SHA256, identity, cc.Families, cc.Env, configJSON,
 		h.cfg.Host.StateDir, h.opts.LogLevel.String(), h.opts.MaxMessageBytes, h.opts.Tracing,
-		h.storageFor(cc), h.opts.DirectMaxUnreadBytes, cc.Sandbox,
+		h.storageFor(cc), h.opts.DirectMaxUnreadBytes, cc.Sandbox, h.opts.GoMaxProcs,
 	})
 	return hex.EncodeToString(sum.Sum(nil))
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -33,6 +34,11 @@ type Options struct {
 	// execs its entry (package sandbox). Without one, no process is
 	// contained and every rule is reported as not enforced.
 	Launcher string
+	// CPUs is the GOMAXPROCS the host process started with (Go's default,
+	// the CPUs it may use, or its GOMAXPROCS variable), before the host
+	// block's gomaxprocs applied; 0 means runtime.GOMAXPROCS(0) when the
+	// host is made. The processes' default GOMAXPROCS is half of it.
+	CPUs int
 }
 
 // withDefaults fills in what o leaves unset.
@@ -49,6 +55,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Restart.After == nil {
 		o.Restart.After = time.After
+	}
+	if o.CPUs <= 0 {
+		o.CPUs = runtime.GOMAXPROCS(0)
 	}
 	return o
 }

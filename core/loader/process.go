@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,6 +41,9 @@ type Options struct {
 	// Tracing, when set, is handed to every process so that its spans
 	// join the host's traces; nil turns tracing off in the children too.
 	Tracing *tracing.Settings
+	// GoMaxProcs, when above 0, is the GOMAXPROCS the process starts
+	// with, unless Env sets GOMAXPROCS itself.
+	GoMaxProcs int
 	// Env holds the variables the operator passes to this process (the
 	// env attribute of its block), on top of the base set every process
 	// gets (hostwire.ProcessEnv). Values may be secrets: they are never
@@ -132,10 +136,14 @@ func (r *sumRecorder) Sum(b []byte) []byte {
 	return out
 }
 
+// goMaxProcsVar is the Go runtime's variable for its number of
+// scheduler threads.
+const goMaxProcsVar = "GOMAXPROCS"
+
 // processEnv is the environment of a child: the base set of the host's
 // environment and the protocol's variables (hostwire.ProcessEnv), the
-// operator's variables for this process, and this host's tracing
-// settings. The config refuses operator variables of the protocol's
+// operator's variables for this process, its GOMAXPROCS unless those set
+// one, and this host's tracing settings. The config refuses operator variables of the protocol's
 // names (hostwire.IsReservedEnv), so none of them shadows the host's.
 func processEnv(name string, opts Options) []string {
 	env := hostwire.ProcessEnv(name, opts.LogLevel, opts.MaxMessageBytes)
@@ -143,6 +151,9 @@ func processEnv(name string, opts Options) []string {
 	// start to the next.
 	for _, k := range slices.Sorted(maps.Keys(opts.Env)) {
 		env = append(env, k+"="+opts.Env[k])
+	}
+	if _, set := opts.Env[goMaxProcsVar]; !set && opts.GoMaxProcs > 0 {
+		env = append(env, goMaxProcsVar+"="+strconv.Itoa(opts.GoMaxProcs))
 	}
 	if opts.Tracing != nil {
 		env = append(env, opts.Tracing.Env()...)

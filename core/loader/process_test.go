@@ -64,3 +64,34 @@ func TestProcessEnv(t *testing.T) {
 		t.Errorf("operator variables out of order: %q", env)
 	}
 }
+
+// A process gets the GOMAXPROCS the host gives it, once, unless its block
+// passes its own; with none to give, it gets none and Go's default.
+func TestProcessEnvGoMaxProcs(t *testing.T) {
+	count := func(env []string) (n int, last string) {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "GOMAXPROCS="); ok {
+				n, last = n+1, v
+			}
+		}
+		return n, last
+	}
+	t.Setenv("GOMAXPROCS", "7") // the host's own, which is not passed on
+	for _, tt := range []struct {
+		name      string
+		opts      Options
+		wantCount int
+		want      string
+	}{
+		{"the host's choice", Options{GoMaxProcs: 1}, 1, "1"},
+		{"the block's own wins", Options{GoMaxProcs: 1, Env: map[string]string{"GOMAXPROCS": "3"}}, 1, "3"},
+		{"none to give", Options{}, 0, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n, v := count(processEnv("kv", tt.opts))
+			if n != tt.wantCount || v != tt.want {
+				t.Errorf("GOMAXPROCS appears %d times, last %q; want %d, %q", n, v, tt.wantCount, tt.want)
+			}
+		})
+	}
+}

@@ -36,7 +36,10 @@ func environOf(t *testing.T, pid int) map[string]string {
 // plugin starts) sees the base set of the environment, the protocol's
 // variables and what its own block passes: never the API's bearer token
 // or a secret the config reads with env(), which sit in the host's
-// environment, and never another child's variables.
+// environment, and never another child's variables. A plugin or pack
+// process also gets its GOMAXPROCS from the host, half the host's own
+// unless its block's env sets one; an MCP server, not the host's
+// process, gets none.
 func TestChildrenSeeOnlyTheirEnvironment(t *testing.T) {
 	const (
 		token  = "api-token-canary-3b9e1f"
@@ -66,7 +69,7 @@ capability "echo" {
 }
 capability "mcp" {
   plugin = %q
-  env    = { MCP_PLUGIN_ONLY = "for-the-plugin" }
+  env    = { MCP_PLUGIN_ONLY = "for-the-plugin", GOMAXPROCS = "3" }
   config {
     server "toolbox" {
       command = [%q]
@@ -81,7 +84,7 @@ pack "private.wophost.mcppack" {
 `, mcpPlugin, toolbox, pack))
 	cmd := exec.Command(bin.host, "--config", cfg, "serve")
 	cmd.Env = append(os.Environ(), "WOPHOST_API_TOKEN="+token, "WOPHOST_TEST_SECRET="+secret,
-		"WOPHOST_TEST_PASSED="+passed, "TZ=Etc/UTC", "OPENAI_API_KEY="+secret)
+		"WOPHOST_TEST_PASSED="+passed, "TZ=Etc/UTC", "OPENAI_API_KEY="+secret, "GOMAXPROCS=5")
 	d := startServeCommand(t, cmd)
 
 	// The MCP server starts on first use.
@@ -93,7 +96,7 @@ pack "private.wophost.mcppack" {
 	}
 
 	protocol := func(name string) bool {
-		return hostwire.IsReservedEnv(name) || name == hostwire.Handshake.MagicCookieKey
+		return hostwire.IsReservedEnv(name) || name == hostwire.Handshake.MagicCookieKey || name == "GOMAXPROCS"
 	}
 	children := []struct {
 		name string
@@ -105,11 +108,14 @@ pack "private.wophost.mcppack" {
 		// baseSet: it sees the host's base set; a contained pack does
 		// not, without env.read.
 		baseSet bool
+		// gomaxprocs is its GOMAXPROCS, "" for none: the host runs at 5,
+		// so its processes get 2, and the mcp plugin's block says 3.
+		gomaxprocs string
 	}{
-		{"plugin", bin.testcap, map[string]string{"ECHO_MODE": "loud", "ECHO_KEY": passed}, protocol, true},
-		{"pack", filepath.Join(pack, "mcppack"), map[string]string{"PACK_VAR": "for-the-pack"}, protocol, false},
-		{"mcp plugin", mcpPlugin, map[string]string{"MCP_PLUGIN_ONLY": "for-the-plugin"}, protocol, true},
-		{"stdio MCP server", toolbox, map[string]string{"TOOLBOX_VAR": "for-the-server"}, func(string) bool { return false }, true},
+		{"plugin", bin.testcap, map[string]string{"ECHO_MODE": "loud", "ECHO_KEY": passed}, protocol, true, "2"},
+		{"pack", filepath.Join(pack, "mcppack"), map[string]string{"PACK_VAR": "for-the-pack"}, protocol, false, "2"},
+		{"mcp plugin", mcpPlugin, map[string]string{"MCP_PLUGIN_ONLY": "for-the-plugin"}, protocol, true, "3"},
+		{"stdio MCP server", toolbox, map[string]string{"TOOLBOX_VAR": "for-the-server"}, func(string) bool { return false }, true, ""},
 	}
 	var procs []testbin.Process
 	deadline := time.Now().Add(30 * time.Second)
@@ -144,6 +150,9 @@ pack "private.wophost.mcppack" {
 				if env[k] != v {
 					t.Errorf("%s: %s = %q, want %q as its block passes", c.name, k, env[k], v)
 				}
+			}
+			if got, set := env["GOMAXPROCS"]; got != c.gomaxprocs || set != (c.gomaxprocs != "") {
+				t.Errorf("%s: GOMAXPROCS = %q (set %v), want %q", c.name, got, set, c.gomaxprocs)
 			}
 			switch {
 			case c.baseSet && (env["TZ"] != "Etc/UTC" || env["PATH"] == ""):
