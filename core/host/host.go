@@ -102,7 +102,8 @@ func New(cfg *config.Config, files *config.Loader, logger hclog.Logger, version 
 // of them woken in turn; a Go runtime that may run on every CPU wakes
 // further threads to look for work at each hand-off, and with several
 // such processes on a few CPUs those threads take turns with the ones
-// doing the work (BENCHMARKS.md, "Processes' GOMAXPROCS").
+// doing the work (BENCHMARKS.md, What was cut: "Plugin and pack processes
+// at half the host's GOMAXPROCS").
 func processGoMaxProcs(setting, cpus int) int {
 	if setting > 0 {
 		return setting

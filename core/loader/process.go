@@ -143,8 +143,9 @@ const goMaxProcsVar = "GOMAXPROCS"
 // processEnv is the environment of a child: the base set of the host's
 // environment and the protocol's variables (hostwire.ProcessEnv), the
 // operator's variables for this process, its GOMAXPROCS unless those set
-// one, and this host's tracing settings. The config refuses operator variables of the protocol's
-// names (hostwire.IsReservedEnv), so none of them shadows the host's.
+// one, and this host's tracing settings. The config refuses operator
+// variables of the protocol's names (hostwire.IsReservedEnv), so none of
+// them shadows the host's.
 func processEnv(name string, opts Options) []string {
 	env := hostwire.ProcessEnv(name, opts.LogLevel, opts.MaxMessageBytes)
 	// Sorted, so that a process's environment does not change from one

@@ -207,6 +207,8 @@ func demoBlocks(tb testing.TB) []demoBlock {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	ai, prompts, mcp, agents := binary(tb, "./plugins/aienvelope"), binary(tb, "./plugins/promptlib"),
+		binary(tb, "./plugins/mcp"), binary(tb, "./plugins/agentrt")
 	return []demoBlock{
 		{name: "kv", text: fmt.Sprintf(`
 capability "kv" {
@@ -227,7 +229,7 @@ capability "ai" {
     }
   }
 }
-`, binary(tb, "./plugins/aienvelope"), rules), binary: binary(tb, "./plugins/aienvelope")},
+`, ai, rules), binary: ai},
 		{name: "prompts", text: fmt.Sprintf(`
 capability "prompts" {
   plugin   = %q
@@ -236,7 +238,7 @@ capability "prompts" {
     dir = "store"
   }
 }
-`, binary(tb, "./plugins/promptlib")), binary: binary(tb, "./plugins/promptlib")},
+`, prompts), binary: prompts},
 		{name: "mcp", text: fmt.Sprintf(`
 capability "mcp" {
   plugin = %q
@@ -246,7 +248,7 @@ capability "mcp" {
     }
   }
 }
-`, binary(tb, "./plugins/mcp"), binary(tb, "./examples/mcpservers/toolbox")), binary: binary(tb, "./plugins/mcp")},
+`, mcp, binary(tb, "./examples/mcpservers/toolbox")), binary: mcp},
 		{name: "agents", text: fmt.Sprintf(`
 capability "agents" {
   plugin = %q
@@ -254,7 +256,7 @@ capability "agents" {
     store_file = "agents.db"
   }
 }
-`, binary(tb, "./plugins/agentrt")), binary: binary(tb, "./plugins/agentrt")},
+`, agents), binary: agents},
 		{name: "community.wophost.kvdemo", pack: true, text: fmt.Sprintf(`
 pack "community.wophost.kvdemo" {
   path = %q
@@ -583,7 +585,7 @@ func idleDirectCalls(ctx context.Context, c *loader.Capability, n int, gap time.
 	for range n {
 		time.Sleep(gap)
 		t0 := time.Now()
-		if _, err := c.Invoke(ctx, "test.echo", "echo", []byte(payload), wop.CallContext{}); err != nil {
+		if err := directCalls(ctx, c, 1); err != nil {
 			return 0, err
 		}
 		took += time.Since(t0)
